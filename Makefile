@@ -1,0 +1,16 @@
+# doodlepod developer entry points. `make help` lists them.
+SHELL := /bin/bash
+DOODLEPOD_CACHE ?= $(HOME)/.cache/doodlepod
+VENV ?= $(DOODLEPOD_CACHE)/venv
+PY := $(VENV)/bin/python
+export DOODLEPOD_CACHE VENV
+
+.PHONY: help venv test
+help: ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+venv: ## create/update the dev virtualenv (outside the repo, reused while requirements are unchanged)
+	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh
+
+test: venv ## install what is needed and run every test
+	$(PY) -m pytest -q tests

@@ -1,0 +1,125 @@
+"""A drawn character: its texture, its mask and its skeleton.
+
+Coordinates: every joint location is in the drawing's own pixel frame, origin at the texture's
+top-left corner, x to the right, y *down* (the frame of ``char_cfg.yaml``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import yaml
+from PIL import Image
+
+from .errors import CharacterError
+
+#: The 16 joints of an AnimatedDrawings character skeleton, parents before children.
+SKELETON_JOINTS: tuple[str, ...] = (
+    "root", "hip", "torso", "neck",
+    "right_shoulder", "right_elbow", "right_hand",
+    "left_shoulder", "left_elbow", "left_hand",
+    "right_hip", "right_knee", "right_foot",
+    "left_hip", "left_knee", "left_foot",
+)
+
+
+@dataclass(frozen=True)
+class Joint:
+    """One skeleton joint: ``loc`` is (x, y) in texture pixels, y down; ``parent`` is None for the root."""
+
+    name: str
+    loc: tuple[float, float]
+    parent: str | None
+
+
+@dataclass
+class Character:
+    """A rigged drawing.
+
+    Attributes:
+        texture: RGBA uint8 array, shape (H, W, 4).
+        mask: bool array, shape (H, W); True where the character is.
+        skeleton: joints, parents listed before their children.
+    """
+
+    texture: np.ndarray
+    mask: np.ndarray
+    skeleton: list[Joint]
+
+    def __post_init__(self) -> None:
+        if self.texture.ndim != 3 or self.texture.shape[2] != 4 or self.texture.dtype != np.uint8:
+            raise CharacterError(None, "texture", f"expected an RGBA uint8 image, got {self.texture.dtype} {self.texture.shape}")
+        if self.mask.shape != self.texture.shape[:2]:
+            raise CharacterError(None, "mask", f"mask size {self.mask.shape[::-1]} differs from texture size {self.texture.shape[1::-1]}")
+        self.mask = self.mask.astype(bool, copy=False)
+        if not self.mask.any():
+            raise CharacterError(None, "mask", "mask is empty: no character pixels")
+        names = [j.name for j in self.skeleton]
+        missing = [n for n in SKELETON_JOINTS if n not in names]
+        if missing:
+            raise CharacterError(None, "skeleton", f"missing joints: {', '.join(missing)}")
+        seen: set[str] = set()
+        for j in self.skeleton:
+            if j.parent is not None and j.parent not in seen:
+                raise CharacterError(None, "skeleton", f"joint '{j.name}' lists parent '{j.parent}' before it is defined")
+            seen.add(j.name)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) in pixels."""
+        return int(self.texture.shape[1]), int(self.texture.shape[0])
+
+    def joint_locations(self) -> dict[str, np.ndarray]:
+        """Joint name -> (x, y) float64 array in texture pixels, y down."""
+        return {j.name: np.asarray(j.loc, dtype=np.float64) for j in self.skeleton}
+
+
+def skeleton_from_config(entries: Sequence[Mapping[str, Any]], path: str | Path | None = None) -> list[Joint]:
+    """Parse the ``skeleton`` list of a ``char_cfg.yaml`` (``{name, loc: [x, y], parent}`` per joint)."""
+    joints: list[Joint] = []
+    for i, e in enumerate(entries):
+        try:
+            name = str(e["name"])
+            x, y = (float(v) for v in e["loc"])
+            parent = e.get("parent")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CharacterError(path, f"skeleton[{i}]", f"expected {{name, loc: [x, y], parent}}, got {e!r}") from exc
+        joints.append(Joint(name, (x, y), None if parent is None else str(parent)))
+    return joints
+
+
+def load_character(folder: str | Path) -> Character:
+    """Read an AnimatedDrawings character folder (``char_cfg.yaml``, ``texture.png``, ``mask.png``)."""
+    folder = Path(folder)
+    cfg_path = folder / "char_cfg.yaml"
+    try:
+        cfg = yaml.safe_load(cfg_path.read_text())
+    except FileNotFoundError as exc:
+        raise CharacterError(cfg_path, None, "file not found") from exc
+    except yaml.YAMLError as exc:
+        raise CharacterError(cfg_path, None, f"not valid YAML: {exc}") from exc
+    if not isinstance(cfg, dict) or "skeleton" not in cfg:
+        raise CharacterError(cfg_path, "skeleton", "missing")
+    skeleton = skeleton_from_config(cfg["skeleton"], cfg_path)
+    texture = _read_image(folder / "texture.png", "RGBA")
+    mask = _read_image(folder / "mask.png", "L") > 127
+    try:
+        char = Character(texture, mask, skeleton)
+    except CharacterError as exc:
+        raise CharacterError(folder, exc.field, exc.message) from exc
+    for key, actual in (("width", char.size[0]), ("height", char.size[1])):
+        if key in cfg and int(cfg[key]) != actual:
+            raise CharacterError(cfg_path, key, f"says {cfg[key]} but texture.png is {actual}")
+    return char
+
+
+def _read_image(path: Path, mode: str) -> np.ndarray:
+    try:
+        with Image.open(path) as im:
+            return np.asarray(im.convert(mode))
+    except FileNotFoundError as exc:
+        raise CharacterError(path, None, "file not found") from exc
+    except OSError as exc:
+        raise CharacterError(path, None, f"not a readable image: {exc}") from exc

@@ -1,0 +1,37 @@
+"""Exception types raised by :mod:`animator`.
+
+Every error names the file (and, for config files, the field) that caused it, so a caller can show
+``str(err)`` to a person as is.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class AnimatorError(Exception):
+    """Base class of every error this library raises on bad input."""
+
+
+class ConfigError(AnimatorError):
+    """A config file (character, motion, retarget) is missing, unreadable or has a bad field."""
+
+    def __init__(self, path: str | Path | None, field: str | None, message: str) -> None:
+        self.path = str(path) if path is not None else None
+        self.field = field
+        self.message = message
+        where = self.path or "<config>"
+        if field:
+            where += f": field '{field}'"
+        super().__init__(f"{where}: {message}")
+
+
+class BVHError(ConfigError):
+    """A BVH motion-capture file cannot be parsed or lacks a joint the configs need."""
+
+
+class CharacterError(ConfigError):
+    """A character (texture, mask, skeleton) is unusable: missing joints, empty mask, size mismatch."""
+
+
+class RenderError(AnimatorError):
+    """Rendering or encoding failed for a reason other than bad input (e.g. no codec for a format)."""
