@@ -14,7 +14,9 @@ CACHE=${DOODLEPOD_CACHE:-$HOME/.cache/doodlepod}
 VENV=${DOODLEPOD_VENV:-$CACHE/venv}
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 
-key=$(cat requirements/*.txt scripts/bootstrap.sh scripts/install_model_stack.sh 2>/dev/null | sha256sum | cut -c1-16)
+hashed=(requirements/*.txt scripts/bootstrap.sh)
+[[ -f scripts/install_model_stack.sh ]] && hashed+=(scripts/install_model_stack.sh)
+key=$(cat "${hashed[@]}" | sha256sum | cut -c1-16)
 stamp="$VENV/.doodlepod-stamp"
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$key" ]]; then
   exit 0
