@@ -1,0 +1,216 @@
+"""The one table of the app's settings: every ``DOODLEPOD_*`` environment variable lives here.
+
+Nothing else in ``app/`` reads ``os.environ`` for a setting: it calls :func:`load_settings` (or reads
+``current_app.config["SETTINGS"]``). The docs' configuration table and the manifests' tests read
+:data:`SETTINGS`, so a variable added here is documented everywhere at once
+(``python -m app.config --markdown`` prints the table).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its name, default (as the string one would export) and meaning."""
+
+    name: str
+    default: str
+    description: str
+    parse: Callable[[str], Any] = str
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected true/false, got {text!r}")
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(f"must be > 0, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in options:
+            raise ValueError(f"expected one of {', '.join(options)}, got {text!r}")
+        return value
+    return parse
+
+
+#: Every setting of the app, in the order the docs list them.
+SETTINGS: tuple[Setting, ...] = (
+    # --- server ---
+    Setting("DOODLEPOD_HOST", "0.0.0.0", "Address gunicorn binds to."),
+    Setting("DOODLEPOD_PORT", "8000", "Port gunicorn binds to.", int),
+    Setting("DOODLEPOD_WORKERS", "1", "gunicorn worker processes (gevent). Each worker has its own render "
+            "process pool; on a small node keep 1 worker and raise DOODLEPOD_RENDER_PROCESSES instead.", int),
+    Setting("DOODLEPOD_WORKER_CONNECTIONS", "200", "Simultaneous connections per gevent worker.", int),
+    Setting("DOODLEPOD_GRACEFUL_TIMEOUT_S", "0", "Seconds a worker gets to finish in-flight requests on "
+            "shutdown; 0 means the request deadline plus 5 s.", float),
+    Setting("DOODLEPOD_LOG_LEVEL", "info", "Log level of the app and gunicorn (debug, info, warning, error).",
+            _choice("debug", "info", "warning", "error")),
+    Setting("DOODLEPOD_ACCESS_LOG", "true", "Write one gunicorn access-log line per request (with its "
+            "request id).", _bool),
+    Setting("DOODLEPOD_RUNTIME_DIR", "", "Folder for state shared by the workers of one pod (render slots, "
+            "Prometheus multiprocess files); empty: a fresh temporary folder made at start.", str),
+    Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call except /ping, /healthz, /live and /metrics "
+            "needs the header 'Authorization: Bearer <token>'.", str),
+    # --- limits ---
+    Setting("DOODLEPOD_REQUEST_DEADLINE_S", "120", "Longest time one request may take end to end; past "
+            "it the app answers 504. A client may ask for less with the header X-Deadline-Seconds.",
+            _positive_float),
+    Setting("DOODLEPOD_MAX_UPLOAD_MB", "20", "Largest accepted request body, in MiB (413 beyond).",
+            _positive_float),
+    Setting("DOODLEPOD_MAX_IMAGE_PIXELS", "40000000", "Largest accepted image, in pixels (width x height; "
+            "413 beyond), checked before the image is decoded.", int),
+    Setting("DOODLEPOD_MAX_INFLIGHT", "6", "Requests being animated at once per pod (across all workers); "
+            "one more gets 503 with Retry-After at once instead of waiting in a queue.", int),
+    Setting("DOODLEPOD_RETRY_AFTER_S", "3", "Value of the Retry-After header sent with 503 answers.", int),
+    Setting("DOODLEPOD_RENDER_PROCESSES", "0", "Processes per worker that decode, segment and render "
+            "(CPU work never runs on the gevent loop); 0 means one per CPU.", _non_negative_int),
+    Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
+            "below it /ping is 503 and uploads are refused with 503.", _positive_float),
+    # --- pipeline ---
+    Setting("DOODLEPOD_DETECT_MAX_SIDE", "1000", "The photo is downsized so its longest side is at most "
+            "this many pixels before detection (as AnimatedDrawings does).", int),
+    Setting("DOODLEPOD_MIN_DETECTION_SCORE", "0.2", "Detections scoring below this are ignored (422 "
+            "no_character if none is left).", float),
+    Setting("DOODLEPOD_DEFAULT_MOTIONS", "dab,jumping,zombie", "Motions rendered when a request names none "
+            "(also the old client's keys).", _csv),
+    Setting("DOODLEPOD_DEFAULT_FORMAT", "gif", "Animation format when a request names none.",
+            _choice("gif", "webp", "mp4")),
+    Setting("DOODLEPOD_RENDER_SIZE", "400", "Width and height of rendered animations, in pixels.", int),
+    Setting("DOODLEPOD_RENDER_FPS", "", "Frames per second of the animations (the BVH is resampled); empty: "
+            "the animator's default.", str),
+    Setting("DOODLEPOD_RENDER_MAX_FRAMES", "0", "Cap on frames per animation; 0: no cap.", _non_negative_int),
+    Setting("DOODLEPOD_MOTIONS_DIR", "", "Extra motion library merged over the built-in one: a folder with a "
+            "library.yaml (see docs) plus its BVH and config files.", str),
+    # --- TorchServe ---
+    Setting("DOODLEPOD_TORCHSERVE_URL", "http://127.0.0.1:8080", "TorchServe inference API."),
+    Setting("DOODLEPOD_TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", "TorchServe management API "
+            "(used by /ping to check that the models have READY workers)."),
+    Setting("DOODLEPOD_DETECTOR_MODEL", "drawn_humanoid_detector", "TorchServe model name of the detector."),
+    Setting("DOODLEPOD_POSE_MODEL", "drawn_humanoid_pose_estimator", "TorchServe model name of the pose "
+            "estimator."),
+    Setting("DOODLEPOD_TORCHSERVE_TIMEOUT_S", "30", "Timeout of one TorchServe call (capped by the time "
+            "left to the request).", _positive_float),
+    Setting("DOODLEPOD_TORCHSERVE_RETRIES", "2", "Retries of a TorchServe call that failed to connect or "
+            "got 503/507 (with backoff).", _non_negative_int),
+    Setting("DOODLEPOD_PING_TIMEOUT_S", "1", "Timeout of each check /ping makes.", _positive_float),
+    # --- storage ---
+    Setting("DOODLEPOD_STORAGE", "local", "Where animations go: 'local' (a folder served by the app under "
+            "/files/) or 's3'.", _choice("local", "s3")),
+    Setting("DOODLEPOD_LOCAL_DIR", "./data/files", "Folder of the local storage."),
+    Setting("DOODLEPOD_PUBLIC_URL", "", "Base URL clients reach the app at (e.g. https://doodles.example.com), "
+            "used for local-storage URLs; empty: the request's own host."),
+    Setting("DOODLEPOD_S3_BUCKET", "", "S3 bucket (required when DOODLEPOD_STORAGE=s3)."),
+    Setting("DOODLEPOD_S3_PREFIX", "doodlepod/", "Key prefix of uploaded animations."),
+    Setting("DOODLEPOD_S3_REGION", "", "S3 region; empty: boto3's default chain."),
+    Setting("DOODLEPOD_S3_ENDPOINT_URL", "", "S3 endpoint (MinIO, moto, ...); empty: AWS."),
+    Setting("DOODLEPOD_S3_URL_MODE", "presigned", "'presigned' (GET URLs signed for "
+            "DOODLEPOD_S3_URL_EXPIRY_S) or 'public' (plain URLs; the bucket must allow public reads).",
+            _choice("presigned", "public")),
+    Setting("DOODLEPOD_S3_URL_EXPIRY_S", "86400", "Lifetime of presigned URLs in seconds (at most 604800).",
+            int),
+    Setting("DOODLEPOD_S3_PUBLIC_BASE_URL", "", "With URL mode 'public': base URL of the objects (e.g. a "
+            "CDN); empty: <endpoint>/<bucket>."),
+    Setting("DOODLEPOD_S3_TIMEOUT_S", "10", "Connect and read timeout of one S3 call.", _positive_float),
+    Setting("DOODLEPOD_S3_RETRIES", "3", "Attempts per S3 call (botocore standard retry mode).", int),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+class SettingsError(ValueError):
+    """A DOODLEPOD_* variable has a value that cannot be parsed."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Parsed settings; attribute names are the variable names without ``DOODLEPOD_``, lower case."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, item: str) -> Any:
+        try:
+            return self.values[item]
+        except KeyError:
+            raise AttributeError(item) from None
+
+    def __reduce__(self):  # picklable although __getattr__ is dynamic
+        return (Settings, (dict(self.values),))
+
+
+def attribute_name(env_name: str) -> str:
+    return env_name.removeprefix("DOODLEPOD_").lower()
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Parse every setting from ``environ`` (default: ``os.environ``).
+
+    ``overrides`` (attribute names, already parsed values) win over the environment; tests use them.
+    A value that cannot be parsed raises :class:`SettingsError` naming the variable.
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for s in SETTINGS:
+        raw = env.get(s.name, s.default)
+        try:
+            values[attribute_name(s.name)] = s.parse(raw)
+        except ValueError as exc:
+            raise SettingsError(f"{s.name}={raw!r}: {exc}") from None
+    for key, value in overrides.items():
+        if key not in values:
+            raise SettingsError(f"unknown setting override {key!r}")
+        values[key] = value
+    return Settings(values)
+
+
+def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
+    """``DOODLEPOD_*`` variables set in the environment that no setting declares (likely typos)."""
+    env = os.environ if environ is None else environ
+    return sorted(k for k in env if k.startswith("DOODLEPOD_") and k not in _BY_NAME and k not in _IGNORED)
+
+
+#: DOODLEPOD_* variables read by other parts of the kit (the venv/cache location used by make), not the app.
+_IGNORED = frozenset({"DOODLEPOD_CACHE", "DOODLEPOD_VENV"})
+
+
+def markdown_table() -> str:
+    """The settings as a Markdown table (name, default, description) for the README."""
+    lines = ["| Variable | Default | Description |", "|---|---|---|"]
+    for s in SETTINGS:
+        default = f"`{s.default}`" if s.default else "(empty)"
+        lines.append(f"| `{s.name}` | {default} | {s.description} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if "--markdown" in sys.argv[1:]:
+        print(markdown_table())
+    else:
+        print("usage: python -m app.config --markdown   (print the settings table)\n")
+        for s in SETTINGS:
+            print(f"{s.name}={s.default}\n    {s.description}")

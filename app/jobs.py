@@ -1,0 +1,206 @@
+"""The CPU-heavy steps of a request, run inside the render processes (never on the gevent loop).
+
+Each function takes and returns plain picklable values (bytes, numpy arrays, dicts, animator
+objects) because it runs in a ``ProcessPoolExecutor`` child started with the ``spawn`` method.
+This module does not import Flask's app, the metrics or gevent.
+
+Image coordinates: "image pixels" are those of the uploaded image after its EXIF orientation is
+applied; "work pixels" are those of the downsized copy the pipeline works on
+(``work = image * scale``). Both are x right, y down.
+"""
+from __future__ import annotations
+
+import io
+import os
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageOps
+
+from .errors import InvalidCharacter, NoCharacter, TooLarge, UnreadableImage, UnsupportedType
+
+#: Formats Pillow reports for the images we accept (MPO: the multi-picture JPEG some phones write).
+ACCEPTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg", "WEBP": "image/webp"}
+
+Image.MAX_IMAGE_PIXELS = None  # we check our own limit (DOODLEPOD_MAX_IMAGE_PIXELS) before decoding
+
+
+@dataclass
+class PreparedImage:
+    rgb: np.ndarray            # uint8 (h, w, 3), work pixels
+    scale: float               # work pixels per image pixel (<= 1)
+    image_size: tuple[int, int]  # (width, height) of the uploaded image, oriented
+    format: str
+    png: bytes                 # the work image encoded for the detector
+    timings_ms: dict[str, float]
+
+
+def sniff_unsupported(data: bytes) -> str | None:
+    """Name of a well-known image/document type we do not accept, from its first bytes."""
+    head = data[:32]
+    if len(head) >= 12 and head[4:8] == b"ftyp":
+        brand = head[8:12].decode("latin-1")
+        return "HEIC/HEIF" if brand.startswith(("hei", "hev", "mif", "msf")) else (
+            "AVIF" if brand.startswith("avi") else f"ISO media ({brand.strip()})")
+    if head.startswith(b"%PDF"):
+        return "PDF"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "GIF"
+    if head.startswith(b"<svg") or head.startswith(b"<?xml"):
+        return "SVG"
+    return None
+
+
+def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
+    """Decode an upload, apply its EXIF orientation, flatten alpha onto white, downsize to ``max_side``.
+
+    Raises :class:`UnsupportedType` (not PNG/JPEG/WebP), :class:`TooLarge` (over ``max_pixels``,
+    checked from the header before decoding) or :class:`UnreadableImage`.
+    """
+    t0 = time.perf_counter()
+    if not data:
+        raise UnreadableImage("the uploaded file is empty")
+    other = sniff_unsupported(data)
+    if other:
+        raise UnsupportedType(f"{other} images are not supported; send PNG, JPEG or WebP")
+    try:
+        im = Image.open(io.BytesIO(data))
+    except Image.UnidentifiedImageError:
+        raise UnreadableImage("the upload is not a readable PNG, JPEG or WebP image") from None
+    except Exception as exc:  # Pillow raises many types on hostile headers
+        raise UnreadableImage(f"cannot read the image header: {type(exc).__name__}") from None
+    if im.format not in ACCEPTED_FORMATS:
+        raise UnsupportedType(f"{im.format} images are not supported; send PNG, JPEG or WebP")
+    w, h = im.size
+    if w < 1 or h < 1:
+        raise UnreadableImage("the image has no pixels")
+    if w * h > max_pixels:
+        raise TooLarge(f"image of {w}x{h} = {w * h / 1e6:.1f} MP is over the limit of {max_pixels / 1e6:.1f} MP")
+    try:
+        orientation = im.getexif().get(0x0112, 1)
+    except Exception:
+        orientation = 1
+    longest = max(w, h)
+    if im.format in ("JPEG", "MPO") and longest > max_side:
+        # Let libjpeg decode at 1/2, 1/4 or 1/8 scale when that still leaves >= max_side pixels.
+        k = max_side / longest
+        im.draft("RGB", (max(1, int(np.ceil(w * k))), max(1, int(np.ceil(h * k)))))
+    try:
+        im.load()
+        im = ImageOps.exif_transpose(im)
+        rgb = _flatten(im)
+    except Exception as exc:
+        raise UnreadableImage(f"the image data is corrupt or truncated ({type(exc).__name__}: {exc})") from None
+    t1 = time.perf_counter()
+    image_size = (h, w) if orientation in (5, 6, 7, 8) else (w, h)
+    cw, ch = rgb.size
+    k = min(1.0, max_side / max(cw, ch))
+    if k < 1.0:
+        rgb = rgb.resize((max(1, round(cw * k)), max(1, round(ch * k))), Image.Resampling.BILINEAR,
+                         reducing_gap=2.0)
+    scale = rgb.size[0] / image_size[0]
+    t2 = time.perf_counter()
+    buf = io.BytesIO()
+    rgb.save(buf, format="PNG", compress_level=1)
+    t3 = time.perf_counter()
+    return PreparedImage(np.asarray(rgb), scale, image_size, im.format or "?", buf.getvalue(),
+                         {"decode": (t1 - t0) * 1e3, "downsize": (t2 - t1) * 1e3, "encode_png": (t3 - t2) * 1e3})
+
+
+def _flatten(im: Image.Image) -> Image.Image:
+    """RGB copy of ``im`` with any transparency composited onto white paper."""
+    if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        page = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        page.alpha_composite(rgba)
+        return page.convert("RGB")
+    return im.convert("RGB")
+
+
+def clamp_box(box: Any, width: int, height: int) -> tuple[int, int, int, int] | None:
+    """``[l, t, r, b]`` rounded and clipped to the image; None when nothing is left."""
+    try:
+        l, t, r, b = (float(v) for v in box)
+    except (TypeError, ValueError):
+        return None
+    if not all(np.isfinite([l, t, r, b])):
+        return None
+    l, t = max(0, int(round(l))), max(0, int(round(t)))
+    r, b = min(width, int(round(r))), min(height, int(round(b)))
+    if r - l < 8 or b - t < 8:
+        return None
+    return l, t, r, b
+
+
+@dataclass
+class SegmentedCrop:
+    box: tuple[int, int, int, int]  # work pixels
+    texture: np.ndarray             # RGBA uint8 of the crop (alpha 255, as AnimatedDrawings' texture)
+    mask: np.ndarray                # bool, True on the character
+    png: bytes                      # the crop encoded for the pose model
+    timings_ms: dict[str, float]
+
+
+def segment_crop(rgb: np.ndarray, box: tuple[int, int, int, int]) -> SegmentedCrop:
+    """Crop ``box`` (work pixels) out of ``rgb`` and segment the character in it."""
+    from animator.segment import segment_drawing
+
+    t0 = time.perf_counter()
+    l, t, r, b = box
+    crop = np.ascontiguousarray(rgb[t:b, l:r])
+    mask = segment_drawing(crop)
+    t1 = time.perf_counter()
+    if not mask.any():
+        raise NoCharacter("no drawn character could be separated from the paper in the detected box")
+    texture = np.dstack([crop, np.full(crop.shape[:2], 255, np.uint8)])
+    buf = io.BytesIO()
+    Image.fromarray(crop).save(buf, format="PNG", compress_level=1)
+    t2 = time.perf_counter()
+    return SegmentedCrop(box, texture, mask, buf.getvalue(),
+                         {"segment": (t1 - t0) * 1e3, "encode_crop": (t2 - t1) * 1e3})
+
+
+@lru_cache(maxsize=64)
+def _load_configs(motion_path: str, retarget_path: str, _mtimes: tuple[float, float]):
+    import animator
+    return animator.load_motion_config(motion_path), animator.load_retarget_config(retarget_path)
+
+
+def render_motion(character: Any, motion_path: str, retarget_path: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Render one motion for ``character`` (an :class:`animator.Character`) with ``RenderOptions(**options)``.
+
+    Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
+    Bad input from the animator (e.g. a skeleton it cannot rig) becomes :class:`InvalidCharacter`.
+    """
+    import animator
+
+    t0 = time.perf_counter()
+    mtimes = (os.stat(motion_path).st_mtime, os.stat(retarget_path).st_mtime)
+    try:
+        motion_cfg, retarget_cfg = _load_configs(motion_path, retarget_path, mtimes)
+        t1 = time.perf_counter()
+        result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options))
+    except animator.CharacterError as exc:
+        raise InvalidCharacter(f"the character cannot be animated: {exc}") from None
+    t2 = time.perf_counter()
+    timings = {"load_configs": (t1 - t0) * 1e3, **{k: float(v) for k, v in result.timings_ms.items()},
+               "total": (t2 - t0) * 1e3}
+    return {"data": result.data, "mime": result.mime, "extension": result.extension,
+            "frame_count": int(result.frame_count), "duration_s": float(result.duration_s),
+            "timings_ms": timings, "pid": os.getpid()}
+
+
+def warm(seconds: float = 0.2) -> int:
+    """Import what renders need, then linger so that the pool starts every process (returns the pid)."""
+    import animator  # noqa: F401
+    import animator.segment  # noqa: F401
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def read_bytes(path: str | Path) -> bytes:
+    return Path(path).read_bytes()

@@ -1,0 +1,79 @@
+"""The motion library: which motions exist and where their motion and retarget configs are.
+
+A library is a folder with a ``library.yaml``::
+
+    motions:
+      dab:                                   # the name clients ask for
+        motion: examples/config/motion/dab.yaml          # AnimatedDrawings motion config
+        retarget: examples/config/retarget/fair1_ppf.yaml # AnimatedDrawings retarget config
+        description: A dab.                  # optional, shown by GET /motions
+
+Paths are relative to the folder holding ``library.yaml``. The built-in library is ``motions/`` at the
+repository root; an operator's folder (``DOODLEPOD_MOTIONS_DIR``) is merged over it, entry by entry.
+Only file existence is checked here; the configs are parsed by :mod:`animator` in the render processes.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "motions"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class LibraryError(ValueError):
+    """A library.yaml is missing, malformed or names files that do not exist."""
+
+
+@dataclass(frozen=True)
+class Motion:
+    name: str
+    motion_cfg: Path
+    retarget_cfg: Path
+    description: str
+    source: str  # "builtin" or the operator folder
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "description": self.description, "source": self.source,
+                "motion_config": self.motion_cfg.name, "retarget_config": self.retarget_cfg.name}
+
+
+def load_library(folder: str | Path, source: str) -> dict[str, Motion]:
+    """Read ``folder/library.yaml``; raises :class:`LibraryError` naming the bad entry."""
+    folder = Path(folder)
+    index = folder / "library.yaml"
+    try:
+        doc = yaml.safe_load(index.read_text())
+    except FileNotFoundError:
+        raise LibraryError(f"{index}: not found (a motion folder needs a library.yaml)") from None
+    except yaml.YAMLError as exc:
+        raise LibraryError(f"{index}: not valid YAML: {exc}") from None
+    entries = (doc or {}).get("motions") if isinstance(doc, dict) else None
+    if not isinstance(entries, dict):
+        raise LibraryError(f"{index}: expected a mapping under 'motions'")
+    out: dict[str, Motion] = {}
+    for name, entry in entries.items():
+        name = str(name)
+        if not _NAME.match(name):
+            raise LibraryError(f"{index}: motion name {name!r} must be letters, digits, '_', '-', '.'")
+        if not isinstance(entry, dict) or "motion" not in entry or "retarget" not in entry:
+            raise LibraryError(f"{index}: motion {name!r} needs 'motion' and 'retarget' config paths")
+        paths = []
+        for field in ("motion", "retarget"):
+            path = (folder / str(entry[field])).resolve()
+            if not path.is_file():
+                raise LibraryError(f"{index}: motion {name!r}: {field} config {entry[field]} not found")
+            paths.append(path)
+        out[name] = Motion(name, paths[0], paths[1], str(entry.get("description", "")), source)
+    return out
+
+
+def load_motions(extra_dir: str | Path | None = None) -> dict[str, Motion]:
+    """The built-in library with ``extra_dir``'s entries merged over it, sorted by name."""
+    motions = load_library(BUILTIN_DIR, "builtin")
+    if extra_dir:
+        motions.update(load_library(extra_dir, str(extra_dir)))
+    return dict(sorted(motions.items()))

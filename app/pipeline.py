@@ -1,0 +1,231 @@
+"""One request's journey: image -> character (box, mask, skeleton) -> animations -> stored URLs.
+
+Stages (each timed, logged as ``stage=NAME ms=...`` and observed in the stage histogram):
+``decode`` (decode, EXIF orientation, downsize; render process), ``detect`` (TorchServe),
+``segment`` (crop the best box, mask the character; render process), ``pose`` (TorchServe on the
+crop), ``animate:<motion>`` (one render-process job per motion, all in parallel) and
+``upload:<motion>`` (each file as soon as it is rendered).
+
+Coordinates: the client sees *image pixels* (the uploaded image after EXIF orientation, x right,
+y down); internally the pipeline works in the downsized *work pixels* (``work = image * scale``) and
+the character lives in *crop pixels* (work pixels minus the crop's top-left corner).
+"""
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from . import jobs, metrics
+from .deadline import Deadline
+from .errors import (ApiError, InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter,
+                     NoSkeleton)
+from .motions import Motion
+from .storage import LocalStorage, free_disk_mb
+
+log = logging.getLogger("doodlepod.pipeline")
+
+
+@dataclass
+class Job:
+    """What a request asks for, already validated by the route."""
+
+    image: bytes
+    motions: Sequence[Motion]
+    format: str
+    deadline: Deadline
+    base_url: str
+    request_id: str
+    joints: list | None = None          # client joints (animator Joints) in image pixels, or None
+    bbox: Sequence[float] | None = None  # client box [l, t, r, b] in image pixels, or None
+
+
+@dataclass
+class Result:
+    id: str
+    animations: dict[str, str]
+    character: dict[str, Any]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class Pipeline:
+    """Holds the services a request needs (settings, TorchServe, storage, render pool)."""
+
+    def __init__(self, settings, torchserve, storage, pool) -> None:
+        self.settings = settings
+        self.torchserve = torchserve
+        self.storage = storage
+        self.pool = pool
+
+    # -- helpers -------------------------------------------------------------------------------
+    @contextmanager
+    def _stage(self, timings: dict[str, float], name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            ms = (time.perf_counter() - t0) * 1e3
+            timings[name] = round(ms, 1)
+            metrics.STAGE_SECONDS.labels(stage=name.split(":")[0]).observe(ms / 1e3)
+            log.info("stage=%s ms=%.1f", name, ms)
+
+    def disk_path(self) -> str:
+        return str(self.storage.root) if isinstance(self.storage, LocalStorage) else tempfile.gettempdir()
+
+    def check_disk(self) -> None:
+        free = free_disk_mb(self.disk_path())
+        if free < self.settings.min_free_disk_mb:
+            raise InsufficientStorage(f"only {free:.0f} MiB free on {self.disk_path()} (need "
+                                      f"{self.settings.min_free_disk_mb:.0f} MiB); try again later")
+
+    # -- the pipeline --------------------------------------------------------------------------
+    def run(self, job: Job) -> Result:
+        s = self.settings
+        timings: dict[str, float] = {}
+        self.check_disk()
+        with self._stage(timings, "decode"):
+            img: jobs.PreparedImage = self.pool.run(jobs.prepare_image, job.image, s.max_image_pixels,
+                                                   s.detect_max_side, deadline=job.deadline, stage="decode")
+        log.info("image %s %dx%d, work size %dx%d (scale %.3f)", img.format, *img.image_size,
+                 img.rgb.shape[1], img.rgb.shape[0], img.scale)
+        height, width = img.rgb.shape[:2]
+
+        if job.joints is not None:
+            work_joints = _scale_joints(job.joints, img.scale)
+            box = _box_for_client(job.bbox, work_joints, img.scale, width, height)
+        else:
+            with self._stage(timings, "detect"):
+                detections = self.torchserve.predict(s.detector_model, img.png, job.deadline, "detect")
+            box = self._best_box(detections, width, height)
+
+        with self._stage(timings, "segment"):
+            crop: jobs.SegmentedCrop = self.pool.run(jobs.segment_crop, img.rgb, box,
+                                                     deadline=job.deadline, stage="segment")
+        l, t = box[0], box[1]
+
+        if job.joints is not None:
+            from animator.photo_skeleton import transform_skeleton
+            skeleton = transform_skeleton(work_joints, offset=(-l, -t))
+        else:
+            with self._stage(timings, "pose"):
+                people = self.torchserve.predict(s.pose_model, crop.png, job.deadline, "pose")
+            skeleton = self._skeleton(people)
+
+        import animator
+        try:
+            character = animator.Character(crop.texture, crop.mask, skeleton)
+        except animator.CharacterError as exc:
+            raise InvalidCharacter(f"the character cannot be rigged: {exc.message}") from None
+
+        animations = self._animate_and_store(job, character, timings)
+        joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
+                      for j in skeleton}
+        bbox_img = [round(v / img.scale, 1) for v in box]
+        return Result(job.request_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings)
+
+    def _best_box(self, detections: Any, width: int, height: int) -> tuple[int, int, int, int]:
+        if not isinstance(detections, list) or not all(isinstance(d, dict) for d in detections):
+            raise ModelServerError("the detector answered in an unexpected format (expected a list of "
+                                   "{bbox, score})")
+        try:
+            scored = sorted(((float(d.get("score", 0.0)), d.get("bbox")) for d in detections),
+                            key=lambda p: p[0], reverse=True)
+        except (TypeError, ValueError):
+            raise ModelServerError("the detector answered a score that is not a number") from None
+        kept = [(score, b) for score, b in scored if score >= self.settings.min_detection_score]
+        log.info("detections=%d kept=%d best_score=%s", len(scored), len(kept),
+                 f"{scored[0][0]:.3f}" if scored else "-")
+        for _, bbox in kept:
+            box = jobs.clamp_box(bbox, width, height)
+            if box is not None:
+                return box
+        raise NoCharacter("no drawn character was found in the image")
+
+    def _skeleton(self, people: Any) -> list:
+        from animator.photo_skeleton import skeleton_from_coco
+
+        if not isinstance(people, list):
+            raise ModelServerError("the pose model answered in an unexpected format (expected a list)")
+        if not people:
+            raise NoSkeleton("no skeleton was found in the character's box")
+        if len(people) > 1:
+            log.warning("pose model found %d skeletons; using the highest-scoring one", len(people))
+        try:
+            best = max(people, key=lambda p: float(p.get("score", 0.0)))
+            keypoints = np.asarray(best["keypoints"], dtype=np.float64)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            raise ModelServerError("the pose model's answer has no readable keypoints") from None
+        if keypoints.shape[0] != 17 or keypoints.ndim != 2 or keypoints.shape[1] < 2:
+            raise ModelServerError(f"expected 17 COCO keypoints from the pose model, got shape {keypoints.shape}")
+        if not np.isfinite(keypoints[:, :2]).all():
+            raise NoSkeleton("the pose model returned no usable joint positions")
+        return skeleton_from_coco(keypoints)
+
+    def _animate_and_store(self, job: Job, character, timings: dict[str, float]) -> dict[str, str]:
+        s = self.settings
+        options: dict[str, Any] = {"width": s.render_size, "height": s.render_size, "format": job.format}
+        if s.render_fps:
+            options["fps"] = s.render_fps if s.render_fps == "native" else float(s.render_fps)
+        if s.render_max_frames:
+            options["max_frames"] = s.render_max_frames
+        t0 = time.perf_counter()
+        futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg), str(m.retarget_cfg),
+                                        options)) for m in job.motions]
+        urls: dict[str, str] = {}
+        try:
+            for motion, future in futures:
+                out = self.pool.wait(future, job.deadline, f"animate:{motion.name}")
+                ms = out["timings_ms"].get("total", 0.0)
+                timings[f"animate:{motion.name}"] = round(ms, 1)
+                metrics.STAGE_SECONDS.labels(stage="animate").observe(ms / 1e3)
+                log.info("stage=animate:%s ms=%.1f frames=%d bytes=%d pid=%d detail=%s", motion.name, ms,
+                         out["frame_count"], len(out["data"]), out["pid"],
+                         {k: round(v, 1) for k, v in out["timings_ms"].items()})
+                key = f"{job.request_id}/{motion.name}.{out['extension']}"
+                with self._stage(timings, f"upload:{motion.name}"):
+                    self.storage.put(key, out["data"], out["mime"], job.deadline)
+                urls[motion.name] = self.storage.url(key, job.base_url)
+                metrics.ANIMATIONS.labels(motion=motion.name, format=job.format).inc()
+        except ApiError:
+            for _, future in futures:
+                future.cancel()
+            raise
+        timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
+        return urls
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _scale_joints(joints: list, scale: float) -> list:
+    from animator.photo_skeleton import transform_skeleton
+    return transform_skeleton(joints, scale=scale)
+
+
+def _box_for_client(bbox: Sequence[float] | None, joints: list, scale: float, width: int,
+                    height: int) -> tuple[int, int, int, int]:
+    """The crop for client joints: their box if given (image pixels), else the joints' extent padded.
+
+    Joints sit inside the figure (the neck joint is on the nose, hands on the wrists), so the
+    joints' bounding box is grown by 25% of its larger side on every side to take in the head,
+    hands and feet, then clipped to the image.
+    """
+    if bbox is not None:
+        box = jobs.clamp_box([v * scale for v in bbox], width, height)
+        if box is None:
+            raise InvalidCharacter("the bbox sent with the joints is empty or outside the image")
+        return box
+    xy = np.array([j.loc for j in joints], dtype=np.float64)
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    pad = 0.25 * float((hi - lo).max()) + 8
+    box = jobs.clamp_box([lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad], width, height)
+    if box is None:
+        raise InvalidCharacter("the joints sent lie outside the image")
+    return box
