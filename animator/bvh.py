@@ -1,0 +1,483 @@
+"""BVH (Biovision Hierarchy) motion capture: parsing and forward kinematics over all frames at once.
+
+Conventions
+-----------
+* Joints are listed depth-first in file order (parents before children), the order of the channel
+  columns in the MOTION block. ``End Site`` blocks become joints too (no channels); they are named
+  ``<Parent>End`` (``<Parent>_EndSite`` if a real joint already has that name). AnimatedDrawings
+  calls every end site ``End Site``; :meth:`BVH.index` accepts that name as an alias of the first
+  end site, as AnimatedDrawings' name look-up does. (The FAIR clips' ``RightHandEnd`` /
+  ``LeftHandEnd`` are real joints of those files, not end sites.)
+* Mixamo namespace prefixes (``mixamorig:``, ``mixamorig1:`` ...) are stripped from joint names.
+* Rotations: a joint's local rotation is the product of its rotation channels in the order they are
+  listed, ``R = R_c1 @ R_c2 @ R_c3`` (column vectors), angles in degrees, right-handed axes.
+* Translations: a joint's local translation is its OFFSET; position channels replace the matching
+  OFFSET components (for the root this is the usual root motion). ``forward_kinematics`` can ignore
+  position channels on non-root joints, as AnimatedDrawings does.
+* Units are the file's own (centimetres for FAIR and CMU clips), axes as in the file (no up-axis fix).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import BVHError
+
+_MIXAMO_PREFIX = re.compile(r"^mixamorig\d*:")
+_AXES = "XYZ"
+#: Alias AnimatedDrawings uses for end sites (all of them share this name there).
+END_SITE_ALIAS = "End Site"
+
+
+@dataclass(frozen=True, eq=False)
+class BVH:
+    """A parsed BVH clip.
+
+    Attributes:
+        path: the file it was read from (for error messages), or None.
+        joint_names: J names, depth-first file order; index 0 is the root.
+        parents: (J,) int array, parent index of each joint, -1 for the root.
+        offsets: (J, 3) float64 OFFSET of each joint from its parent, file units.
+        channels: per joint, its channel names as written (e.g. ``('Xposition', ..., 'Zrotation')``).
+        channel_start: (J,) int array, first MOTION column of each joint's channels.
+        end_site: (J,) bool array, True for joints made from ``End Site`` blocks.
+        motion: (F, C) float64 raw channel values, one row per frame.
+        frame_time: seconds per frame as written in the file.
+    """
+
+    path: str | None
+    joint_names: tuple[str, ...]
+    parents: np.ndarray
+    offsets: np.ndarray
+    channels: tuple[tuple[str, ...], ...]
+    channel_start: np.ndarray
+    end_site: np.ndarray
+    motion: np.ndarray
+    frame_time: float
+
+    @property
+    def n_frames(self) -> int:
+        return int(self.motion.shape[0])
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def duration_s(self) -> float:
+        """Length of the whole clip in seconds (frames x frame time)."""
+        return self.n_frames * self.frame_time
+
+    def index(self, name: str) -> int:
+        """Index of the first joint called ``name`` (``'End Site'``: the first end site)."""
+        try:
+            return self._name_index[name]
+        except KeyError:
+            if name == END_SITE_ALIAS and self.end_site.any():
+                return int(np.argmax(self.end_site))
+            raise KeyError(name) from None
+
+    def has_joint(self, name: str) -> bool:
+        try:
+            self.index(name)
+        except KeyError:
+            return False
+        return True
+
+    @property
+    def _name_index(self) -> dict[str, int]:
+        cache = self.__dict__.get("_names_cache")
+        if cache is None:
+            cache = {}
+            for i, n in enumerate(self.joint_names):
+                cache.setdefault(n, i)
+            object.__setattr__(self, "_names_cache", cache)
+        return cache
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_names_cache", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def closure(self, joints: "np.ndarray | list[int] | None") -> np.ndarray:
+        """Sorted indices of ``joints`` and all their ancestors (all joints if None)."""
+        if joints is None:
+            return np.arange(self.n_joints)
+        keep = np.zeros(self.n_joints, dtype=bool)
+        for j in np.asarray(joints, dtype=np.int64).ravel():
+            while j >= 0 and not keep[j]:
+                keep[j] = True
+                j = int(self.parents[j])
+        return np.flatnonzero(keep)
+
+    def local_rotations(self, frames: np.ndarray | slice | None = None, joints: np.ndarray | None = None) -> np.ndarray:
+        """Local rotation matrices (F, len(joints), 3, 3) (all joints by default; identity without channels)."""
+        data = self.motion if frames is None else self.motion[frames]
+        joints = np.arange(self.n_joints) if joints is None else np.asarray(joints, dtype=np.int64)
+        rot = np.broadcast_to(np.eye(3), (data.shape[0], len(joints), 3, 3)).copy()
+        # Group joints sharing one rotation-channel order so each group is built in one pass.
+        groups: dict[str, tuple[list[int], list[list[int]]]] = {}
+        for slot, j in enumerate(joints):
+            chans = self.channels[j]
+            cols = [int(self.channel_start[j]) + k for k, c in enumerate(chans) if c.lower().endswith("rotation")]
+            if not cols:
+                continue
+            order = "".join(c[0].upper() for c in chans if c.lower().endswith("rotation"))
+            slots, columns = groups.setdefault(order, ([], []))
+            slots.append(slot)
+            columns.append(cols)
+        for order, (slots, columns) in groups.items():
+            rot[:, slots] = euler_to_matrix(data[:, np.asarray(columns)], order)
+        return rot
+
+    def local_translations(self, frames: np.ndarray | slice | None = None, nonroot_translations: bool = True,
+                           joints: np.ndarray | None = None) -> np.ndarray:
+        """Local translations (F, len(joints), 3): OFFSET, with position channels substituted where present."""
+        data = self.motion if frames is None else self.motion[frames]
+        joints = np.arange(self.n_joints) if joints is None else np.asarray(joints, dtype=np.int64)
+        trans = np.broadcast_to(self.offsets[joints], (data.shape[0], len(joints), 3)).copy()
+        for slot, j in enumerate(joints):
+            if j > 0 and not nonroot_translations:
+                continue
+            for k, c in enumerate(self.channels[j]):
+                if c.lower().endswith("position"):
+                    trans[:, slot, _AXES.index(c[0].upper())] = data[:, int(self.channel_start[j]) + k]
+        return trans
+
+    def forward_kinematics(self, frames: np.ndarray | slice | None = None, nonroot_translations: bool = True,
+                           joints: "np.ndarray | list[int] | None" = None) -> tuple[np.ndarray, np.ndarray]:
+        """World rotations (F, J, 3, 3) and positions (F, J, 3) of the joints, file units and axes.
+
+        Vectorised over frames: the only Python loop is over the depth levels of the tree.
+        ``joints``: compute only these (and their ancestors); other entries are left NaN.
+        ``nonroot_translations=False`` ignores position channels below the root, as AnimatedDrawings does.
+        """
+        sub = self.closure(joints)
+        local_r = self.local_rotations(frames, sub)
+        local_t = self.local_translations(frames, nonroot_translations, sub)
+        n = local_r.shape[0]
+        world_r = np.full((n, self.n_joints, 3, 3), np.nan)
+        world_p = np.full((n, self.n_joints, 3), np.nan)
+        slot_of = {int(j): s for s, j in enumerate(sub)}
+        depth = np.zeros(self.n_joints, dtype=np.int64)
+        for j in range(1, self.n_joints):
+            depth[j] = depth[self.parents[j]] + 1
+        for d in range(int(depth[sub].max()) + 1):
+            level = sub[depth[sub] == d]
+            slots = [slot_of[int(j)] for j in level]
+            if d == 0:
+                world_r[:, level] = local_r[:, slots]
+                world_p[:, level] = local_t[:, slots]
+                continue
+            par = self.parents[level]
+            pr = world_r[:, par]
+            world_p[:, level] = world_p[:, par] + np.einsum("fjab,fjb->fja", pr, local_t[:, slots])
+            world_r[:, level] = pr @ local_r[:, slots]
+        return world_r, world_p
+
+    def world_positions(self, frames: np.ndarray | slice | None = None, nonroot_translations: bool = True,
+                        joints: "np.ndarray | list[int] | None" = None) -> np.ndarray:
+        """World positions (F, J, 3) float64, file units and axes (see :meth:`forward_kinematics`)."""
+        return self.forward_kinematics(frames, nonroot_translations, joints)[1]
+
+
+def euler_to_matrix(angles_deg: np.ndarray, order: str) -> np.ndarray:
+    """Rotation matrices for Euler angles applied in BVH channel order.
+
+    ``angles_deg[..., i]`` is the angle (degrees) about axis ``order[i]``; the result is
+    ``R_order[0] @ R_order[1] @ ...`` with shape ``angles_deg.shape[:-1] + (3, 3)``.
+    """
+    angles = np.radians(np.asarray(angles_deg, dtype=np.float64))
+    out = None
+    for i, axis in enumerate(order.upper()):
+        m = axis_rotation(angles[..., i], axis)
+        out = m if out is None else out @ m
+    if out is None:
+        return np.broadcast_to(np.eye(3), angles.shape[:-1] + (3, 3)).copy()
+    return out
+
+
+def axis_rotation(angle_rad: np.ndarray, axis: str) -> np.ndarray:
+    """Right-handed rotation matrices about one coordinate axis, shape ``angle.shape + (3, 3)``."""
+    a = np.asarray(angle_rad, dtype=np.float64)
+    c, s = np.cos(a), np.sin(a)
+    m = np.zeros(a.shape + (3, 3))
+    i = _AXES.index(axis.upper())
+    j, k = (i + 1) % 3, (i + 2) % 3
+    m[..., i, i] = 1.0
+    m[..., j, j] = c
+    m[..., k, k] = c
+    m[..., j, k] = -s
+    m[..., k, j] = s
+    return m
+
+
+# ----------------------------------------------------------------------------------------------
+# parsing
+
+def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
+    """Parse the text of a BVH file; raise :class:`BVHError` naming the line of any problem."""
+    where = str(path) if path is not None else None
+    lines = text.splitlines()
+    i = _skip_blank(lines, 0)
+    if i >= len(lines) or lines[i].strip().upper() != "HIERARCHY":
+        raise BVHError(where, f"line {i + 1}", "expected 'HIERARCHY' as the first line")
+    i += 1
+
+    names: list[str] = []
+    parents: list[int] = []
+    offsets: list[tuple[float, float, float]] = []
+    channels: list[tuple[str, ...]] = []
+    end_site: list[bool] = []
+    stack: list[int] = []      # joint indices whose '{' is open
+    pending: int | None = None  # joint declared, its '{' not seen yet
+    expect_offset: int | None = None
+    saw_root = False
+
+    while i < len(lines):
+        raw = lines[i]
+        s = raw.strip()
+        lineno = i + 1
+        i += 1
+        if not s:
+            continue
+        word = s.split(None, 1)[0]
+        upper = word.upper()
+        if upper == "MOTION":
+            i -= 1
+            break
+        if upper in ("ROOT", "JOINT", "END"):
+            if pending is not None:
+                raise BVHError(where, f"line {lineno}", f"expected '{{' after joint '{names[pending]}'")
+            is_end = upper == "END"
+            if upper == "ROOT":
+                if saw_root or stack:
+                    raise BVHError(where, f"line {lineno}", "only one ROOT skeleton per file is supported")
+                saw_root = True
+            elif not stack:
+                raise BVHError(where, f"line {lineno}", f"'{s}' outside of a joint block")
+            if is_end:
+                if not s.lower().startswith("end site"):
+                    raise BVHError(where, f"line {lineno}", f"expected 'End Site', got '{s}'")
+                name, opens = "", s[len("end site"):].strip().startswith("{")
+            else:
+                rest = s.split(None, 1)[1].strip() if len(s.split(None, 1)) > 1 else ""
+                opens = rest.endswith("{")
+                name = _MIXAMO_PREFIX.sub("", rest.rstrip("{").strip())
+                if not name:
+                    raise BVHError(where, f"line {lineno}", f"{word} without a name")
+            idx = len(names)
+            names.append(name)
+            parents.append(stack[-1] if stack else -1)
+            offsets.append((0.0, 0.0, 0.0))
+            channels.append(())
+            end_site.append(is_end)
+            pending = idx
+            if opens:
+                stack.append(idx)
+                pending = None
+                expect_offset = idx
+            continue
+        if s.startswith("{"):
+            if pending is None:
+                raise BVHError(where, f"line {lineno}", "'{' without a joint")
+            stack.append(pending)
+            expect_offset = pending
+            pending = None
+            continue
+        if s.startswith("}"):
+            if not stack:
+                raise BVHError(where, f"line {lineno}", "unbalanced '}'")
+            j = stack.pop()
+            if expect_offset == j:
+                raise BVHError(where, f"line {lineno}", f"joint '{names[j] or 'End Site'}' has no OFFSET")
+            continue
+        if upper == "OFFSET":
+            if not stack:
+                raise BVHError(where, f"line {lineno}", "OFFSET outside of a joint block")
+            parts = s.split()[1:]
+            try:
+                vals = tuple(float(v) for v in parts)
+            except ValueError:
+                raise BVHError(where, f"line {lineno}", f"OFFSET needs 3 numbers, got '{s}'") from None
+            if len(vals) != 3 or not np.all(np.isfinite(vals)):
+                raise BVHError(where, f"line {lineno}", f"OFFSET needs 3 finite numbers, got '{s}'")
+            offsets[stack[-1]] = vals  # type: ignore[assignment]
+            if expect_offset == stack[-1]:
+                expect_offset = None
+            continue
+        if upper == "CHANNELS":
+            if not stack:
+                raise BVHError(where, f"line {lineno}", "CHANNELS outside of a joint block")
+            j = stack[-1]
+            if end_site[j]:
+                raise BVHError(where, f"line {lineno}", "an End Site cannot have CHANNELS")
+            parts = s.split()[1:]
+            try:
+                count = int(parts[0])
+            except (ValueError, IndexError):
+                raise BVHError(where, f"line {lineno}", f"CHANNELS needs a count, got '{s}'") from None
+            chans = tuple(parts[1:])
+            if count != len(chans):
+                raise BVHError(where, f"line {lineno}", f"CHANNELS says {count} channels but lists {len(chans)}")
+            for c in chans:
+                if len(c) != 9 or c[0].upper() not in _AXES or c[1:].lower() not in ("position", "rotation"):
+                    raise BVHError(where, f"line {lineno}", f"unknown channel '{c}' (expected e.g. Xposition, Zrotation)")
+            channels[j] = chans
+            continue
+        raise BVHError(where, f"line {lineno}", f"unexpected '{s[:60]}' in HIERARCHY")
+    else:
+        raise BVHError(where, f"line {len(lines)}", "no MOTION section")
+
+    if pending is not None or stack:
+        raise BVHError(where, f"line {i + 1}", "HIERARCHY ends with an unclosed joint block")
+    if not names:
+        raise BVHError(where, f"line {i + 1}", "HIERARCHY has no ROOT joint")
+
+    # motion header
+    i += 1  # 'MOTION'
+    i = _skip_blank(lines, i)
+    n_frames = _header_value(lines, i, "frames", int, where)
+    i = _skip_blank(lines, i + 1)
+    frame_time = _header_value(lines, i, "frame time", float, where)
+    if n_frames < 1:
+        raise BVHError(where, f"line {i}", f"'Frames: {n_frames}': a clip needs at least one frame")
+    if not (frame_time > 0 and np.isfinite(frame_time)):
+        raise BVHError(where, f"line {i + 1}", f"'Frame Time' must be a positive number of seconds, got {frame_time}")
+    data_start = i + 1
+
+    n_channels = sum(len(c) for c in channels)
+    motion = _parse_motion_rows(lines, data_start, n_frames, n_channels, where)
+
+    _name_end_sites(names, parents, end_site)
+    starts = np.zeros(len(names), dtype=np.int64)
+    col = 0
+    for j, c in enumerate(channels):
+        starts[j] = col
+        col += len(c)
+    bvh = BVH(
+        path=where,
+        joint_names=tuple(names),
+        parents=_readonly(np.asarray(parents, dtype=np.int64)),
+        offsets=_readonly(np.asarray(offsets, dtype=np.float64)),
+        channels=tuple(channels),
+        channel_start=_readonly(starts),
+        end_site=_readonly(np.asarray(end_site, dtype=bool)),
+        motion=_readonly(motion),
+        frame_time=float(frame_time),
+    )
+    return bvh
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+def _skip_blank(lines: list[str], i: int) -> int:
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    return i
+
+
+def _header_value(lines: list[str], i: int, key: str, kind: type, where: str | None):
+    if i >= len(lines):
+        raise BVHError(where, f"line {i + 1}", f"missing '{key.title()}:' line after MOTION")
+    s = lines[i].strip()
+    head, sep, value = s.partition(":")
+    if not sep or " ".join(head.lower().split()) != key:
+        raise BVHError(where, f"line {i + 1}", f"expected '{key.title()}: <value>', got '{s[:60]}'")
+    try:
+        return kind(value.strip())
+    except ValueError:
+        raise BVHError(where, f"line {i + 1}", f"'{key.title()}' is not a valid number: '{value.strip()}'") from None
+
+
+def _parse_motion_rows(lines: list[str], start: int, n_frames: int, n_channels: int, where: str | None) -> np.ndarray:
+    rows = [ln for ln in lines[start:] if ln.strip()]
+    if len(rows) != n_frames:
+        raise BVHError(where, f"line {start}", f"'Frames: {n_frames}' but the MOTION block has {len(rows)} rows of data")
+    if n_channels == 0:
+        return np.zeros((n_frames, 0))
+    blob = " ".join(rows)
+    try:
+        flat = np.array(blob.split(), dtype=np.float64)
+    except ValueError:
+        flat = None
+    if flat is None or flat.size != n_frames * n_channels or not np.isfinite(flat).all():
+        # Slow path, only to name the offending line.
+        k = 0
+        for ln_no, ln in enumerate(lines[start:], start=start + 1):
+            if not ln.strip():
+                continue
+            parts = ln.split()
+            if len(parts) != n_channels:
+                raise BVHError(where, f"line {ln_no}", f"frame {k} has {len(parts)} values, the HIERARCHY declares {n_channels} channels")
+            try:
+                vals = np.array(parts, dtype=np.float64)
+            except ValueError:
+                raise BVHError(where, f"line {ln_no}", f"frame {k} holds a value that is not a number") from None
+            if not np.isfinite(vals).all():
+                raise BVHError(where, f"line {ln_no}", f"frame {k} holds a non-finite value (nan/inf)")
+            k += 1
+        raise BVHError(where, f"line {start}", "malformed MOTION data")  # pragma: no cover - defensive
+    return flat.reshape(n_frames, n_channels)
+
+
+def _name_end_sites(names: list[str], parents: list[int], end_site: list[bool]) -> None:
+    taken = {n for n, e in zip(names, end_site) if not e}
+    for j, is_end in enumerate(end_site):
+        if not is_end:
+            continue
+        base = names[parents[j]] if parents[j] >= 0 else "Root"
+        name = f"{base}End"
+        if name in taken:
+            name = f"{base}_EndSite"
+        k = 2
+        candidate = name
+        while candidate in taken:
+            candidate = f"{name}{k}"
+            k += 1
+        names[j] = candidate
+        taken.add(candidate)
+
+
+_cache: dict[tuple[str, int, int], BVH] = {}
+_cache_lock = threading.Lock()
+_CACHE_MAX = 8
+
+
+def load_bvh(path: str | Path) -> BVH:
+    """Read and parse a BVH file (cached by path, size and modification time; the result is immutable)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise BVHError(p, None, "file not found") from None
+    except OSError as exc:
+        raise BVHError(p, None, f"cannot read: {exc}") from None
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise BVHError(p, None, f"cannot read: {exc}") from None
+    bvh = parse_bvh(text, p)
+    with _cache_lock:
+        if len(_cache) >= _CACHE_MAX:
+            _cache.pop(next(iter(_cache)))
+        _cache[key] = bvh
+    return bvh
+
+
+__all__ = ["BVH", "END_SITE_ALIAS", "axis_rotation", "euler_to_matrix", "load_bvh", "parse_bvh"]
