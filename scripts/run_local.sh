@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# Run the whole doodlepod stack on this machine: what `make run` calls.
+#
+# Starts TorchServe on CPU (both models, one worker each) and the app under gunicorn with gevent
+# workers, on embedded defaults (animations on local disk, served by the app), waits until both
+# models have READY workers and the app's /ping is 200, prints curl lines to try, and stops
+# everything on Ctrl-C or SIGTERM. If either server dies, the other is stopped too and the exit
+# status is non-zero.
+#
+# Model weights (DOODLEPOD_RUN_WEIGHTS):
+#   auto      AnimatedDrawings' released detector and pose weights if this machine can download them
+#             (converted and archived once, cached), else the tiny archives below (default)
+#   released  the released weights or fail
+#   tiny      tiny random-initialised models of the same architectures, built locally: they run the
+#             real handlers, but THEIR DETECTIONS ARE MEANINGLESS; send the character's joints instead
+#
+# Env (all optional; app settings are the DOODLEPOD_* variables of app/config.py, see README.md):
+#   DOODLEPOD_PORT                       app port (default 8000)
+#   DOODLEPOD_HOST                       app address (default here 127.0.0.1: not exposed to the network)
+#   DOODLEPOD_TORCHSERVE_URL             TorchServe inference address; TorchServe is started on it
+#                                        (default http://127.0.0.1:8080)
+#   DOODLEPOD_TORCHSERVE_MANAGEMENT_URL  TorchServe management address, likewise (default :8081)
+#   DOODLEPOD_RUN_TS_METRICS_PORT        TorchServe metrics port (default 8082)
+#   DOODLEPOD_RUN_DIR                    state of this run: logs, model store, animations
+#                                        (default ./var/run-local)
+#   DOODLEPOD_RUN_WEIGHTS                auto | released | tiny (default auto)
+#   DOODLEPOD_RUN_READY_TIMEOUT_S        how long to wait for readiness (default 900)
+#   DOODLEPOD_VENV                       the virtualenv (default ~/.cache/doodlepod/venv; `make venv`)
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+if [[ $# -gt 0 ]]; then
+  case $1 in -h|--help) usage; exit 0 ;; *) usage >&2; exit 2 ;; esac
+fi
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CACHE=${DOODLEPOD_CACHE:-$HOME/.cache/doodlepod}
+VENV=${DOODLEPOD_VENV:-${VENV:-$CACHE/venv}}
+PY="$VENV/bin/python"
+RUN_DIR=${DOODLEPOD_RUN_DIR:-$ROOT/var/run-local}
+WEIGHTS=${DOODLEPOD_RUN_WEIGHTS:-auto}
+READY_TIMEOUT=${DOODLEPOD_RUN_READY_TIMEOUT_S:-900}
+TS_METRICS_PORT=${DOODLEPOD_RUN_TS_METRICS_PORT:-8082}
+export DOODLEPOD_PORT=${DOODLEPOD_PORT:-8000}
+export DOODLEPOD_HOST=${DOODLEPOD_HOST:-127.0.0.1}
+export DOODLEPOD_TORCHSERVE_URL=${DOODLEPOD_TORCHSERVE_URL:-http://127.0.0.1:8080}
+export DOODLEPOD_TORCHSERVE_MANAGEMENT_URL=${DOODLEPOD_TORCHSERVE_MANAGEMENT_URL:-http://127.0.0.1:8081}
+export DOODLEPOD_STORAGE=${DOODLEPOD_STORAGE:-local}
+start=$SECONDS
+
+log() { printf '[run %(%H:%M:%S)T +%4ds] %s\n' -1 "$((SECONDS - start))" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+banner() {
+  local line
+  line=$(printf '!%.0s' {1..78})
+  printf '\n%s\n' "$line" >&2
+  while [[ $# -gt 0 ]]; do printf '!! %-74s !!\n' "$1" >&2; shift; done
+  printf '%s\n\n' "$line" >&2
+}
+
+[[ -x "$PY" ]] || die "no virtualenv at $VENV: run \`make venv\` (or \`make run\`, which does it)"
+command -v java >/dev/null || die "java not found: TorchServe needs Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
+[[ -x "$VENV/bin/torchserve" ]] || die "torchserve is not installed in $VENV (requirements/test.txt): run \`make venv\`"
+[[ -x "$VENV/bin/gunicorn" ]] || die "gunicorn is not installed in $VENV: run \`make venv\`"
+
+# "http://host:port/..." -> "host port"
+split_url() { [[ $1 =~ ^https?://([^:/]+):([0-9]+) ]] || die "expected http://HOST:PORT, got $1"; echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"; }
+read -r TS_HOST TS_PORT < <(split_url "$DOODLEPOD_TORCHSERVE_URL")
+read -r MGMT_HOST MGMT_PORT < <(split_url "$DOODLEPOD_TORCHSERVE_MANAGEMENT_URL")
+
+port_busy() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+for hp in "$TS_HOST:$TS_PORT" "$MGMT_HOST:$MGMT_PORT" "127.0.0.1:$TS_METRICS_PORT" "127.0.0.1:$DOODLEPOD_PORT"; do
+  if port_busy "${hp%:*}" "${hp##*:}"; then
+    die "port ${hp##*:} is already in use (another \`make run\`?); stop it or pick other ports, e.g. DOODLEPOD_PORT=8001"
+  fi
+done
+
+mkdir -p "$RUN_DIR/logs" "$RUN_DIR/tmp"
+RUN_DIR=$(cd "$RUN_DIR" && pwd)
+export DOODLEPOD_LOCAL_DIR=${DOODLEPOD_LOCAL_DIR:-$RUN_DIR/files}
+export DOODLEPOD_RUNTIME_DIR=${DOODLEPOD_RUNTIME_DIR:-$RUN_DIR/runtime}
+rm -rf "$DOODLEPOD_RUNTIME_DIR"  # render slots and metrics of a previous run are stale
+mkdir -p "$DOODLEPOD_LOCAL_DIR" "$DOODLEPOD_RUNTIME_DIR"
+
+# ------------------------------------------------------------------------------------------------
+# Model archives
+MODEL_STORE=$RUN_DIR/model-store
+mkdir -p "$MODEL_STORE"
+MODELS=(drawn_humanoid_detector drawn_humanoid_pose_estimator)
+archives_kind=""
+
+build_archives() {  # build_archives KIND -> archives in $MODEL_STORE, 0 on success
+  "$PY" scripts/build_archives.py --weights "$1" --out "$MODEL_STORE" >&2
+}
+
+case $WEIGHTS in
+  released|auto)
+    log "building archives from AnimatedDrawings' released weights (downloaded once, cached)"
+    if build_archives released; then
+      archives_kind=released
+    elif [[ $WEIGHTS == released ]]; then
+      die "could not build archives from the released weights (no internet?); DOODLEPOD_RUN_WEIGHTS=tiny runs without them"
+    fi
+    ;;
+  tiny) ;;
+  *) die "DOODLEPOD_RUN_WEIGHTS must be auto, released or tiny, got '$WEIGHTS'" ;;
+esac
+if [[ -z $archives_kind ]]; then
+  log "building the tiny random-initialised archives"
+  build_archives tiny || die "building the tiny archives failed"
+  archives_kind=tiny
+  banner "USING TINY RANDOM-INITIALISED MODELS: their detections are MEANINGLESS." \
+         "The stack runs end to end, but boxes and joints found in your photos are noise." \
+         "Use the curl line that sends the character's joints (printed below), or run" \
+         "on a machine with internet access to use AnimatedDrawings' released weights."
+fi
+for m in "${MODELS[@]}"; do
+  [[ -f "$MODEL_STORE/$m.mar" ]] || die "archive $MODEL_STORE/$m.mar missing after the build"
+done
+
+# TorchServe's config: the repo's handlers/config.properties with this run's addresses.
+TS_CONFIG=$RUN_DIR/config.properties
+grep -v -E '^[[:space:]]*(inference_address|management_address|metrics_address|model_store)[[:space:]]*=' \
+  handlers/config.properties > "$TS_CONFIG"
+cat >> "$TS_CONFIG" <<EOF
+# set by scripts/run_local.sh
+inference_address=http://$TS_HOST:$TS_PORT
+management_address=http://$MGMT_HOST:$MGMT_PORT
+metrics_address=http://127.0.0.1:$TS_METRICS_PORT
+model_store=$MODEL_STORE
+EOF
+
+# ------------------------------------------------------------------------------------------------
+# Processes: each in its own session (process group), so stopping one stops its whole tree
+# (TorchServe's Java frontend and its Python workers; gunicorn's master, workers and render pool).
+TS_PID=""; APP_PID=""; stopping=0
+
+stop_group() {  # stop_group PID NAME: SIGTERM its process group, wait up to 20 s, then SIGKILL
+  local pid=$1 name=$2
+  [[ -n $pid ]] || return 0
+  if kill -0 -- "-$pid" 2>/dev/null; then
+    log "stopping $name"
+    kill -TERM -- "-$pid" 2>/dev/null || true
+    for _ in $(seq 200); do
+      kill -0 -- "-$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 -- "-$pid" 2>/dev/null; then
+      log "$name did not stop within 20 s: killing it"
+      kill -KILL -- "-$pid" 2>/dev/null || true
+    fi
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local rc=$?
+  trap - INT TERM EXIT
+  stopping=1
+  stop_group "$APP_PID" "the app"        # the app first: it drains while TorchServe still answers
+  stop_group "$TS_PID" "TorchServe"
+  log "stopped"
+  exit "$rc"
+}
+on_signal() { log "$1: shutting down"; exit 0; }
+trap cleanup EXIT
+trap 'on_signal SIGINT' INT
+trap 'on_signal SIGTERM' TERM
+
+export LOG_LOCATION=$RUN_DIR/logs METRICS_LOCATION=$RUN_DIR/logs
+log "starting TorchServe on $TS_HOST:$TS_PORT (management :$MGMT_PORT, metrics :$TS_METRICS_PORT); log: $RUN_DIR/logs/torchserve.out"
+(
+  cd "$RUN_DIR"
+  exec setsid "$VENV/bin/torchserve" --start --foreground --ncs --disable-token-auth \
+    --ts-config "$TS_CONFIG" --model-store "$MODEL_STORE" \
+    --models "${MODELS[@]/%/.mar}" \
+    >"$RUN_DIR/logs/torchserve.out" 2>&1
+) &
+TS_PID=$!
+
+models_ready() {  # 0 when every model has a READY worker
+  "$PY" - "$DOODLEPOD_TORCHSERVE_MANAGEMENT_URL" "${MODELS[@]}" <<'EOF'
+import json, sys, urllib.request
+base, names = sys.argv[1].rstrip("/"), sys.argv[2:]
+for name in names:
+    try:
+        with urllib.request.urlopen(f"{base}/models/{name}", timeout=3) as r:
+            info = json.load(r)
+    except Exception:
+        sys.exit(1)
+    if not any(w.get("status") == "READY" for m in info for w in m.get("workers", [])):
+        sys.exit(1)
+EOF
+}
+
+app_ready() { "$PY" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=3)" \
+  "http://127.0.0.1:$DOODLEPOD_PORT/ping" 2>/dev/null; }
+
+alive_or_die() {  # alive_or_die PID NAME LOG
+  if ! kill -0 "$1" 2>/dev/null; then
+    wait "$1" 2>/dev/null && rc=0 || rc=$?
+    log "$2 exited (status $rc) before it was ready; last lines of $3:"
+    tail -n 40 "$3" >&2 || true
+    exit 1
+  fi
+}
+
+wait_until() {  # wait_until WHAT CHECK PID NAME LOG
+  local what=$1 check=$2 t0=$SECONDS next=$((SECONDS + 15))
+  until $check; do
+    alive_or_die "$3" "$4" "$5"
+    (( SECONDS - start < READY_TIMEOUT )) || die "$what not ready after ${READY_TIMEOUT} s (DOODLEPOD_RUN_READY_TIMEOUT_S); see $5"
+    if (( SECONDS >= next )); then log "  waiting for $what ($((SECONDS - t0)) s)"; next=$((SECONDS + 15)); fi
+    sleep 1
+  done
+  log "$what ready after $((SECONDS - t0)) s"
+}
+
+wait_until "both models READY" models_ready "$TS_PID" TorchServe "$RUN_DIR/logs/torchserve.out"
+
+log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOODLEPOD_PORT; log: $RUN_DIR/logs/app.log"
+# The run's own knobs are not app settings: keep them out of the app's environment.
+(
+  unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT
+  export TMPDIR="$RUN_DIR/tmp"
+  exec setsid "$VENV/bin/gunicorn" -c app/gunicorn_conf.py "app:create_app()" >"$RUN_DIR/logs/app.log" 2>&1
+) &
+APP_PID=$!
+wait_until "the app (/ping 200)" app_ready "$APP_PID" "the app" "$RUN_DIR/logs/app.log"
+
+base="http://127.0.0.1:$DOODLEPOD_PORT"
+chars=tests/fixtures/animated_drawings/examples/characters
+cat <<EOF
+
+doodlepod is running at $base  (models: $archives_kind weights; logs in $RUN_DIR/logs)
+
+  # health: components and their state
+  curl -s $base/ping
+  # animate a drawing, sending its joints (works with any weights; char1 with its char_cfg.yaml joints)
+  curl -s -F image=@$chars/char1/texture.png -F char_cfg=@$chars/char1/char_cfg.yaml $base/animate
+  # animate a photo: the models find the character and its joints$( [[ $archives_kind == tiny ]] && printf '%s' ' (tiny models: expect 422 or nonsense)')
+  curl -s -F image=@$chars/char4/original_img.png $base/animate
+  # Prometheus metrics
+  curl -s $base/metrics
+
+Press Ctrl-C to stop.
+EOF
+
+# Run until a signal (handled by the traps) or until a server dies.
+while true; do
+  for pair in "$TS_PID:TorchServe:torchserve.out" "$APP_PID:the app:app.log"; do
+    IFS=: read -r pid name logf <<<"$pair"
+    if ! kill -0 "$pid" 2>/dev/null; then
+      wait "$pid" 2>/dev/null && rc=0 || rc=$?
+      log "$name exited unexpectedly (status $rc); last lines of $RUN_DIR/logs/$logf:"
+      tail -n 40 "$RUN_DIR/logs/$logf" >&2 || true
+      exit 1
+    fi
+  done
+  sleep 1 & wait $! || true
+done
