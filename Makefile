@@ -14,3 +14,8 @@ venv: ## create/update the dev virtualenv (outside the repo, reused while requir
 
 test: venv ## install what is needed and run every test
 	$(PY) -m pytest -q tests
+
+# --- deploy (issue 4) ---
+.PHONY: run
+run: venv ## start TorchServe (CPU) + the app locally on embedded defaults; Ctrl-C stops both
+	@scripts/run_local.sh
