@@ -191,11 +191,13 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
 def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:
     """``DOODLEPOD_*`` variables set in the environment that no setting declares (likely typos)."""
     env = os.environ if environ is None else environ
-    return sorted(k for k in env if k.startswith("DOODLEPOD_") and k not in _BY_NAME and k not in _IGNORED)
+    return sorted(k for k in env if k.startswith("DOODLEPOD_") and k not in _BY_NAME
+                  and k not in _IGNORED and not k.startswith(_IGNORED_PREFIXES))
 
 
-#: DOODLEPOD_* variables read by other parts of the kit (the venv/cache location used by make), not the app.
+#: DOODLEPOD_* variables read by other parts of the kit (make's venv/cache, scripts/run_local.sh), not the app.
 _IGNORED = frozenset({"DOODLEPOD_CACHE", "DOODLEPOD_VENV"})
+_IGNORED_PREFIXES = ("DOODLEPOD_RUN_",)
 
 
 def markdown_table() -> str:
