@@ -21,6 +21,8 @@
 #                                        (default http://127.0.0.1:8080)
 #   DOODLEPOD_TORCHSERVE_MANAGEMENT_URL  TorchServe management address, likewise (default :8081)
 #   DOODLEPOD_RUN_TS_METRICS_PORT        TorchServe metrics port (default 8082)
+#   DOODLEPOD_RUN_TS_GRPC_PORT           TorchServe gRPC inference port; management is the next one
+#                                        (default 7070)
 #   DOODLEPOD_RUN_DIR                    state of this run: logs, model store, animations
 #                                        (default ./var/run-local)
 #   DOODLEPOD_RUN_WEIGHTS                auto | released | tiny (default auto)
@@ -42,6 +44,7 @@ RUN_DIR=${DOODLEPOD_RUN_DIR:-$ROOT/var/run-local}
 WEIGHTS=${DOODLEPOD_RUN_WEIGHTS:-auto}
 READY_TIMEOUT=${DOODLEPOD_RUN_READY_TIMEOUT_S:-900}
 TS_METRICS_PORT=${DOODLEPOD_RUN_TS_METRICS_PORT:-8082}
+TS_GRPC_PORT=${DOODLEPOD_RUN_TS_GRPC_PORT:-7070}
 export DOODLEPOD_PORT=${DOODLEPOD_PORT:-8000}
 export DOODLEPOD_HOST=${DOODLEPOD_HOST:-127.0.0.1}
 export DOODLEPOD_TORCHSERVE_URL=${DOODLEPOD_TORCHSERVE_URL:-http://127.0.0.1:8080}
@@ -70,7 +73,8 @@ read -r TS_HOST TS_PORT < <(split_url "$DOODLEPOD_TORCHSERVE_URL")
 read -r MGMT_HOST MGMT_PORT < <(split_url "$DOODLEPOD_TORCHSERVE_MANAGEMENT_URL")
 
 port_busy() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
-for hp in "$TS_HOST:$TS_PORT" "$MGMT_HOST:$MGMT_PORT" "127.0.0.1:$TS_METRICS_PORT" "127.0.0.1:$DOODLEPOD_PORT"; do
+for hp in "$TS_HOST:$TS_PORT" "$MGMT_HOST:$MGMT_PORT" "127.0.0.1:$TS_METRICS_PORT" "127.0.0.1:$TS_GRPC_PORT" \
+          "127.0.0.1:$((TS_GRPC_PORT + 1))" "127.0.0.1:$DOODLEPOD_PORT"; do
   if port_busy "${hp%:*}" "${hp##*:}"; then
     die "port ${hp##*:} is already in use (another \`make run\`?); stop it or pick other ports, e.g. DOODLEPOD_PORT=8001"
   fi
@@ -119,16 +123,17 @@ for m in "${MODELS[@]}"; do
   [[ -f "$MODEL_STORE/$m.mar" ]] || die "archive $MODEL_STORE/$m.mar missing after the build"
 done
 
-# TorchServe's config: the repo's handlers/config.properties with this run's addresses.
+# TorchServe's config: handlers/config.properties with this run's ports and model store (the model
+# helper's write_config changes only those keys, so the run uses the pod's settings otherwise).
 TS_CONFIG=$RUN_DIR/config.properties
-grep -v -E '^[[:space:]]*(inference_address|management_address|metrics_address|model_store)[[:space:]]*=' \
-  handlers/config.properties > "$TS_CONFIG"
-cat >> "$TS_CONFIG" <<EOF
-# set by scripts/run_local.sh
-inference_address=http://$TS_HOST:$TS_PORT
-management_address=http://$MGMT_HOST:$MGMT_PORT
-metrics_address=http://127.0.0.1:$TS_METRICS_PORT
-model_store=$MODEL_STORE
+"$PY" - "$TS_CONFIG" "$TS_HOST" "$TS_PORT" "$MGMT_PORT" "$TS_METRICS_PORT" "$TS_GRPC_PORT" "$MODEL_STORE" <<'EOF'
+import sys
+from pathlib import Path
+from handlers.torchserve_local import Ports, write_config
+dest, host, inference, management, metrics, grpc, store = sys.argv[1:]
+ports = Ports(int(inference), int(management), int(metrics), int(grpc), int(grpc) + 1)
+write_config(Path(dest), ports, host, Path(store),
+             {"load_models": "drawn_humanoid_detector.mar,drawn_humanoid_pose_estimator.mar"})
 EOF
 
 # ------------------------------------------------------------------------------------------------
@@ -168,30 +173,18 @@ trap cleanup EXIT
 trap 'on_signal SIGINT' INT
 trap 'on_signal SIGTERM' TERM
 
-export LOG_LOCATION=$RUN_DIR/logs METRICS_LOCATION=$RUN_DIR/logs
 log "starting TorchServe on $TS_HOST:$TS_PORT (management :$MGMT_PORT, metrics :$TS_METRICS_PORT); log: $RUN_DIR/logs/torchserve.out"
 (
   cd "$RUN_DIR"
-  exec setsid "$VENV/bin/torchserve" --start --foreground --ncs --disable-token-auth \
-    --ts-config "$TS_CONFIG" --model-store "$MODEL_STORE" \
-    --models "${MODELS[@]/%/.mar}" \
-    >"$RUN_DIR/logs/torchserve.out" 2>&1
+  # TMPDIR: TorchServe unpacks the archives there; the run's own folder keeps runs apart.
+  export TMPDIR=$RUN_DIR/tmp LOG_LOCATION=$RUN_DIR/logs METRICS_LOCATION=$RUN_DIR/logs PATH="$VENV/bin:$PATH"
+  exec setsid "$VENV/bin/torchserve" --foreground --ncs --disable-token-auth \
+    --ts-config "$TS_CONFIG" --model-store "$MODEL_STORE" </dev/null >"$RUN_DIR/logs/torchserve.out" 2>&1
 ) &
 TS_PID=$!
 
-models_ready() {  # 0 when every model has a READY worker
-  "$PY" - "$DOODLEPOD_TORCHSERVE_MANAGEMENT_URL" "${MODELS[@]}" <<'EOF'
-import json, sys, urllib.request
-base, names = sys.argv[1].rstrip("/"), sys.argv[2:]
-for name in names:
-    try:
-        with urllib.request.urlopen(f"{base}/models/{name}", timeout=3) as r:
-            info = json.load(r)
-    except Exception:
-        sys.exit(1)
-    if not any(w.get("status") == "READY" for m in info for w in m.get("workers", [])):
-        sys.exit(1)
-EOF
+models_ready() {  # 0 when every model has a READY worker (the same check as the pod's probes)
+  "$PY" handlers/readiness.py --management-url "$DOODLEPOD_TORCHSERVE_MANAGEMENT_URL" --timeout 3 >/dev/null 2>&1
 }
 
 app_ready() { "$PY" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=3)" \
@@ -222,29 +215,41 @@ wait_until "both models READY" models_ready "$TS_PID" TorchServe "$RUN_DIR/logs/
 log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOODLEPOD_PORT; log: $RUN_DIR/logs/app.log"
 # The run's own knobs are not app settings: keep them out of the app's environment.
 (
-  unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT
+  unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT \
+    DOODLEPOD_RUN_TS_GRPC_PORT
   export TMPDIR="$RUN_DIR/tmp"
-  exec setsid "$VENV/bin/gunicorn" -c app/gunicorn_conf.py "app:create_app()" >"$RUN_DIR/logs/app.log" 2>&1
+  exec setsid "$VENV/bin/gunicorn" -c app/gunicorn_conf.py "app:create_app()" </dev/null >"$RUN_DIR/logs/app.log" 2>&1
 ) &
 APP_PID=$!
 wait_until "the app (/ping 200)" app_ready "$APP_PID" "the app" "$RUN_DIR/logs/app.log"
 
 base="http://127.0.0.1:$DOODLEPOD_PORT"
 chars=tests/fixtures/animated_drawings/examples/characters
+# char1's joints from its char_cfg.yaml, in the image's pixels (the README shows the same line).
+joints='{"root":[264,397],"hip":[264,397],"torso":[247,232],"neck":[231,119],"right_shoulder":[151,245],"right_elbow":[99,278],"right_hand":[46,311],"left_shoulder":[343,218],"left_elbow":[396,245],"left_hand":[449,278],"right_hip":[191,404],"right_knee":[165,476],"right_foot":[138,556],"left_hip":[337,390],"left_knee":[376,456],"left_foot":[409,549]}'
+photo_note=""
+[[ $archives_kind == tiny ]] && photo_note="  (tiny models: expect 422 no_character, or nonsense)"
 cat <<EOF
 
-doodlepod is running at $base  (models: $archives_kind weights; logs in $RUN_DIR/logs)
+doodlepod is running at $base  (models: $archives_kind weights; logs: $RUN_DIR/logs)
+Try, from $ROOT:
 
-  # health: components and their state
-  curl -s $base/ping
-  # animate a drawing, sending its joints (works with any weights; char1 with its char_cfg.yaml joints)
-  curl -s -F image=@$chars/char1/texture.png -F char_cfg=@$chars/char1/char_cfg.yaml $base/animate
-  # animate a photo: the models find the character and its joints$( [[ $archives_kind == tiny ]] && printf '%s' ' (tiny models: expect 422 or nonsense)')
-  curl -s -F image=@$chars/char4/original_img.png $base/animate
-  # Prometheus metrics
-  curl -s $base/metrics
+# health: 200 with each component's state
+curl -s $base/ping
 
-Press Ctrl-C to stop.
+# animate a drawing, sending its joints (works with any weights)
+curl -s $base/animate \\
+  -F image=@$chars/char1/texture.png \\
+  -F 'joints=$joints'
+
+# animate a photo: the models find the character and its joints$photo_note
+curl -s $base/animate \\
+  -F image=@$chars/char4/original_img.png
+
+# metrics
+curl -s $base/metrics | grep ^doodlepod_
+
+Animations are stored in $DOODLEPOD_LOCAL_DIR. Press Ctrl-C to stop.
 EOF
 
 # Run until a signal (handled by the traps) or until a server dies.
