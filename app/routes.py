@@ -32,7 +32,7 @@ health = Blueprint("health", __name__)
 files = Blueprint("files", __name__)
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_PUBLIC_ENDPOINTS = {"health.ping", "health.live", "health.healthz", "health.metrics", "files.get_file"}
+_PUBLIC_ENDPOINTS = {"health.ping", "health.live", "health.healthz", "health.metrics_endpoint", "files.get_file"}
 FORMATS = ("gif", "webp", "mp4")
 
 
