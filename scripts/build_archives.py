@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Build the two TorchServe archives (.mar) doodlepod serves.
+
+Two sources of weights:
+
+``--tiny``
+    Random-initialised models of the same architectures at small widths (models/*_tiny.py), from a
+    fixed seed: deterministic, built offline in seconds. For tests and for ``make run`` on a machine
+    without the real weights. Their answers have the right shape, not the right content. The
+    detector's classification bias is raised so that it reports boxes (random weights would hover
+    around the score threshold); nothing else is tuned.
+
+``--weights-dir DIR``
+    AnimatedDrawings' released ``drawn_humanoid_detector.mar`` / ``drawn_humanoid_pose_estimator.mar``
+    (as downloaded by scripts/fetch_weights.sh), or folders of that name holding their unzipped
+    contents. Their mmdet 2.x / mmpose 0.x checkpoints and configs are converted to the pinned stack
+    by scripts/convert_checkpoint.py (strictly checked).
+
+Each archive holds the handler (handlers/<model>.py), handlers/handler_base.py, the flattened mm
+config (config.py), the weights and a model-config YAML whose ``handler`` section carries the
+handler's settings. An archive is rebuilt only when one of its inputs changed (a JSON stamp next
+to it records them), and lands in ``--out`` by an atomic rename.
+
+    scripts/build_archives.py --tiny --out build/model-store
+    scripts/build_archives.py --weights-dir ~/.cache/doodlepod/weights --out build/model-store
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "scripts"))
+import convert_checkpoint as cc  # noqa: E402
+
+MODELS = {
+    "drawn_humanoid_detector": {
+        "kind": "detector",
+        "config": REPO / "models" / "drawn_humanoid_detector.py",
+        "tiny_config": REPO / "models" / "drawn_humanoid_detector_tiny.py",
+        "handler": REPO / "handlers" / "drawn_humanoid_detector.py",
+        "settings": {"score_threshold": 0.5, "max_detections": 10},
+    },
+    "drawn_humanoid_pose_estimator": {
+        "kind": "pose",
+        "config": REPO / "models" / "drawn_humanoid_pose_estimator.py",
+        "tiny_config": REPO / "models" / "drawn_humanoid_pose_estimator_tiny.py",
+        "handler": REPO / "handlers" / "drawn_humanoid_pose_estimator.py",
+        "settings": {},
+    },
+}
+HANDLER_BASE = REPO / "handlers" / "handler_base.py"
+ARCHIVE_VERSION = "1.0"  # handlers/config.properties refers to this version
+TINY_DETECTOR_FOREGROUND_BIAS = 4.0
+
+log = logging.getLogger("build_archives")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("torch", "mmcv", "mmengine", "mmdet", "mmpose", "torch-model-archiver"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def _inputs_key(name: str, spec: dict[str, Any], source: dict[str, Any]) -> str:
+    h = hashlib.sha256()
+    files = [spec["handler"], HANDLER_BASE, Path(__file__), Path(cc.__file__), spec["config"], spec["tiny_config"]]
+    for path in files:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    h.update(json.dumps({"source": source, "settings": spec["settings"], "versions": _versions()},
+                        sort_keys=True, default=str).encode())
+    return h.hexdigest()[:20]
+
+
+# -- weights ----------------------------------------------------------------------------------------------
+def tiny_checkpoint(kind: str, config: Path, dst: Path, seed: int) -> Any:
+    """Random-initialise the tiny model of ``config`` from ``seed`` and save it; return its config."""
+    import numpy as np
+    import torch
+    from mmengine.config import Config
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    cfg = Config.fromfile(str(config))
+    model = cc.build_model(kind, cfg)
+    model.init_weights()
+    meta: dict[str, Any] = {"tiny": True, "seed": seed, "note": "random weights; for tests only"}
+    if kind == "detector":
+        # fc_cls has num_classes + 1 outputs, background last. Favour the foreground so the random
+        # model reports boxes above the handler's score threshold instead of an empty list.
+        with torch.no_grad():
+            model.roi_head.bbox_head.fc_cls.bias[:-1] += TINY_DETECTOR_FOREGROUND_BIAS
+        meta["dataset_meta"] = {"classes": tuple(cfg.classes)}
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()
+             if not k.startswith("data_preprocessor.")}
+    cc.save_atomically({"meta": meta, "state_dict": state}, dst)
+    return cfg
+
+
+def find_released(weights_dir: Path, name: str, scratch: Path) -> tuple[Path, Path | None, Path]:
+    """Locate a released model in ``weights_dir``: ``<name>.mar`` or a folder ``<name>/``.
+
+    Returns (checkpoint, legacy config or None, the file whose hash identifies the source).
+    """
+    mar = weights_dir / f"{name}.mar"
+    folder = weights_dir / name
+    if mar.is_file():
+        out = scratch / f"{name}-unzipped"
+        with zipfile.ZipFile(mar) as zf:
+            members = [m for m in zf.infolist() if not m.is_dir()]
+            pths = sorted((m for m in members if m.filename.endswith((".pth", ".pt"))), key=lambda m: -m.file_size)
+            cfgs = [m for m in members if Path(m.filename).name == "config.py"]
+            if not pths:
+                raise cc.ConversionError(f"{mar} holds no .pth checkpoint (members: {[m.filename for m in members]})")
+            zf.extract(pths[0], out)
+            config = None
+            if cfgs:
+                zf.extract(cfgs[0], out)
+                config = out / cfgs[0].filename
+        return out / pths[0].filename, config, mar
+    if folder.is_dir():
+        pths = sorted((p for p in folder.rglob("*.pth")), key=lambda p: -p.stat().st_size)
+        if not pths:
+            raise cc.ConversionError(f"{folder} holds no .pth checkpoint")
+        configs = list(folder.rglob("config.py"))
+        return pths[0], (configs[0] if configs else None), pths[0]
+    raise FileNotFoundError(f"neither {mar} nor {folder}/ exists: run scripts/fetch_weights.sh {weights_dir}")
+
+
+# -- archives ------------------------------------------------------------------------------------------
+def write_model_yaml(path: Path, name: str, settings: dict[str, Any]) -> None:
+    lines = [f"# Model config of {name} (written by scripts/build_archives.py).",
+             "# Workers, batch size and timeouts are set in handlers/config.properties; this only",
+             "# configures the handler (read as context.model_yaml_config['handler']).",
+             "handler:", "  config: config.py"]
+    lines += [f"  {k}: {json.dumps(v)}" for k, v in sorted(settings.items())]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def archive(name: str, spec: dict[str, Any], checkpoint: Path, config_file: Path, stage: Path, out: Path) -> Path:
+    """Run torch-model-archiver and move the .mar into ``out`` atomically."""
+    yaml_path = stage / "model-config.yaml"
+    write_model_yaml(yaml_path, name, spec["settings"])
+    export = stage / "export"
+    export.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "model_archiver.model_packaging",
+           "--model-name", name, "--version", ARCHIVE_VERSION,
+           "--serialized-file", str(checkpoint),
+           "--handler", str(spec["handler"]),
+           "--extra-files", f"{HANDLER_BASE},{config_file}",
+           "--config-file", str(yaml_path),
+           "--export-path", str(export), "--force"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    built = export / f"{name}.mar"
+    if res.returncode != 0 or not built.is_file():
+        raise RuntimeError(f"torch-model-archiver failed for {name}:\n{res.stdout}\n{res.stderr}")
+    out.mkdir(parents=True, exist_ok=True)
+    dst = out / f"{name}.mar"
+    tmp = out / f".{name}.mar.tmp-{os.getpid()}"
+    shutil.copyfile(built, tmp)
+    os.replace(tmp, dst)
+    return dst
+
+
+def build_one(name: str, out: Path, tiny: bool, weights_dir: Path | None, seed: int, force: bool) -> dict[str, Any]:
+    spec = MODELS[name]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix=f"doodlepod-{name}-") as tmpdir:
+        stage = Path(tmpdir)
+        if tiny:
+            source: dict[str, Any] = {"weights": "tiny", "seed": seed}
+            key = _inputs_key(name, spec, source)
+            legacy = None
+        else:
+            assert weights_dir is not None
+            ckpt_src, legacy_cfg, ident = find_released(weights_dir, name, stage)
+            source = {"weights": "released", "file": ident.name, "sha256": _sha256(ident)}
+            key = _inputs_key(name, spec, source)
+            legacy = (ckpt_src, legacy_cfg)
+        stamp = out / f"{name}.mar.json"
+        if not force and (out / f"{name}.mar").is_file() and stamp.is_file():
+            try:
+                if json.loads(stamp.read_text()).get("inputs") == key:
+                    log.info("%s: up to date (%s)", name, out / f"{name}.mar")
+                    return json.loads(stamp.read_text())
+            except ValueError:
+                pass
+        checkpoint = stage / f"{name}.pth"
+        config_file = stage / "config.py"
+        if legacy is None:
+            cfg = tiny_checkpoint(spec["kind"], spec["tiny_config"], checkpoint, seed)
+            cfg.dump(str(config_file))
+            summary: dict[str, Any] = {}
+        else:
+            summary = cc.convert(spec["kind"], legacy[0], checkpoint, legacy[1], spec["config"], config_file)
+        mar = archive(name, spec, checkpoint, config_file, stage, out)
+    info = {
+        "model": name,
+        "archive": str(mar),
+        "archive_bytes": mar.stat().st_size,
+        "source": source,
+        "inputs": key,
+        "versions": _versions(),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": round(time.perf_counter() - t0, 2),
+        "converted": {k: v for k, v in summary.items() if k in ("parameters", "tensors", "classes")},
+    }
+    tmp = out / f".{name}.mar.json.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(info, indent=2, default=str) + "\n")
+    os.replace(tmp, stamp)
+    log.info("%s: built %s (%.1f MB, %s weights) in %.1f s", name, mar, mar.stat().st_size / 1e6,
+             source["weights"], info["seconds"])
+    return info
+
+
+def build(out: Path, tiny: bool = True, weights_dir: Path | None = None, seed: int = 0,
+          force: bool = False, models: tuple[str, ...] = tuple(MODELS)) -> list[dict[str, Any]]:
+    """Build (or reuse) the archives of ``models`` in ``out``; return their stamps."""
+    return [build_one(name, Path(out), tiny, weights_dir, seed, force) for name in models]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--tiny", action="store_true", help="random-init tiny models (tests, offline runs)")
+    src.add_argument("--weights-dir", type=Path,
+                     help="folder with AnimatedDrawings' released .mar files (scripts/fetch_weights.sh)")
+    parser.add_argument("--out", type=Path, default=REPO / "build" / "model-store",
+                        help="model store to write the .mar files into (default %(default)s)")
+    parser.add_argument("--model", action="append", choices=sorted(MODELS),
+                        help="build only this model (repeatable; default both)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the tiny models' random weights")
+    parser.add_argument("--force", action="store_true", help="rebuild even if the stamp says up to date")
+    parser.add_argument("-q", "--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
+                        format="[archives %(asctime)s] %(message)s", datefmt="%H:%M:%S")
+    logging.getLogger("convert_checkpoint").setLevel(logging.WARNING if args.quiet else logging.INFO)
+    t0 = time.perf_counter()
+    try:
+        infos = build(args.out, args.tiny, args.weights_dir, args.seed, args.force,
+                      tuple(args.model or MODELS))
+    except (cc.ConversionError, FileNotFoundError, RuntimeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    log.info("%d archive(s) ready in %s (%.1f s)", len(infos), args.out, time.perf_counter() - t0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

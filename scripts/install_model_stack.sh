@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Install the CPU OpenMMLab stack (mmengine, mmcv with ops, mmdet, mmpose) into a virtualenv.
+#
+# Usage: scripts/install_model_stack.sh VENV
+#
+# VENV must already hold torch (requirements/test.txt pins the CPU build). Pins come from
+# requirements/model-cpu.txt. The script is idempotent: when every pinned package is installed and
+# the stack imports (mmcv's compiled ops included), it returns in a couple of seconds.
+#
+# mmcv 2.1.0 publishes no wheel for this torch, so it is compiled from source once
+# (MMCV_WITH_OPS=1 FORCE_CUDA=0, ~17 min on 2 cores) and the wheel is kept outside the repo in
+#   $DOODLEPOD_CACHE/wheels/mmcv-<mmcv>_torch-<torch>_cpu_<pytag>/
+# keyed by every version the binary depends on; a cold machine builds it, a warm one reuses it.
+# xtcocotools is likewise built from source against the venv's numpy 2 and cached under a key that
+# includes the numpy version. Wheels land in the cache by an atomic rename, and a lock serialises
+# concurrent builds, so an interrupted or parallel run never leaves a half-written wheel behind.
+#
+# Env:
+#   DOODLEPOD_CACHE       cache root (default ~/.cache/doodlepod)
+#   DOODLEPOD_MMCV_WHEEL  a ready mmcv wheel to seed the cache with on a cold cache (it must have
+#                         been built against the same torch/python; the import check verifies it)
+#   MAX_JOBS              parallel compile jobs for the mmcv build (default 2)
+#   DOODLEPOD_FORCE=1     reinstall even if everything looks installed
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+if [[ $# -ne 1 || "$1" == -h || "$1" == --help ]]; then
+  usage
+  [[ $# -eq 1 ]] && exit 0 || exit 2
+fi
+
+cd "$(dirname "$0")/.."
+VENV=$1
+PY="$VENV/bin/python"
+PINS=requirements/model-cpu.txt
+CACHE=${DOODLEPOD_CACHE:-$HOME/.cache/doodlepod}
+WHEELS="$CACHE/wheels"
+LOGS="$CACHE/logs"
+start=$SECONDS
+
+log() { printf '[model-stack %(%H:%M:%S)T +%4ds] %s\n' -1 "$((SECONDS - start))" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+pin() {
+  local v
+  v=$(sed -n "s/^$1==\([^[:space:];#]*\).*/\1/p" "$PINS")
+  [[ -n "$v" ]] || die "no pin for $1 in $PINS"
+  printf '%s' "$v"
+}
+pip_install() { "$PY" -m pip install --quiet --disable-pip-version-check "$@" >&2; }
+
+[[ -x "$PY" ]] || die "$PY not found: create the venv first (make venv)"
+"$PY" -c 'import torch' 2>/dev/null || die "torch is not installed in $VENV (requirements/test.txt pins it)"
+
+MMENGINE=$(pin mmengine); MMCV=$(pin mmcv); MMDET=$(pin mmdet); MMPOSE=$(pin mmpose)
+XTCOCO=$(pin xtcocotools); CHUMPY=$(pin chumpy); JSON_TRICKS=$(pin json_tricks); MUNKRES=$(pin munkres)
+OPENCV=$(pin opencv-python); MATPLOTLIB=$(pin matplotlib)
+SETUPTOOLS=$(pin setuptools); WHEEL=$(pin wheel); NINJA=$(pin ninja); CYTHON=$(pin cython)
+
+read -r TORCH PYTAG < <("$PY" -c 'import sys, torch; print(torch.__version__.split("+")[0], "cp%d%d" % sys.version_info[:2])')
+
+# The import check that decides "installed": versions match the pins and the compiled ops load.
+stack_ok() {
+  "$PY" - "$MMENGINE" "$MMCV" "$MMDET" "$MMPOSE" "$XTCOCO" <<'EOF' 2>/dev/null
+import sys
+from importlib.metadata import version
+want = dict(zip(["mmengine", "mmcv", "mmdet", "mmpose", "xtcocotools"], sys.argv[1:]))
+for name, v in want.items():
+    if version(name) != v:
+        sys.exit(f"{name} {version(name)} != {v}")
+import mmcv.ops  # noqa: F401  (loads mmcv/_ext*.so, which must match this torch)
+from mmcv.ops import nms, roi_align  # noqa: F401
+import mmdet.apis  # noqa: F401
+import mmpose.apis  # noqa: F401
+import xtcocotools.mask  # noqa: F401  (compiled against numpy: fails on an ABI mismatch)
+EOF
+}
+
+mmcv_ops_ok() { "$PY" -c 'import mmcv.ops; from mmcv.ops import roi_align, nms' 2>/dev/null; }
+
+if [[ "${DOODLEPOD_FORCE:-0}" != 1 ]] && stack_ok; then
+  log "OpenMMLab stack already installed in $VENV (mmcv $MMCV, mmdet $MMDET, mmpose $MMPOSE, torch $TORCH)"
+  exit 0
+fi
+log "installing the CPU OpenMMLab stack into $VENV (torch $TORCH, $PYTAG); wheel cache: $WHEELS"
+mkdir -p "$WHEELS" "$LOGS"
+
+# cached_wheel NAME VERSION KEY BUILD_FUNCTION: print the path of NAME's wheel in the cache
+# directory KEY, building it with BUILD_FUNCTION OUTDIR LOGFILE when missing. Builds run under a
+# lock and land by rename, so readers only ever see complete wheels.
+cached_wheel() {
+  local name=$1 ver=$2 key=$3 build=$4 dir="$WHEELS/$3" whl
+  mkdir -p "$dir"
+  whl=$(find "$dir" -maxdepth 1 -name "${name}-${ver}-*.whl" -print -quit)
+  if [[ -z "$whl" ]]; then
+    exec 9>"$WHEELS/.lock-$key"
+    if ! flock -n 9; then
+      log "waiting for another process building $key"
+      flock 9
+    fi
+    whl=$(find "$dir" -maxdepth 1 -name "${name}-${ver}-*.whl" -print -quit)
+    if [[ -z "$whl" ]]; then
+      local tmp buildlog t0=$SECONDS
+      tmp=$(mktemp -d "$WHEELS/.build-$key.XXXXXX")
+      buildlog="$LOGS/build-$key-$(date +%Y%m%d-%H%M%S).log"
+      log "cold cache: building $name $ver ($key); log: $buildlog"
+      if ! "$build" "$tmp" "$buildlog"; then
+        tail -n 30 "$buildlog" >&2 || true
+        rm -rf "$tmp"
+        die "building $name $ver failed; full log: $buildlog"
+      fi
+      local built
+      built=$(find "$tmp" -maxdepth 1 -name "${name}-${ver}-*.whl" -print -quit)
+      [[ -n "$built" ]] || die "build of $name produced no wheel (see $buildlog)"
+      mv "$built" "$dir/"
+      rm -rf "$tmp"
+      whl="$dir/$(basename "$built")"
+      log "built $(basename "$whl") ($(du -h "$whl" | cut -f1)) in $((SECONDS - t0)) s; cached in $dir"
+    fi
+    flock -u 9
+    exec 9>&-
+  else
+    log "warm cache: $(basename "$whl") from $dir"
+  fi
+  printf '%s' "$whl"
+}
+
+# Run a long command in the background, logging a heartbeat every minute so the build is visibly alive.
+with_heartbeat() {
+  local what=$1 buildlog=$2; shift 2
+  "$@" >"$buildlog" 2>&1 &
+  local pid=$! t0=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      local step
+      step=$(grep -o -E '^\[[0-9]+/[0-9]+\]' "$buildlog" | tail -n 1 || true)
+      log "  still building $what ($(( (SECONDS - t0) / 60 )) min${step:+, compile step $step})"
+    fi
+  done
+  wait "$pid"
+}
+
+build_mmcv() {
+  local out=$1 buildlog=$2
+  if [[ -n "${DOODLEPOD_MMCV_WHEEL:-}" ]]; then
+    [[ -f "$DOODLEPOD_MMCV_WHEEL" ]] || die "DOODLEPOD_MMCV_WHEEL=$DOODLEPOD_MMCV_WHEEL does not exist"
+    log "seeding the cache with $DOODLEPOD_MMCV_WHEEL"
+    cp "$DOODLEPOD_MMCV_WHEEL" "$out/" && echo "seeded from $DOODLEPOD_MMCV_WHEEL" >"$buildlog"
+    return
+  fi
+  log "compiling mmcv $MMCV with ops for CPU (MAX_JOBS=${MAX_JOBS:-2}); this takes ~17 min on 2 cores, once per torch version"
+  with_heartbeat "mmcv $MMCV" "$buildlog" \
+    env MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS="${MAX_JOBS:-2}" \
+    "$PY" -m pip wheel -v --no-deps --no-build-isolation --no-binary mmcv --disable-pip-version-check \
+    -w "$out" "mmcv==$MMCV"
+}
+
+build_xtcocotools() {
+  local out=$1 buildlog=$2
+  with_heartbeat "xtcocotools $XTCOCO" "$buildlog" \
+    "$PY" -m pip wheel --no-deps --no-build-isolation --no-binary xtcocotools --disable-pip-version-check \
+    -w "$out" "xtcocotools==$XTCOCO"
+}
+
+t=$SECONDS
+pip_install "setuptools==$SETUPTOOLS" "wheel==$WHEEL" "ninja==$NINJA" "cython==$CYTHON"
+log "build tools ready ($((SECONDS - t)) s)"
+
+t=$SECONDS
+pip_install "mmengine==$MMENGINE" "opencv-python==$OPENCV" "matplotlib==$MATPLOTLIB"
+log "mmengine $MMENGINE ready ($((SECONDS - t)) s)"
+
+MMCV_KEY="mmcv-${MMCV}_torch-${TORCH}_cpu_${PYTAG}"
+mmcv_whl=$(cached_wheel mmcv "$MMCV" "$MMCV_KEY" build_mmcv)
+t=$SECONDS
+pip_install --force-reinstall --no-deps "$mmcv_whl"
+pip_install "$mmcv_whl"  # its (pure Python) dependencies
+if ! mmcv_ops_ok; then
+  log "the cached mmcv wheel does not load against torch $TORCH; moving it aside and rebuilding"
+  mv "$mmcv_whl" "$mmcv_whl.bad-$(date +%s)"
+  unset DOODLEPOD_MMCV_WHEEL
+  mmcv_whl=$(cached_wheel mmcv "$MMCV" "$MMCV_KEY" build_mmcv)
+  pip_install --force-reinstall --no-deps "$mmcv_whl"
+  mmcv_ops_ok || die "mmcv $MMCV ops do not load even after a rebuild: $("$PY" -c 'import mmcv.ops' 2>&1 | tail -n 1)"
+fi
+log "mmcv $MMCV with ops ready ($((SECONDS - t)) s)"
+
+t=$SECONDS
+pip_install "mmdet==$MMDET"
+log "mmdet $MMDET ready ($((SECONDS - t)) s)"
+
+NUMPY=$("$PY" -c 'import numpy; print(numpy.__version__)')
+xtcoco_whl=$(cached_wheel xtcocotools "$XTCOCO" "xtcocotools-${XTCOCO}_numpy-${NUMPY}_${PYTAG}" build_xtcocotools)
+t=$SECONDS
+pip_install --force-reinstall --no-deps "$xtcoco_whl"
+pip_install "$xtcoco_whl"
+# chumpy's setup.py imports pip, so it cannot build in an isolated environment.
+pip_install --no-build-isolation "chumpy==$CHUMPY"
+pip_install "json_tricks==$JSON_TRICKS" "munkres==$MUNKRES"
+log "mmpose runtime dependencies ready ($((SECONDS - t)) s)"
+
+# torchvision: mmpose imports only transforms.ToPILImage from it, and there is no CPU torchvision
+# wheel for this torch. Use the real one when present; otherwise the documented CPU-only shim.
+if "$PY" -c 'import importlib.metadata as m; m.version("torchvision")' 2>/dev/null; then
+  log "real torchvision present: not installing the CPU shim"
+else
+  pip_install --no-build-isolation --no-deps ./models/torchvision-shim
+  log "installed doodlepod-cpu-torchvision-shim (models/torchvision-shim/README.md says why)"
+fi
+
+t=$SECONDS
+pip_install --no-deps "mmpose==$MMPOSE"
+log "mmpose $MMPOSE ready ($((SECONDS - t)) s)"
+
+if ! out=$(stack_ok 2>&1); then
+  "$PY" - <<'EOF' >&2 || true
+import mmcv.ops, mmdet.apis, mmpose.apis, xtcocotools.mask
+EOF
+  die "the OpenMMLab stack does not import cleanly in $VENV: $out"
+fi
+log "OpenMMLab stack ready in $((SECONDS - start)) s: mmengine $MMENGINE, mmcv $MMCV (ops, CPU), mmdet $MMDET, mmpose $MMPOSE, torch $TORCH"
