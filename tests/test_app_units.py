@@ -222,3 +222,23 @@ def test_clamp_box() -> None:
     assert jobs.clamp_box([10, 10, 12, 12], 100, 100) is None
     assert jobs.clamp_box(["a", 0, 1, 1], 100, 100) is None
     assert jobs.clamp_box([float("nan"), 0, 50, 50], 100, 100) is None
+
+
+# --- container ----------------------------------------------------------------------------------
+
+def test_dockerfile_app_is_hadolint_clean_non_root_and_execs_gunicorn() -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    text = (REPO / "Dockerfile.app").read_text()
+    result = subprocess.run([hadolint, str(REPO / "Dockerfile.app")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^USER 10001", text, re.M)
+    assert 'ENTRYPOINT ["gunicorn", "-c", "app/gunicorn_conf.py", "app:create_app()"]' in text
+    assert "-r requirements/app.txt" in text
+    for line in (REPO / "requirements" / "app.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-r"):
+            assert "==" in line, f"unpinned requirement {line!r}"

@@ -1,0 +1,35 @@
+# doodlepod app container: the Flask API under gunicorn with gevent workers, plus the animator.
+# CPU only; talks to the model container (TorchServe) over localhost in the pod.
+#   docker build -f Dockerfile.app -t doodlepod-app .
+#   docker run -p 8000:8000 -e DOODLEPOD_TORCHSERVE_URL=http://host:8080 doodlepod-app
+# Settings: DOODLEPOD_* environment variables (app/config.py; `python -m app.config` lists them).
+# No HEALTHCHECK: Kubernetes probes /healthz (liveness) and /ping (readiness) itself.
+FROM python:3.11.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /srv/doodlepod
+
+# Dependencies first (pinned), so code changes do not reinstall them.
+COPY requirements/animator.txt requirements/app.txt requirements/
+RUN pip install --no-cache-dir -r requirements/app.txt
+
+COPY animator/ animator/
+COPY app/ app/
+COPY motions/ motions/
+
+RUN useradd --system --uid 10001 --user-group --home-dir /srv/doodlepod --shell /usr/sbin/nologin doodlepod \
+    && mkdir -p /var/lib/doodlepod/files /var/lib/doodlepod/run \
+    && chown -R 10001:10001 /var/lib/doodlepod
+
+ENV DOODLEPOD_LOCAL_DIR=/var/lib/doodlepod/files \
+    DOODLEPOD_RUNTIME_DIR=/var/lib/doodlepod/run \
+    DOODLEPOD_PORT=8000
+
+USER 10001:10001
+EXPOSE 8000
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["gunicorn", "-c", "app/gunicorn_conf.py", "app:create_app()"]
