@@ -334,6 +334,8 @@ def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
             continue
         raise BVHError(where, f"line {lineno}", f"unexpected '{s[:60]}' in HIERARCHY")
     else:
+        if stack or pending is not None:
+            raise BVHError(where, f"line {len(lines)}", "the file ends inside an unclosed joint block")
         raise BVHError(where, f"line {len(lines)}", "no MOTION section")
 
     if pending is not None or stack:
@@ -344,6 +346,7 @@ def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
     # motion header
     i += 1  # 'MOTION'
     i = _skip_blank(lines, i)
+    frames_line = i + 1
     n_frames = _header_value(lines, i, "frames", int, where)
     i = _skip_blank(lines, i + 1)
     frame_time = _header_value(lines, i, "frame time", float, where)
@@ -354,7 +357,7 @@ def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
     data_start = i + 1
 
     n_channels = sum(len(c) for c in channels)
-    motion = _parse_motion_rows(lines, data_start, n_frames, n_channels, where)
+    motion = _parse_motion_rows(lines, data_start, n_frames, n_channels, where, frames_line)
 
     _name_end_sites(names, parents, end_site)
     starts = np.zeros(len(names), dtype=np.int64)
@@ -400,10 +403,11 @@ def _header_value(lines: list[str], i: int, key: str, kind: type, where: str | N
         raise BVHError(where, f"line {i + 1}", f"'{key.title()}' is not a valid number: '{value.strip()}'") from None
 
 
-def _parse_motion_rows(lines: list[str], start: int, n_frames: int, n_channels: int, where: str | None) -> np.ndarray:
+def _parse_motion_rows(lines: list[str], start: int, n_frames: int, n_channels: int, where: str | None,
+                       frames_line: int) -> np.ndarray:
     rows = [ln for ln in lines[start:] if ln.strip()]
     if len(rows) != n_frames:
-        raise BVHError(where, f"line {start}", f"'Frames: {n_frames}' but the MOTION block has {len(rows)} rows of data")
+        raise BVHError(where, f"line {frames_line}", f"'Frames: {n_frames}' but the MOTION block has {len(rows)} rows of data")
     if n_channels == 0:
         return np.zeros((n_frames, 0))
     blob = " ".join(rows)
@@ -427,7 +431,7 @@ def _parse_motion_rows(lines: list[str], start: int, n_frames: int, n_channels: 
             if not np.isfinite(vals).all():
                 raise BVHError(where, f"line {ln_no}", f"frame {k} holds a non-finite value (nan/inf)")
             k += 1
-        raise BVHError(where, f"line {start}", "malformed MOTION data")  # pragma: no cover - defensive
+        raise BVHError(where, f"line {start + 1}", "malformed MOTION data")  # pragma: no cover - defensive
     return flat.reshape(n_frames, n_channels)
 
 
