@@ -19,3 +19,11 @@ test: venv ## install what is needed and run every test
 .PHONY: run
 run: venv ## start TorchServe (CPU) + the app locally on embedded defaults; Ctrl-C stops both
 	@scripts/run_local.sh
+
+# --- app (issue 3) ---
+.PHONY: serve-app bench-load
+serve-app: venv ## only the app (gunicorn, gevent workers) on DOODLEPOD_* settings; TorchServe must be running
+	$(VENV)/bin/gunicorn -c app/gunicorn_conf.py "app:create_app()"
+
+bench-load: venv ## load benchmark: fake-model TorchServe + app, 1 client then 16 clients for 60 s (bench/load.py --help)
+	$(PY) bench/load.py

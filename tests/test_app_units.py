@@ -242,3 +242,10 @@ def test_dockerfile_app_is_hadolint_clean_non_root_and_execs_gunicorn() -> None:
         line = line.split("#")[0].strip()
         if line and not line.startswith("-r"):
             assert "==" in line, f"unpinned requirement {line!r}"
+
+
+def test_docs_settings_table_matches_app_config() -> None:
+    text = (REPO / "docs" / "sections" / "app.md").read_text()
+    start = text.index("<!-- settings-table:start")
+    table = text[text.index("\n", start) + 1: text.index("<!-- settings-table:end -->")].strip()
+    assert table == config.markdown_table(), "regenerate with: python -m app.config --markdown"
