@@ -249,3 +249,25 @@ def test_docs_settings_table_matches_app_config() -> None:
     start = text.index("<!-- settings-table:start")
     table = text[text.index("\n", start) + 1: text.index("<!-- settings-table:end -->")].strip()
     assert table == config.markdown_table(), "regenerate with: python -m app.config --markdown"
+
+
+# --- the app in-process (Flask test client; the HTTP stack end to end is in test_app_e2e.py) --------
+
+def test_low_disk_refuses_work_and_fails_readiness(tmp_path: Path) -> None:
+    from app import create_app
+
+    app = create_app(local_dir=str(tmp_path / "files"), runtime_dir=str(tmp_path / "run"),
+                     min_free_disk_mb=1e12, torchserve_management_url="http://127.0.0.1:9",
+                     ping_timeout_s=0.5)
+    client = app.test_client()
+    png = _encode(Image.new("RGB", (50, 50), "white"), "PNG")
+    resp = client.post("/animate", data={"image": (io.BytesIO(png), "a.png", "image/png")})
+    assert resp.status_code == 503 and resp.json["error"] == "low_disk_space", resp.json
+    assert "MiB free" in resp.json["message"]
+    resp = client.get("/ping")
+    assert resp.status_code == 503
+    comps = resp.json["components"]
+    assert comps["disk"]["ok"] is False and comps["storage"]["ok"] is True
+    assert comps["detector"]["ok"] is False
+    assert client.get("/healthz").status_code == 200
+    assert resp.headers["X-Request-ID"]
