@@ -54,12 +54,14 @@ start=$SECONDS
 
 log() { printf '[run %(%H:%M:%S)T +%4ds] %s\n' -1 "$((SECONDS - start))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
-banner() {
-  local line
-  line=$(printf '!%.0s' {1..78})
-  printf '\n%s\n' "$line" >&2
-  while [[ $# -gt 0 ]]; do printf '!! %-74s !!\n' "$1" >&2; shift; done
-  printf '%s\n\n' "$line" >&2
+banner() {  # banner LINE...: a loud box around the lines
+  local width=0 l
+  for l in "$@"; do (( ${#l} > width )) && width=${#l}; done
+  local edge
+  edge=$(printf '!%.0s' $(seq $((width + 6))))
+  printf '\n%s\n' "$edge" >&2
+  for l in "$@"; do printf '!! %-*s !!\n' "$width" "$l" >&2; done
+  printf '%s\n\n' "$edge" >&2
 }
 
 [[ -x "$PY" ]] || die "no virtualenv at $VENV: run \`make venv\` (or \`make run\`, which does it)"
@@ -88,58 +90,9 @@ rm -rf "$DOODLEPOD_RUNTIME_DIR"  # render slots and metrics of a previous run ar
 mkdir -p "$DOODLEPOD_LOCAL_DIR" "$DOODLEPOD_RUNTIME_DIR"
 
 # ------------------------------------------------------------------------------------------------
-# Model archives
-MODEL_STORE=$RUN_DIR/model-store
-mkdir -p "$MODEL_STORE"
-MODELS=(drawn_humanoid_detector drawn_humanoid_pose_estimator)
-archives_kind=""
-
-build_archives() {  # build_archives KIND -> archives in $MODEL_STORE, 0 on success
-  "$PY" scripts/build_archives.py --weights "$1" --out "$MODEL_STORE" >&2
-}
-
-case $WEIGHTS in
-  released|auto)
-    log "building archives from AnimatedDrawings' released weights (downloaded once, cached)"
-    if build_archives released; then
-      archives_kind=released
-    elif [[ $WEIGHTS == released ]]; then
-      die "could not build archives from the released weights (no internet?); DOODLEPOD_RUN_WEIGHTS=tiny runs without them"
-    fi
-    ;;
-  tiny) ;;
-  *) die "DOODLEPOD_RUN_WEIGHTS must be auto, released or tiny, got '$WEIGHTS'" ;;
-esac
-if [[ -z $archives_kind ]]; then
-  log "building the tiny random-initialised archives"
-  build_archives tiny || die "building the tiny archives failed"
-  archives_kind=tiny
-  banner "USING TINY RANDOM-INITIALISED MODELS: their detections are MEANINGLESS." \
-         "The stack runs end to end, but boxes and joints found in your photos are noise." \
-         "Use the curl line that sends the character's joints (printed below), or run" \
-         "on a machine with internet access to use AnimatedDrawings' released weights."
-fi
-for m in "${MODELS[@]}"; do
-  [[ -f "$MODEL_STORE/$m.mar" ]] || die "archive $MODEL_STORE/$m.mar missing after the build"
-done
-
-# TorchServe's config: handlers/config.properties with this run's ports and model store (the model
-# helper's write_config changes only those keys, so the run uses the pod's settings otherwise).
-TS_CONFIG=$RUN_DIR/config.properties
-"$PY" - "$TS_CONFIG" "$TS_HOST" "$TS_PORT" "$MGMT_PORT" "$TS_METRICS_PORT" "$TS_GRPC_PORT" "$MODEL_STORE" <<'EOF'
-import sys
-from pathlib import Path
-from handlers.torchserve_local import Ports, write_config
-dest, host, inference, management, metrics, grpc, store = sys.argv[1:]
-ports = Ports(int(inference), int(management), int(metrics), int(grpc), int(grpc) + 1)
-write_config(Path(dest), ports, host, Path(store),
-             {"load_models": "drawn_humanoid_detector.mar,drawn_humanoid_pose_estimator.mar"})
-EOF
-
-# ------------------------------------------------------------------------------------------------
 # Processes: each in its own session (process group), so stopping one stops its whole tree
 # (TorchServe's Java frontend and its Python workers; gunicorn's master, workers and render pool).
-TS_PID=""; APP_PID=""; stopping=0
+TS_PID=""; APP_PID=""
 
 stop_group() {  # stop_group PID NAME: SIGTERM its process group, wait up to 20 s, then SIGKILL
   local pid=$1 name=$2
@@ -162,9 +115,9 @@ stop_group() {  # stop_group PID NAME: SIGTERM its process group, wait up to 20 
 cleanup() {
   local rc=$?
   trap - INT TERM EXIT
-  stopping=1
   stop_group "$APP_PID" "the app"        # the app first: it drains while TorchServe still answers
   stop_group "$TS_PID" "TorchServe"
+  [[ -n ${TS_TMP:-} ]] && rm -rf "$TS_TMP"
   log "stopped"
   exit "$rc"
 }
@@ -173,11 +126,75 @@ trap cleanup EXIT
 trap 'on_signal SIGINT' INT
 trap 'on_signal SIGTERM' TERM
 
+# ------------------------------------------------------------------------------------------------
+# Model archives (scripts/build_archives.py rebuilds one only when its inputs changed)
+MODELS=(drawn_humanoid_detector drawn_humanoid_pose_estimator)
+WEIGHTS_DIR=$CACHE/weights
+archives_kind=""
+
+fetch_and_build_released() {  # 0 when archives from the released weights are in $MODEL_STORE
+  MODEL_STORE=$RUN_DIR/model-store/released
+  if [[ ! -x scripts/fetch_weights.sh ]]; then
+    log "scripts/fetch_weights.sh is missing: cannot fetch the released weights"
+    return 1
+  fi
+  log "fetching AnimatedDrawings' released weights into $WEIGHTS_DIR (once; cached)"
+  scripts/fetch_weights.sh "$WEIGHTS_DIR" >&2 || { log "could not fetch the released weights"; return 1; }
+  log "building archives from the released weights (converted to the pinned OpenMMLab layout)"
+  "$PY" scripts/build_archives.py --weights-dir "$WEIGHTS_DIR" --out "$MODEL_STORE" >&2
+}
+
+case $WEIGHTS in
+  released|auto)
+    if fetch_and_build_released; then
+      archives_kind=released
+    elif [[ $WEIGHTS == released ]]; then
+      die "no archives from the released weights (see above); DOODLEPOD_RUN_WEIGHTS=tiny runs without them"
+    fi
+    ;;
+  tiny) ;;
+  *) die "DOODLEPOD_RUN_WEIGHTS must be auto, released or tiny, got '$WEIGHTS'" ;;
+esac
+if [[ -z $archives_kind ]]; then
+  MODEL_STORE=$RUN_DIR/model-store/tiny
+  log "building the tiny random-initialised archives in $MODEL_STORE"
+  "$PY" scripts/build_archives.py --tiny --out "$MODEL_STORE" >&2 || die "building the tiny archives failed"
+  archives_kind=tiny
+  banner "USING TINY RANDOM-INITIALISED MODELS: their detections are MEANINGLESS." \
+         "The stack runs end to end, but boxes and joints found in photos are noise." \
+         "Use the curl line that sends the character's joints (printed below), or run" \
+         "on a machine with internet access to use AnimatedDrawings' released weights."
+fi
+for m in "${MODELS[@]}"; do
+  [[ -f "$MODEL_STORE/$m.mar" ]] || die "archive $MODEL_STORE/$m.mar missing after the build"
+done
+
+# TorchServe's config: handlers/config.properties with this run's ports and model store (the model
+# helper's write_config changes only those keys, so the run uses the pod's settings otherwise).
+TS_CONFIG=$RUN_DIR/config.properties
+# TorchServe puts its worker sockets at <java.io.tmpdir>/.ts.sock.<9000+n> (Java ignores TMPDIR): two
+# TorchServes with the same tmpdir steal each other's workers. Give this one its own short folder
+# (a unix socket path must stay under 108 bytes).
+TS_TMP=$(mktemp -d /tmp/doodlepod-ts.XXXXXX)
+"$PY" - "$TS_CONFIG" "$TS_HOST" "$TS_PORT" "$MGMT_PORT" "$TS_METRICS_PORT" "$TS_GRPC_PORT" "$MODEL_STORE" "$TS_TMP" <<'EOF'
+import sys
+from pathlib import Path
+from handlers.torchserve_local import CONFIG_TEMPLATE, Ports, write_config
+dest, host, inference, management, metrics, grpc, store, tmp = sys.argv[1:]
+ports = Ports(int(inference), int(management), int(metrics), int(grpc), int(grpc) + 1)
+vmargs = next((line.split("=", 1)[1].strip() for line in CONFIG_TEMPLATE.read_text().splitlines()
+               if line.startswith("vmargs=")), "")
+write_config(Path(dest), ports, host, Path(store),
+             {"load_models": "drawn_humanoid_detector.mar,drawn_humanoid_pose_estimator.mar",
+              "vmargs": f"{vmargs} -Djava.io.tmpdir={tmp}".strip()})
+EOF
+
+
 log "starting TorchServe on $TS_HOST:$TS_PORT (management :$MGMT_PORT, metrics :$TS_METRICS_PORT); log: $RUN_DIR/logs/torchserve.out"
 (
   cd "$RUN_DIR"
-  # TMPDIR: TorchServe unpacks the archives there; the run's own folder keeps runs apart.
-  export TMPDIR=$RUN_DIR/tmp LOG_LOCATION=$RUN_DIR/logs METRICS_LOCATION=$RUN_DIR/logs PATH="$VENV/bin:$PATH"
+  # TMPDIR: TorchServe unpacks the archives there (its own folder keeps runs apart).
+  export TMPDIR=$TS_TMP LOG_LOCATION=$RUN_DIR/logs METRICS_LOCATION=$RUN_DIR/logs PATH="$VENV/bin:$PATH"
   exec setsid "$VENV/bin/torchserve" --foreground --ncs --disable-token-auth \
     --ts-config "$TS_CONFIG" --model-store "$MODEL_STORE" </dev/null >"$RUN_DIR/logs/torchserve.out" 2>&1
 ) &
@@ -207,10 +224,10 @@ wait_until() {  # wait_until WHAT CHECK PID NAME LOG
     if (( SECONDS >= next )); then log "  waiting for $what ($((SECONDS - t0)) s)"; next=$((SECONDS + 15)); fi
     sleep 1
   done
-  log "$what ready after $((SECONDS - t0)) s"
+  log "$what: ready after $((SECONDS - t0)) s"
 }
 
-wait_until "both models READY" models_ready "$TS_PID" TorchServe "$RUN_DIR/logs/torchserve.out"
+wait_until "TorchServe (both models READY)" models_ready "$TS_PID" TorchServe "$RUN_DIR/logs/torchserve.out"
 
 log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOODLEPOD_PORT; log: $RUN_DIR/logs/app.log"
 # The run's own knobs are not app settings: keep them out of the app's environment.
