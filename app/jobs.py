@@ -145,13 +145,12 @@ class SegmentedCrop:
     timings_ms: dict[str, float]
 
 
-def segment_crop(rgb: np.ndarray, box: tuple[int, int, int, int]) -> SegmentedCrop:
-    """Crop ``box`` (work pixels) out of ``rgb`` and segment the character in it."""
+def segment_crop(crop: np.ndarray, box: tuple[int, int, int, int]) -> SegmentedCrop:
+    """Segment the character in ``crop`` (uint8 RGB, the work image's ``box``; the caller crops so
+    that only the crop travels to the render process)."""
     from animator.segment import segment_drawing
 
     t0 = time.perf_counter()
-    l, t, r, b = box
-    crop = np.ascontiguousarray(rgb[t:b, l:r])
     mask = segment_drawing(crop)
     t1 = time.perf_counter()
     if not mask.any():

@@ -105,9 +105,9 @@ class Pipeline:
             box = self._best_box(detections, width, height)
 
         with self._stage(timings, "segment"):
-            crop: jobs.SegmentedCrop = self.pool.run(jobs.segment_crop, img.rgb, box,
+            l, t, r, b = box
+            crop: jobs.SegmentedCrop = self.pool.run(jobs.segment_crop, np.ascontiguousarray(img.rgb[t:b, l:r]), box,
                                                      deadline=job.deadline, stage="segment")
-        l, t = box[0], box[1]
 
         if job.joints is not None:
             from animator.photo_skeleton import transform_skeleton

@@ -108,7 +108,7 @@ class S3Storage:
         self.expiry_s = max(1, min(int(expiry_s), 604800))
         self.endpoint_url = endpoint_url.rstrip("/")
         self.public_base_url = public_base_url.rstrip("/")
-        config = Config(connect_timeout=timeout_s, read_timeout=timeout_s,
+        config = Config(connect_timeout=timeout_s, read_timeout=timeout_s, signature_version="s3v4",
                         retries={"max_attempts": max(1, attempts), "mode": "standard"},
                         s3={"addressing_style": "path"} if endpoint_url else None,
                         max_pool_connections=32)

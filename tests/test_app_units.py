@@ -271,3 +271,21 @@ def test_low_disk_refuses_work_and_fails_readiness(tmp_path: Path) -> None:
     assert comps["detector"]["ok"] is False
     assert client.get("/healthz").status_code == 200
     assert resp.headers["X-Request-ID"]
+
+
+def test_s3_url_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.storage import S3Storage
+
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(k, v)
+    public = S3Storage("bkt", "anim/", region="eu-west-1", url_mode="public")
+    assert public.url("id1/dab.gif", "") == "https://bkt.s3.amazonaws.com/anim/id1/dab.gif"
+    cdn = S3Storage("bkt", "anim/", url_mode="public", public_base_url="https://cdn.example.com/")
+    assert cdn.url("id1/dab.gif", "") == "https://cdn.example.com/anim/id1/dab.gif"
+    minio = S3Storage("bkt", "", endpoint_url="http://minio:9000", url_mode="public")
+    assert minio.url("id1/dab.gif", "") == "http://minio:9000/bkt/id1/dab.gif"
+    signed = S3Storage("bkt", "anim/", region="eu-west-1", expiry_s=600)
+    url = signed.url("id1/dab.gif", "")
+    assert "/anim/id1/dab.gif?" in url and "X-Amz-Expires=600" in url and "X-Amz-Signature=" in url
+    with pytest.raises(ValueError, match="DOODLEPOD_S3_BUCKET"):
+        S3Storage("")
