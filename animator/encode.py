@@ -1,0 +1,260 @@
+"""Encode palette-indexed frames as an animated GIF, an animated WebP or an MP4.
+
+Frames come in as (H, W) uint8 arrays of palette indices, with one palette for the whole clip and
+one index meaning transparent (see :mod:`animator.rasterize`), so nothing is quantised per frame.
+
+GIF: written here (the container is simple; Pillow's C encoder does the LZW compression of each
+frame's rectangle). Each frame stores only the rectangle that changed since what is on screen,
+with unchanged pixels left transparent ("keep what is there"). A pixel that must turn transparent
+again can only be cleared by disposing the previous frame's rectangle to the background, so the
+previous frame's rectangle is grown to cover such pixels and gets disposal 2 (restore to
+background); otherwise disposal 1 (leave in place). Delays are whole centiseconds chosen by
+cumulative rounding, so they add up to the clip's duration (to the nearest centisecond).
+
+WebP: Pillow's animated WebP writer (lossless by default, keeps transparency).
+MP4: H.264 through the ``ffmpeg`` binary bundled with ``imageio-ffmpeg`` (no alpha in H.264: the
+character is composited on a background colour, white by default); a :class:`RenderError` says so
+when no ffmpeg is available.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import struct
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from .errors import RenderError
+
+log = logging.getLogger("animator")
+
+#: format name -> (MIME type, file extension)
+FORMATS: dict[str, tuple[str, str]] = {
+    "gif": ("image/gif", "gif"),
+    "webp": ("image/webp", "webp"),
+    "mp4": ("video/mp4", "mp4"),
+}
+
+
+def gif_delays(n_frames: int, frame_time_s: float) -> list[int]:
+    """Per-frame GIF delays in centiseconds that add up to ``n_frames * frame_time_s``.
+
+    Frame i gets round(100 * t_(i+1)) - round(100 * t_i) with t_i = i * frame_time_s, so each delay
+    is within 1 cs of the exact one and the total is exact to the nearest centisecond.
+    """
+    if n_frames < 1:
+        raise RenderError("cannot encode an animation without frames")
+    edges = np.floor(np.arange(n_frames + 1) * (100.0 * frame_time_s) + 0.5).astype(np.int64)
+    return [int(d) for d in np.diff(edges)]
+
+
+def _bbox(m: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(x0, y0, x1, y1) exclusive bounds of the True pixels, or None."""
+    rows = np.flatnonzero(m.any(axis=1))
+    if len(rows) == 0:
+        return None
+    cols = np.flatnonzero(m[rows[0]:rows[-1] + 1].any(axis=0))
+    return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
+
+
+def _union(a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int] | None):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
+
+
+def _lzw(block: np.ndarray) -> bytes:
+    """GIF LZW image data (minimum code size byte, sub-blocks, terminator) of a 2-D index array."""
+    from PIL import Image, ImageFile
+
+    h, w = block.shape
+    im = Image.frombuffer("L", (w, h), np.ascontiguousarray(block), "raw", "L", 0, 1)
+    im.encoderconfig = (8, False)
+    out = io.BytesIO()
+    out.write(b"\x08")
+    ImageFile._save(im, out, [ImageFile._Tile("gif", (0, 0, w, h), 0, "L")])
+    out.write(b"\x00")
+    return out.getvalue()
+
+
+def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
+               delays_cs: list[int], loop: int = 0) -> bytes:
+    """Write an animated GIF with one global palette and frame deltas.
+
+    Args:
+        frames: (H, W) uint8 palette-index arrays, all the same size.
+        palette: (K, 3) uint8 RGB colours, K <= 256 (padded to 256).
+        transparent: the palette index of transparent pixels (the background).
+        delays_cs: one delay per frame, centiseconds (see :func:`gif_delays`).
+        loop: NETSCAPE loop count, 0 = forever.
+    """
+    pal = np.zeros((256, 3), np.uint8)
+    palette = np.asarray(palette, dtype=np.uint8).reshape(-1, 3)
+    if len(palette) > 256 or not 0 <= transparent < 256:
+        raise RenderError("GIF palettes hold at most 256 colours")
+    pal[: len(palette)] = palette
+    it = iter(frames)
+    try:
+        first = np.asarray(next(it))
+    except StopIteration:
+        raise RenderError("cannot encode an animation without frames") from None
+    h, w = first.shape
+    out = io.BytesIO()
+    out.write(b"GIF89a" + struct.pack("<HHBBB", w, h, 0xF7, transparent, 0))
+    out.write(pal.tobytes())
+    out.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", loop) + b"\x00")
+
+    n = 0
+
+    def emit(target: np.ndarray, base: np.ndarray, rect, disposal: int) -> None:
+        nonlocal n
+        if n >= len(delays_cs):
+            raise RenderError(f"more frames than delays ({len(delays_cs)})")
+        if rect is None:  # nothing changed: a 1x1 transparent pixel carries the delay
+            rect = (0, 0, 1, 1)
+        x0, y0, x1, y1 = rect
+        t = target[y0:y1, x0:x1]
+        b = base[y0:y1, x0:x1]
+        block = np.where(t != b, t, np.uint8(transparent)).astype(np.uint8)
+        out.write(b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delays_cs[n], transparent, 0))
+        out.write(b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
+        out.write(_lzw(block))
+        n += 1
+
+    empty = np.full((h, w), transparent, np.uint8)
+    base = empty
+    cur = first
+    rect = _bbox(cur != base)
+    for nxt in it:
+        nxt = np.asarray(nxt)
+        if nxt.shape != (h, w):
+            raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
+        vanish = _bbox((cur != transparent) & (nxt == transparent))
+        if vanish is not None:
+            rect = _union(rect, vanish)
+            emit(cur, base, rect, 2)
+            base = cur.copy()
+            x0, y0, x1, y1 = rect
+            base[y0:y1, x0:x1] = transparent
+        else:
+            emit(cur, base, rect, 1)
+            base = cur
+        cur = nxt
+        rect = _bbox(cur != base)
+    # last frame: dispose everything it shows, so a loop restarts on a clear canvas
+    emit(cur, base, _union(rect, _bbox(cur != transparent)), 2)
+    if n != len(delays_cs):
+        raise RenderError(f"{n} frames but {len(delays_cs)} delays")
+    out.write(b";")
+    return out.getvalue()
+
+
+def _rgba_frames(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int) -> Iterator[np.ndarray]:
+    lut = np.zeros((256, 4), np.uint8)
+    lut[: len(palette), :3] = palette
+    lut[: len(palette), 3] = 255
+    lut[transparent] = 0
+    for f in frames:
+        yield lut[f]
+
+
+def encode_webp(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
+                frame_time_s: float, lossless: bool = True, quality: int = 80) -> bytes:
+    """Animated WebP via Pillow (transparency kept). Durations in whole milliseconds, cumulative."""
+    from PIL import Image
+
+    images = [Image.fromarray(f, "RGBA") for f in _rgba_frames(frames, palette, transparent)]
+    if not images:
+        raise RenderError("cannot encode an animation without frames")
+    edges = np.floor(np.arange(len(images) + 1) * (1000.0 * frame_time_s) + 0.5).astype(np.int64)
+    durations = [int(d) for d in np.diff(edges)]
+    out = io.BytesIO()
+    try:
+        images[0].save(out, "WEBP", save_all=True, append_images=images[1:], duration=durations,
+                       loop=0, lossless=lossless, quality=quality, method=0, background=(0, 0, 0, 0))
+    except (OSError, ValueError, KeyError) as exc:
+        raise RenderError(f"WebP encoding is unavailable: {exc}") from exc
+    return out.getvalue()
+
+
+def ffmpeg_exe() -> str:
+    """Path of an ffmpeg binary (imageio-ffmpeg's bundled one, else one on PATH)."""
+    try:
+        import imageio_ffmpeg
+
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except Exception as exc:  # ImportError, RuntimeError (no binary for this platform)
+        import shutil
+
+        exe = shutil.which("ffmpeg")
+        if exe:
+            return exe
+        raise RenderError(f"MP4 output needs ffmpeg (pip install imageio-ffmpeg): the codec is unavailable ({exc})") from exc
+
+
+def encode_mp4(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
+               frame_time_s: float, background: tuple[int, int, int] = (255, 255, 255),
+               crf: int = 23) -> bytes:
+    """H.264 MP4 (yuv420p, so even width and height) on a solid ``background`` via ffmpeg."""
+    import os
+    import subprocess
+    import tempfile
+
+    exe = ffmpeg_exe()
+    lut = np.zeros((256, 3), np.uint8)
+    lut[: len(palette)] = palette
+    lut[transparent] = background
+    it = iter(frames)
+    try:
+        first = next(it)
+    except StopIteration:
+        raise RenderError("cannot encode an animation without frames") from None
+    h, w = first.shape
+    if w % 2 or h % 2:
+        raise RenderError(f"MP4 (H.264, yuv420p) needs an even width and height, got {w}x{h}")
+    fd, path = tempfile.mkstemp(suffix=".mp4")
+    os.close(fd)
+    cmd = [exe, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}",
+           "-framerate", f"{1.0 / frame_time_s:.6f}", "-i", "-", "-an", "-c:v", "libx264",
+           "-preset", "veryfast", "-crf", str(crf), "-pix_fmt", "yuv420p", "-movflags", "+faststart", path]
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(lut[first].tobytes())
+            for f in it:
+                proc.stdin.write(lut[f].tobytes())
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if proc.wait() != 0:
+            raise RenderError(f"ffmpeg failed to encode MP4: {err.strip().splitlines()[-1] if err.strip() else 'exit ' + str(proc.returncode)}")
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise RenderError(f"MP4 encoding is unavailable: cannot run ffmpeg ({exc})") from exc
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def encode(frames: Iterable[np.ndarray], fmt: str, palette: np.ndarray, transparent: int,
+           frame_time_s: float, n_frames: int) -> tuple[bytes, str, str]:
+    """Encode frames in ``fmt`` ('gif', 'webp' or 'mp4'). Returns (data, mime type, extension)."""
+    fmt = fmt.lower()
+    if fmt not in FORMATS:
+        raise RenderError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "gif":
+        data = encode_gif(frames, palette, transparent, gif_delays(n_frames, frame_time_s))
+    elif fmt == "webp":
+        data = encode_webp(frames, palette, transparent, frame_time_s)
+    else:
+        data = encode_mp4(frames, palette, transparent, frame_time_s)
+    mime, ext = FORMATS[fmt]
+    return data, mime, ext

@@ -1,0 +1,360 @@
+"""A triangle mesh over a character mask, built once per character.
+
+The mesh is a grid of square cells (each split into two triangles) laid over the mask, with one
+twist that makes it robust: a cell that holds several separate pieces of the mask (an arm passing
+close to the body, the two sides of a hole, two legs) gets one *copy* per piece, and neighbouring
+copies share corner vertices only where their pieces touch across the cell border ("virtual node"
+meshing). So limbs that run close together, or a hole, are never glued together by the mesh, thin
+limbs still get cells, and every character pixel lies inside the triangles of its own piece, so
+each texture pixel belongs to some triangle by construction.
+
+Coordinates: vertices are (x, y) in the drawing's own pixel frame (texture pixels, origin at the
+top-left corner, x right, y down). A pixel (col, row) covers [col, col+1) x [row, row+1); its
+centre is (col + 0.5, row + 0.5).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import CharacterError
+
+log = logging.getLogger("animator")
+
+#: Sub-cells per cell side used to find the separate pieces of the mask inside each cell.
+SUB = 8
+
+
+@dataclass
+class Mesh:
+    """A triangle mesh over a character mask.
+
+    Attributes:
+        vertices: (V, 2) float64, (x, y) texture pixels, y down.
+        triangles: (T, 3) int32 vertex indices; triangles 2c and 2c+1 make up cell copy c.
+        cell: cell side in texture pixels.
+        origin: (x, y) texture pixel of the grid's top-left corner.
+        copy_cell: (C, 2) int32 (row, col) of the grid cell of each cell copy.
+        labels: (rows*SUB, cols*SUB) int32, the cell copy that owns each sub-cell (-1: none).
+            Sub-cells with no mask pixel take the copy of the nearest masked sub-cell of the same
+            cell, so points just off the mask still find their piece.
+        dropped_pixels: mask pixels left out because their piece is disconnected from the pinned body.
+    """
+
+    vertices: np.ndarray
+    triangles: np.ndarray
+    cell: int
+    origin: tuple[int, int]
+    copy_cell: np.ndarray
+    labels: np.ndarray
+    dropped_pixels: int = 0
+
+    @property
+    def sub(self) -> float:
+        """Side of a sub-cell in texture pixels."""
+        return self.cell / SUB
+
+    def locate(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Find the triangle and barycentric coordinates of each point.
+
+        Args:
+            points: (N, 2) float (x, y) texture pixels.
+        Returns:
+            (tri, bary): tri (N,) int32 triangle index, -1 where the point is in no piece of the
+            mesh; bary (N, 3) float64 weights of the triangle's three vertices (sum to 1).
+        """
+        pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        ox, oy = self.origin
+        gx = (pts[:, 0] - ox) / self.cell
+        gy = (pts[:, 1] - oy) / self.cell
+        rows, cols = self.labels.shape
+        sx = np.floor(gx * SUB).astype(np.int64)
+        sy = np.floor(gy * SUB).astype(np.int64)
+        inside = (sx >= 0) & (sy >= 0) & (sx < cols) & (sy < rows)
+        copy = np.full(len(pts), -1, np.int64)
+        copy[inside] = self.labels[sy[inside], sx[inside]]
+        ok = copy >= 0
+        # local coordinates in the cell, 0..1
+        u = gx - self.copy_cell[np.maximum(copy, 0), 1]
+        v = gy - self.copy_cell[np.maximum(copy, 0), 0]
+        upper = u >= v  # triangle (TL, TR, BR) above the TL-BR diagonal, else (TL, BR, BL)
+        tri = np.where(ok, 2 * copy + (~upper), -1).astype(np.int32)
+        bary = np.empty((len(pts), 3))
+        bary[:, 0] = np.where(upper, 1.0 - u, 1.0 - v)
+        bary[:, 1] = np.where(upper, u - v, u)
+        bary[:, 2] = np.where(upper, v, v - u)
+        return tri, bary
+
+    def nearest_copy(self, points: np.ndarray, max_dist: float) -> tuple[np.ndarray, np.ndarray]:
+        """Like :meth:`locate` but snaps points that are off the mesh to the nearest owned sub-cell
+        within ``max_dist`` texture pixels (weights clamped into the triangle); -1 beyond that."""
+        pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+        tri, bary = self.locate(pts)
+        miss = np.flatnonzero(tri < 0)
+        if len(miss):
+            sy, sx = np.nonzero(self.labels >= 0)
+            centres = np.stack([(sx + 0.5) * self.sub + self.origin[0], (sy + 0.5) * self.sub + self.origin[1]], 1)
+            for i in miss:
+                d = np.hypot(*(centres - pts[i]).T)
+                k = int(np.argmin(d))
+                if d[k] <= max_dist:
+                    t, b = self.locate(centres[k:k + 1])
+                    tri[i], bary[i] = t[0], b[0]
+        return tri, bary
+
+
+def build_mesh(mask: np.ndarray, cell: int | None = None, keep_points: np.ndarray | None = None,
+               target_cells: int = 300) -> Mesh:
+    """Build a mesh over ``mask``.
+
+    Args:
+        mask: (H, W) bool, True on the character.
+        cell: cell side in texture pixels (a multiple of 8 is best); default: chosen so that the
+            mask is covered by about ``target_cells`` cells (more cells: smoother bends, slower ARAP).
+        keep_points: (K, 2) (x, y) texture pixels, e.g. the skeleton joints. Mesh pieces that are
+            not connected to the piece holding one of these points (or to the largest piece) are
+            dropped: nothing could move them.
+    Raises:
+        CharacterError: the mask is empty.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim != 2 or not mask.any():
+        raise CharacterError(None, "mask", "mask is empty: no character pixels")
+    ys, xs = np.nonzero(mask)
+    if cell is None:
+        cell = int(np.clip(round(np.sqrt(len(xs) / target_cells) / 2) * 2, 4, 256))
+    cell = int(cell)
+    x0, y0 = int(xs.min()), int(ys.min())
+    ncols = (int(xs.max()) - x0) // cell + 1
+    nrows = (int(ys.max()) - y0) // cell + 1
+
+    # Sub-cell occupancy: a sub-cell is set when any mask pixel falls in it.
+    sub = cell / SUB
+    occ = np.zeros((nrows * SUB, ncols * SUB), bool)
+    occ[((ys - y0) / sub).astype(np.int64), ((xs - x0) / sub).astype(np.int64)] = True
+    blocks = occ.reshape(nrows, SUB, ncols, SUB).transpose(0, 2, 1, 3)  # (rows, cols, SUB, SUB)
+
+    comp = _label_blocks(blocks)  # (rows, cols, SUB, SUB) int64 label, -1 empty; unique over all blocks
+    flat = comp.reshape(nrows, ncols, -1)
+    present = comp[comp >= 0]
+    uniq, inverse = np.unique(present, return_inverse=True)
+    copy_id = np.full(comp.shape, -1, np.int64)
+    copy_id[comp >= 0] = inverse
+    ncopy = len(uniq)
+    # cell of each copy: the label value is a flat index into blocks -> recover (row, col)
+    per_block = SUB * SUB
+    block_of = uniq // per_block
+    copy_cell = np.stack([block_of // ncols, block_of % ncols], 1).astype(np.int32)
+    del flat
+
+    # Corner slots of each copy: 0 TL, 1 TR, 2 BR, 3 BL -> union-find over 4*ncopy slots.
+    parent = np.arange(4 * ncopy)
+    pairs = _contact_pairs(copy_id)
+    for a, b, ca, cb in pairs:  # (copy a, copy b, corner of a, corner of b) arrays
+        _union_many(parent, 4 * a + ca, 4 * b + cb)
+    roots = _find_all(parent)
+    uniq_roots, vid = np.unique(roots, return_inverse=True)
+    slot_pos = np.empty((4 * ncopy, 2))
+    cx = copy_cell[:, 1].astype(np.float64)
+    cy = copy_cell[:, 0].astype(np.float64)
+    for corner, (dx, dy) in enumerate(((0, 0), (1, 0), (1, 1), (0, 1))):
+        slot_pos[corner::4, 0] = x0 + (cx + dx) * cell
+        slot_pos[corner::4, 1] = y0 + (cy + dy) * cell
+    vertices = np.zeros((len(uniq_roots), 2))
+    vertices[vid] = slot_pos
+    corners = vid.reshape(ncopy, 4)
+    triangles = np.empty((2 * ncopy, 3), np.int32)
+    triangles[0::2] = corners[:, [0, 1, 2]]
+    triangles[1::2] = corners[:, [0, 2, 3]]
+
+    labels = _fill_labels(copy_id).transpose(0, 2, 1, 3).reshape(nrows * SUB, ncols * SUB).astype(np.int32)
+    mesh = Mesh(vertices, triangles, cell, (x0, y0), copy_cell, labels)
+    return _drop_unpinned(mesh, mask, keep_points)
+
+
+def _label_blocks(blocks: np.ndarray) -> np.ndarray:
+    """Connected components (4-neighbour) of set sub-cells inside each block, all blocks at once.
+
+    Returns an int64 array like ``blocks``: -1 where unset, else the smallest flat index (over the
+    whole array) of a sub-cell of its component, so labels are unique across blocks.
+    """
+    big = np.iinfo(np.int64).max
+    lab = np.where(blocks, np.arange(blocks.size).reshape(blocks.shape), big)
+    while True:
+        new = lab.copy()
+        np.minimum(new[..., 1:, :], lab[..., :-1, :], out=new[..., 1:, :])
+        np.minimum(new[..., :-1, :], lab[..., 1:, :], out=new[..., :-1, :])
+        np.minimum(new[..., :, 1:], lab[..., :, :-1], out=new[..., :, 1:])
+        np.minimum(new[..., :, :-1], lab[..., :, 1:], out=new[..., :, :-1])
+        new[~blocks] = big
+        # pointer jumping: follow labels to their own label (labels are flat indices)
+        flat_new = new.reshape(-1)
+        m = flat_new != big
+        flat_new[m] = np.minimum(flat_new[m], flat_new[flat_new[m]])
+        if np.array_equal(new, lab):
+            break
+        lab = new
+    return np.where(blocks, lab, -1)
+
+
+def _contact_pairs(copy_id: np.ndarray):
+    """Yield (copies a, copies b, corner of a, corner of b) to merge, for each kind of contact.
+
+    Two copies in horizontally (vertically) adjacent cells touch when a set sub-cell of one is
+    4-adjacent to a set sub-cell of the other across the shared cell edge; they then share both
+    vertices of that edge.
+    """
+    # horizontal neighbours: right column of (r, c) vs left column of (r, c+1)
+    a = copy_id[:, :-1, :, -1]
+    b = copy_id[:, 1:, :, 0]
+    m = (a >= 0) & (b >= 0)
+    ab = np.unique(np.stack([a[m], b[m]], 1), axis=0) if m.any() else np.zeros((0, 2), np.int64)
+    yield ab[:, 0], ab[:, 1], 1, 0  # TR(a) ~ TL(b)
+    yield ab[:, 0], ab[:, 1], 2, 3  # BR(a) ~ BL(b)
+    # vertical neighbours: bottom row of (r, c) vs top row of (r+1, c)
+    a = copy_id[:-1, :, -1, :]
+    b = copy_id[1:, :, 0, :]
+    m = (a >= 0) & (b >= 0)
+    ab = np.unique(np.stack([a[m], b[m]], 1), axis=0) if m.any() else np.zeros((0, 2), np.int64)
+    yield ab[:, 0], ab[:, 1], 3, 0  # BL(a) ~ TL(b)
+    yield ab[:, 0], ab[:, 1], 2, 1  # BR(a) ~ TR(b)
+
+
+def _find_all(parent: np.ndarray) -> np.ndarray:
+    while True:
+        gp = parent[parent]
+        if np.array_equal(gp, parent):
+            return parent
+        parent[:] = gp
+
+
+def _union_many(parent: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    """Union the slot pairs (a[i], b[i]) (vectorised min-label propagation until stable)."""
+    if len(a) == 0:
+        return
+    while True:
+        ra = _find_all(parent)[a]
+        rb = parent[b]
+        if np.array_equal(ra, rb):
+            return
+        lo = np.minimum(ra, rb)
+        hi = np.maximum(ra, rb)
+        np.minimum.at(parent, hi, lo)
+
+
+def _fill_labels(copy_id: np.ndarray) -> np.ndarray:
+    """Give empty sub-cells of a block the copy id of a nearby set sub-cell of the same block."""
+    lab = copy_id.copy()
+    for _ in range(2 * SUB):
+        empty = lab < 0
+        if not empty.any():
+            break
+        new = lab.copy()
+        for src, dst in (((slice(None), slice(None, -1)), (slice(None), slice(1, None))),
+                         ((slice(None), slice(1, None)), (slice(None), slice(None, -1))),
+                         ((slice(None, -1), slice(None)), (slice(1, None), slice(None))),
+                         ((slice(1, None), slice(None)), (slice(None, -1), slice(None)))):
+            s = lab[(..., *src)]
+            d = new[(..., *dst)]
+            take = (d < 0) & (s >= 0)
+            d[take] = s[take]
+        if np.array_equal(new, lab):
+            break
+        lab = new
+    return lab
+
+
+def _drop_unpinned(mesh: Mesh, mask: np.ndarray, keep_points: np.ndarray | None) -> Mesh:
+    """Keep only mesh pieces (connected through shared vertices) that hold a keep point or are
+    the largest piece; renumber vertices and copies."""
+    V = len(mesh.vertices)
+    parent = np.arange(V)
+    t = mesh.triangles
+    _union_many(parent, t[:, 0].astype(np.int64), t[:, 1].astype(np.int64))
+    _union_many(parent, t[:, 0].astype(np.int64), t[:, 2].astype(np.int64))
+    root = _find_all(parent)
+    copy_root = root[t[0::2, 0]]
+    comps, sizes = np.unique(copy_root, return_counts=True)
+    if len(comps) == 1:
+        return mesh
+    keep = {int(comps[np.argmax(sizes)])}
+    if keep_points is not None and len(keep_points):
+        tri, _ = mesh.locate(np.asarray(keep_points, dtype=np.float64))
+        keep |= {int(copy_root[i // 2]) for i in tri if i >= 0}
+    keep_copy = np.isin(copy_root, list(keep))
+    if keep_copy.all():
+        return mesh
+    # count the mask pixels we drop, then renumber
+    ys, xs = np.nonzero(mask)
+    tri, _ = mesh.locate(np.stack([xs + 0.5, ys + 0.5], 1))
+    dropped = int(np.count_nonzero((tri >= 0) & ~keep_copy[np.maximum(tri, 0) // 2]))
+    new_copy = np.full(len(keep_copy), -1, np.int64)
+    new_copy[keep_copy] = np.arange(int(keep_copy.sum()))
+    tris = mesh.triangles.reshape(-1, 2, 3)[keep_copy].reshape(-1, 3)
+    used = np.unique(tris)
+    new_v = np.full(V, -1, np.int64)
+    new_v[used] = np.arange(len(used))
+    labels = np.where(mesh.labels >= 0, new_copy[np.maximum(mesh.labels, 0)], -1).astype(np.int32)
+    log.warning("mesh: %d mask pixel(s) in %d piece(s) not connected to the skeleton are left out",
+                dropped, len(comps) - len(keep))
+    return Mesh(mesh.vertices[used], new_v[tris].astype(np.int32), mesh.cell, mesh.origin,
+                mesh.copy_cell[keep_copy], labels, dropped)
+
+
+def bone_distances(mesh: Mesh, bones: np.ndarray) -> np.ndarray:
+    """Distance from each mesh vertex to each bone, measured through the mesh (not across gaps).
+
+    A bone is a segment between two joints. Its sample points seed the vertices of the triangles
+    they fall in (straight-line distance); distances then spread along mesh edges (shortest paths),
+    so an arm lying close to the body is still far from the body's bones. This plays the part of
+    AnimatedDrawings' breadth-first search over mask pixels, on the mesh graph instead.
+
+    Args:
+        mesh: the mesh.
+        bones: (B, 2, 2) segments (start (x, y), end (x, y)) in texture pixels.
+    Returns:
+        (V, B) float64 distances in texture pixels (inf for a bone that touches no triangle).
+    """
+    bones = np.asarray(bones, dtype=np.float64).reshape(-1, 2, 2)
+    V, B = len(mesh.vertices), len(bones)
+    dist = np.full((V, B), np.inf)
+    step = max(mesh.sub, 0.5)
+    for b, (p, q) in enumerate(bones):
+        n = int(np.ceil(np.hypot(*(q - p)) / step)) + 1
+        pts = p + np.linspace(0.0, 1.0, n)[:, None] * (q - p)
+        tri, _ = mesh.locate(pts)
+        ok = tri >= 0
+        if not ok.any():  # a bone off the drawing: seed the vertex nearest to its middle
+            mid = (p + q) / 2
+            dist[np.argmin(np.hypot(*(mesh.vertices - mid).T)), b] = np.hypot(*(mesh.vertices - mid).T).min()
+            continue
+        vs = mesh.triangles[tri[ok]]                            # (n', 3)
+        d = np.hypot(*(mesh.vertices[vs] - pts[ok][:, None, :]).transpose(2, 0, 1))
+        np.minimum.at(dist[:, b], vs.ravel(), d.ravel())
+    t = mesh.triangles
+    e = np.unique(np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1), axis=0)
+    a, c = e[:, 0], e[:, 1]
+    length = np.hypot(*(mesh.vertices[a] - mesh.vertices[c]).T)[:, None]
+    for _ in range(4 * V):  # Bellman-Ford sweeps; ends when nothing improves (about the mesh diameter)
+        new = dist.copy()
+        np.minimum.at(new, c, dist[a] + length)
+        np.minimum.at(new, a, dist[c] + length)
+        if np.array_equal(new, dist):
+            break
+        dist = new
+    return dist
+
+
+def nearest_bone(mesh: Mesh, dist: np.ndarray, points: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For points located in triangles ``tri``: the closest bone through the mesh and its distance.
+
+    The distance of point p to bone b is min over p's triangle's vertices v of dist[v, b] + |p - v|.
+    Returns (bone index (N,) int64, distance (N,) float64).
+    """
+    vs = mesh.triangles[tri]                                        # (N, 3)
+    d_pv = np.hypot(*(mesh.vertices[vs] - points[:, None, :]).transpose(2, 0, 1))  # (N, 3)
+    total = np.min(dist[vs] + d_pv[:, :, None], axis=1)            # (N, B)
+    best = np.argmin(total, axis=1)
+    return best, total[np.arange(len(best)), best]

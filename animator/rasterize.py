@@ -1,0 +1,248 @@
+"""Draw the textured, deformed mesh into palette-indexed frames, back to front.
+
+Rendering is forward mapping ("splatting") of the character's texels, which vectorises well in numpy:
+
+* once per clip (:func:`prepare_sprite`): the texture is downsized to the output scale, its colours
+  are quantised to one palette for the whole clip (at most 255 colours + 1 transparent index), and
+  every texel becomes a sample point with its rest-mesh triangle, its barycentric weights, its body
+  part (the bone nearest to it through the mesh, as AnimatedDrawings assigns triangles to joints)
+  and its draw rank;
+* per frame (:func:`rasterize`): the sample points move with their triangle's deformed vertices,
+  and their palette indices are written into the canvas in draw order, later writes winning. Each
+  point is written at four canvas-aligned offsets (+-1/4 px): a rotated or stretched texel grid then
+  leaves no holes, as with 2x2 supersampling, for a quarter of the position arithmetic (measured:
+  same coverage as 2x2 samples at 0, 20 and 45 degrees; 1 write per point leaves 18% holes at 45).
+
+Coordinates: texels and the rest mesh are in texture pixels (y down); deformed vertices passed to
+:func:`rasterize` are already in canvas pixels (see :mod:`animator.canvas`). A sample point at canvas
+(x, y) lands in pixel (floor(x), floor(y)).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from .errors import RenderError
+from .mesh import Mesh, bone_distances, nearest_bone
+
+log = logging.getLogger("animator")
+
+#: Palette index of transparent pixels is the first index after the colours (always <= 255).
+MAX_COLOURS = 255
+
+
+@dataclass
+class Sprite:
+    """The character's sample points, ready for forward mapping.
+
+    Attributes:
+        palette: (K, 3) uint8 RGB colours; index K is transparent.
+        transparent: the transparent palette index (== K).
+        colour: (N,) uint8 palette index of each sample point, in draw-rank order.
+        vert: (3, N) int32 rest-mesh vertex indices of each point's triangle.
+        weight: (3, N) float32 barycentric weights.
+        groups: per body part, per joint of that part (config order): (start, stop) slice of points.
+        texels: number of character texels at output scale.
+    """
+
+    palette: np.ndarray
+    transparent: int
+    colour: np.ndarray
+    vert: np.ndarray
+    weight: np.ndarray
+    groups: list[list[tuple[int, int]]]
+    texels: int
+
+    @property
+    def n_points(self) -> int:
+        return int(self.colour.shape[0])
+
+
+def mask_outline(mask: np.ndarray, max_points: int = 4000) -> np.ndarray:
+    """Pixel-corner points around the mask's boundary pixels, (N, 2) texture pixels (x, y).
+
+    Used to find the character's bounding box in every frame cheaply: a deformed shape's extreme
+    points lie on the image of its outline.
+    """
+    m = np.asarray(mask, bool)
+    inner = m.copy()
+    inner[1:, :] &= m[:-1, :]
+    inner[:-1, :] &= m[1:, :]
+    inner[:, 1:] &= m[:, :-1]
+    inner[:, :-1] &= m[:, 1:]
+    ys, xs = np.nonzero(m & ~inner)
+    if len(xs) > max_points:
+        keep = np.linspace(0, len(xs) - 1, max_points).astype(np.int64)
+        ys, xs = ys[keep], xs[keep]
+    corners = np.array([[0.02, 0.02], [0.98, 0.02], [0.02, 0.98], [0.98, 0.98]])
+    return (np.stack([xs, ys], 1)[:, None, :] + corners[None]).reshape(-1, 2)
+
+
+def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: float,
+                   joints: Sequence[tuple[str, tuple[float, float], str | None]],
+                   part_joints: Sequence[Sequence[str]], supersample: int = 1,
+                   colours: int = MAX_COLOURS) -> Sprite:
+    """Build the sample points of a character for a given output scale.
+
+    Args:
+        texture: (H, W, 4) uint8 RGBA drawing.
+        mask: (H, W) bool character mask.
+        mesh: the rest mesh (texture pixels).
+        scale: canvas pixels per texture pixel.
+        joints: the skeleton as (name, (x, y) texture pixels, parent name or None), parents first.
+        part_joints: the body-part groups' joint names (retarget ``char_bodypart_groups``).
+        supersample: sample points per texel side (1 is enough with :data:`SPLAT` writes).
+        colours: palette size (<= 255).
+    """
+    from PIL import Image
+
+    if not (1 <= colours <= MAX_COLOURS):
+        raise RenderError(f"palette size must be 1..{MAX_COLOURS}, got {colours}")
+    h, w = mask.shape
+    tw, th = max(1, int(round(w * scale))), max(1, int(round(h * scale)))
+    sx, sy = tw / w, th / h
+    rgba = np.array(texture[..., :4], dtype=np.uint8, copy=True)
+    rgba[..., 3] = np.where(mask, 255, 0)
+    img = Image.fromarray(rgba, "RGBA")
+    if (tw, th) != (w, h):
+        # Pillow resizes RGBA premultiplied, so colours outside the mask do not bleed in
+        img = img.resize((tw, th), Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR)
+    small = np.asarray(img)
+    ty, tx = np.nonzero(small[..., 3] >= 128)
+    if len(tx) == 0:
+        raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
+    rgb = small[ty, tx, :3]
+
+    # palette indices per texel, one palette for the whole clip
+    q = Image.fromarray(rgb[None, :, :], "RGB").quantize(colours, method=Image.Quantize.MEDIANCUT,
+                                                       dither=Image.Dither.NONE)
+    tex_idx = np.asarray(q, dtype=np.uint8)[0]
+    used = int(tex_idx.max()) + 1
+    pal = np.array(q.getpalette()[: 3 * used], dtype=np.uint8).reshape(used, 3)
+
+    # sample points: supersample x supersample per texel
+    ss = int(supersample)
+    off = (np.arange(ss) + 0.5) / ss
+    ox, oy = np.meshgrid(off, off)
+    px = (tx[:, None] + ox.ravel()[None, :]).ravel() / sx
+    py = (ty[:, None] + oy.ravel()[None, :]).ravel() / sy
+    colour = np.repeat(tex_idx, ss * ss)
+    pts = np.stack([px, py], 1)
+    tri, bary = mesh.locate(pts)
+    ok = tri >= 0
+    if not ok.all():
+        pts, tri, bary, colour = pts[ok], tri[ok], bary[ok], colour[ok]
+
+    # body part of each point: the nearest bone through the mesh -> its (child) joint -> part
+    names = [j[0] for j in joints]
+    loc = {j[0]: np.asarray(j[1], dtype=np.float64) for j in joints}
+    parent = {j[0]: j[2] for j in joints}
+    bone_joints = [n for n in names if parent[n] is not None]
+    bones = np.array([[loc[parent[n]], loc[n]] for n in bone_joints])
+    dist = bone_distances(mesh, bones)
+    bone = np.empty(len(pts), np.int64)
+    bdist = np.empty(len(pts))
+    for a in range(0, len(pts), 16384):
+        bone[a:a + 16384], bdist[a:a + 16384] = nearest_bone(mesh, dist, pts[a:a + 16384], tri[a:a + 16384])
+    part_of: dict[str, tuple[int, int]] = {}
+    for p, js in enumerate(part_joints):
+        for r, n in enumerate(js):
+            part_of.setdefault(n, (p, r))
+    # joints in no group draw with their nearest ancestor's group (else first in group 0)
+    joint_part = np.zeros((len(bone_joints), 2), np.int64)
+    for b, n in enumerate(bone_joints):
+        k = n
+        while k is not None and k not in part_of:
+            k = parent[k]
+        joint_part[b] = part_of.get(k, (0, -1)) if k is not None else (0, -1)
+    part = joint_part[bone, 0]
+    rank = joint_part[bone, 1] + 1  # 0: joints in no group, drawn first in their part
+    n_ranks = max(len(js) for js in part_joints) + 1 if part_joints else 1
+    # draw order: by part, then the part's joint order, then farthest from its bone first
+    order = np.lexsort((-bdist, part * n_ranks + rank))
+    key = (part * n_ranks + rank)[order]
+    groups: list[list[tuple[int, int]]] = []
+    for p in range(max(1, len(part_joints))):
+        spans = []
+        for r in range(n_ranks):
+            k = p * n_ranks + r
+            a, b = np.searchsorted(key, k, "left"), np.searchsorted(key, k, "right")
+            if b > a:
+                spans.append((int(a), int(b)))
+        groups.append(spans)
+    vert = np.ascontiguousarray(mesh.triangles[tri[order]].T.astype(np.int32))
+    weight = np.ascontiguousarray(bary[order].T.astype(np.float32))
+    return Sprite(pal, used, np.ascontiguousarray(colour[order]), vert, weight, groups, len(tx))
+
+
+#: Canvas-aligned sub-pixel offsets at which every sample point is written (see module doc).
+SPLAT = ((-0.25, -0.25), (0.25, -0.25), (-0.25, 0.25), (0.25, 0.25))
+
+
+def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
+              part_order: np.ndarray | None = None, part_reversed: np.ndarray | None = None,
+              splat: Sequence[tuple[float, float]] = SPLAT) -> Iterator[np.ndarray]:
+    """Yield the frames, in order, as (height, width) uint8 palette-index arrays.
+
+    Args:
+        sprite: from :func:`prepare_sprite`.
+        vertices: (F, V, 2) deformed mesh vertices in canvas pixels, per frame.
+        width, height: canvas size.
+        part_order: (F, P) body parts back to front per frame (default: config order).
+        part_reversed: (F, P) bool by part: draw that part's joints in reverse order.
+        splat: canvas offsets at which each point is written; the default 2x2 pattern (+-1/4 px)
+            leaves no holes where the mesh turns or stretches, like 2x2 supersampling, at a
+            quarter of the position arithmetic.
+    Each yielded array is a fresh buffer. Points are clipped to the canvas (placement keeps them
+    inside; this only guards against rounding).
+    """
+    verts = np.asarray(vertices, dtype=np.float32)
+    F = verts.shape[0]
+    P = len(sprite.groups)
+    if part_order is None:
+        part_order = np.tile(np.arange(P), (F, 1))
+    if part_reversed is None:
+        part_reversed = np.zeros((F, P), bool)
+    xs = np.ascontiguousarray(verts[..., 0])
+    ys = np.ascontiguousarray(verts[..., 1])
+    v0, v1, v2 = sprite.vert
+    w0, w1, w2 = sprite.weight
+    colour = sprite.colour[None, :]
+    N = sprite.n_points
+    x = np.empty(N, np.float32)
+    y = np.empty(N, np.float32)
+    t = np.empty(N, np.float32)
+    dxs = sorted({d[0] for d in splat})
+    dys = sorted({d[1] for d in splat})
+    cols = np.empty((len(dxs), N), np.int32)
+    rows = np.empty((len(dys), N), np.int32)
+    idx = np.empty((len(splat), N), np.int32)
+    pick = [(dys.index(b), dxs.index(a)) for a, b in splat]
+    for f in range(F):
+        X, Y = xs[f], ys[f]
+        np.take(X, v0, out=x); x *= w0
+        np.take(X, v1, out=t); t *= w1; x += t
+        np.take(X, v2, out=t); t *= w2; x += t
+        np.take(Y, v0, out=y); y *= w0
+        np.take(Y, v1, out=t); t *= w1; y += t
+        np.take(Y, v2, out=t); t *= w2; y += t
+        for k, d in enumerate(dxs):
+            np.add(x, d, out=t)
+            np.clip(t, 0, width - 1, out=t)
+            np.copyto(cols[k], t, casting="unsafe")
+        for k, d in enumerate(dys):
+            np.add(y, d, out=t)
+            np.clip(t, 0, height - 1, out=t)
+            np.copyto(rows[k], t, casting="unsafe")
+        rows *= width
+        for k, (r, c) in enumerate(pick):
+            np.add(rows[r], cols[c], out=idx[k])
+        out = np.full(height * width, sprite.transparent, np.uint8)
+        for p in part_order[f]:
+            g = sprite.groups[p]
+            for a, b in (reversed(g) if part_reversed[f, p] else g):
+                out[idx[:, a:b]] = colour[:, a:b]
+        yield out.reshape(height, width)
