@@ -150,10 +150,12 @@ def retarget(character: Character, motion_cfg: MotionConfig, retarget_cfg: Retar
         motion_cfg: motion config (BVH clip, frame range, up axis, forward vectors, scale).
         retarget_cfg: retarget config (projection groups, mapping, draw groups, root offset, checks).
         frame_indices: BVH frame indices to output (absolute, within the config's frame range), e.g.
-            from :func:`animator.prune.frame_indices_for`. None: every frame of the range, so
-            output frame i is BVH frame ``start_frame_idx + i``.
+            from :func:`animator.prune.frame_indices_for`, or a :class:`animator.prune.FramePlan`
+            (its frame time is then used). None: every frame of the range, so output frame i is
+            BVH frame ``start_frame_idx + i``.
         frame_time_s: seconds per output frame. Default: the clip's frame time with all frames;
-            with ``frame_indices``, the clip's duration divided by the number of output frames.
+            with ``frame_indices``, the plan's frame time, else the clip's duration divided by the
+            number of output frames.
 
     Returns:
         A :class:`Motion2D` in the drawing's pixel coordinates (see the module docstring).
@@ -171,6 +173,10 @@ def retarget(character: Character, motion_cfg: MotionConfig, retarget_cfg: Retar
     clip_frame_time = motion_cfg.frame_time or bvh.frame_time
     n_all = end - start
 
+    plan_time = getattr(frame_indices, "frame_time_s", None)
+    if plan_time is not None:  # a FramePlan
+        frame_indices = frame_indices.indices  # type: ignore[union-attr]
+        frame_time_s = plan_time if frame_time_s is None else frame_time_s
     if frame_indices is None:
         local = np.arange(n_all, dtype=np.int64)
         out_time = clip_frame_time if frame_time_s is None else float(frame_time_s)

@@ -355,6 +355,9 @@ def test_full_clip_frames_and_timing():
     pruned = retarget(char, mc, rc, frame_indices=plan.indices, frame_time_s=plan.frame_time_s)
     np.testing.assert_allclose(pruned.positions, m.positions[plan.indices - 150])
     assert pruned.frame_time_s == plan.frame_time_s
+    from_plan = retarget(char, mc, rc, frame_indices=plan)
+    np.testing.assert_array_equal(from_plan.positions, pruned.positions)
+    assert from_plan.frame_time_s == plan.frame_time_s
     assert retarget(char, mc, rc, frame_indices=plan.indices).duration_s == pytest.approx(m.duration_s)
 
 
