@@ -73,12 +73,19 @@ class BVH:
         return self.n_frames * self.frame_time
 
     def index(self, name: str) -> int:
-        """Index of the first joint called ``name`` (``'End Site'``: the first end site)."""
+        """Index of the first joint called ``name``.
+
+        ``'End Site'`` means the first end site, and a ``mixamorig:`` prefix in ``name`` is ignored,
+        so configs written for AnimatedDrawings (which keeps the prefixes) still resolve.
+        """
         try:
             return self._name_index[name]
         except KeyError:
             if name == END_SITE_ALIAS and self.end_site.any():
                 return int(np.argmax(self.end_site))
+            stripped = _MIXAMO_PREFIX.sub("", name)
+            if stripped != name and stripped in self._name_index:
+                return self._name_index[stripped]
             raise KeyError(name) from None
 
     def has_joint(self, name: str) -> bool:

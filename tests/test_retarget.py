@@ -542,3 +542,26 @@ def test_matches_slow_per_frame_reference(char, motion, rt):
     m = retarget(c, mc, rc)
     ref = _reference(c, mc, rc)
     np.testing.assert_allclose(m.positions, ref, atol=1e-6)
+
+
+def test_mixamo_prefixed_clip_and_config(tmp_path):
+    import re
+    char = _syn_character()
+    row = _rest_row()
+    row[COL["RightArm"]] = -60.0
+    mc, rc = _write_clip(tmp_path, [_rest_row(), row])
+    plain = retarget(char, mc, rc)
+    # the same clip with Mixamo names, driven by a config that keeps the prefixes (AnimatedDrawings style)
+    bvh_text = re.sub(r"(ROOT|JOINT) (\w+)", r"\1 mixamorig:\2", Path(mc.bvh_path).read_text())
+    mixamo = tmp_path / "mixamo"
+    mixamo.mkdir()
+    prefixed = json.loads(re.sub(r'"([A-Z]\w+)"', r'"mixamorig:\1"', json.dumps(SYN_RETARGET)))
+    prefixed["bvh_projection_bodypart_groups"] = [dict(g, name=g["name"].replace("mixamorig:", ""))
+                                                  for g in prefixed["bvh_projection_bodypart_groups"]]
+    prefixed["char_bvh_root_offset"]["bvh_projection_bodypart_group_for_offset"] = "Lower Limbs"
+    mc2, rc2 = _write_clip(mixamo, [_rest_row(), row], retarget_changes=prefixed)
+    Path(mc2.bvh_path).write_text(bvh_text)
+    assert "mixamorig:RightArm" in Path(mc2.bvh_path).read_text()
+    assert rc2.mapping["right_hand"] == ("mixamorig:RightForeArm", "mixamorig:RightHand")
+    np.testing.assert_allclose(retarget(char, mc2, rc2).positions, plain.positions, atol=1e-9)
+    np.testing.assert_allclose(retarget(char, mc2, rc).positions, plain.positions, atol=1e-9)
