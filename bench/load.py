@@ -33,6 +33,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import requests
 from PIL import Image
 
@@ -50,7 +51,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def phone_photo(name: str) -> tuple[bytes, dict]:
-    """A 3024x4032 JPEG (12 MP phone photo) with the fixture drawing large in the middle."""
+    """A 3024x4032 JPEG (12 MP phone photo, with sensor-like noise) with the fixture drawing in the middle."""
     rgb, joints = stack.load_fixture_character(name)
     char = Image.fromarray(rgb)
     k = 1800 / char.height
@@ -58,8 +59,11 @@ def phone_photo(name: str) -> tuple[bytes, dict]:
     page = Image.new("RGB", (3024, 4032), (250, 250, 246))
     off = ((3024 - char.width) // 2, (4032 - char.height) // 2)
     page.paste(char, off)
+    # sensor noise, so the JPEG weighs what a phone's does (a few MB) and decodes like one
+    noisy = np.asarray(page, dtype=np.int16) + np.random.default_rng(0).normal(0, 3, (4032, 3024, 1)).astype(np.int16)
+    page = Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8))
     buf = io.BytesIO()
-    page.save(buf, format="JPEG", quality=88)
+    page.save(buf, format="JPEG", quality=92)
     page_joints = {j: ((x * k) + off[0], (y * k) + off[1]) for j, (x, y) in joints.items()}
     return buf.getvalue(), {"image": page, "joints": page_joints}
 
