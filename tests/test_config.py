@@ -82,7 +82,7 @@ def test_python_tuple_tag_is_a_tuple(tmp_path):
 
 
 def _write(tmp_path: Path, src: Path, **changes) -> Path:
-    data = yaml.load(src.read_text(), Loader=yaml.UnsafeLoader)  # test-only: our own fixture files
+    data = read_yaml(src)
     for key, value in changes.items():
         if value is ...:
             data.pop(key)
@@ -165,7 +165,7 @@ def test_unknown_bvh_joints_are_reported_with_their_field(tmp_path):
 
 
 def test_depth_driver_outside_projection_groups_is_refused(tmp_path):
-    groups = yaml.load((CFG / "retarget" / "fair1_ppf.yaml").read_text(), Loader=yaml.UnsafeLoader)["char_bodypart_groups"]
+    groups = read_yaml(CFG / "retarget" / "fair1_ppf.yaml")["char_bodypart_groups"]
     groups[1]["bvh_depth_drivers"] = ["LeftHandThumb1"]  # a BVH joint, but in no projection group
     path = _write(tmp_path, CFG / "retarget" / "fair1_ppf.yaml", char_bodypart_groups=groups)
     motion = load_motion_config(CFG / "motion" / "dab.yaml")
