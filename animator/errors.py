@@ -24,6 +24,9 @@ class ConfigError(AnimatorError):
             where += f": field '{field}'"
         super().__init__(f"{where}: {message}")
 
+    def __reduce__(self):  # keep (path, field, message) across process-pool pickling
+        return (type(self), (self.path, self.field, self.message))
+
 
 class BVHError(ConfigError):
     """A BVH motion-capture file cannot be parsed or lacks a joint the configs need."""
