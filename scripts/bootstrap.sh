@@ -30,8 +30,9 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   "$PYTHON" -m venv "$VENV"
 fi
 log "installing requirements/test.txt"
-"$VENV/bin/python" -m pip install --quiet --upgrade "pip<26" >&2 || true
-"$VENV/bin/python" -m pip install --quiet -r requirements/test.txt >&2
+# pip's global config lists two local index folders that lack most projects; its per-project
+# "Location ... is ignored" warnings are noise, so they are filtered out.
+"$VENV/bin/python" -m pip install --quiet -r requirements/test.txt 2> >(grep -v 'is ignored: it is neither' >&2)
 if [[ -x scripts/install_model_stack.sh ]]; then
   log "installing the CPU OpenMMLab stack (mmcv wheel cached under $CACHE/wheels)"
   scripts/install_model_stack.sh "$VENV"
