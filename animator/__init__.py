@@ -4,11 +4,34 @@ A plain library (numpy + Pillow; no Flask, no torch, no OpenGL) used by the app 
 (``python -m animator --help``). Data flows one way:
 character (texture, mask, skeleton) -> motion (2D bone angles per frame) -> mesh poses -> frames
 -> encoded bytes.
+
+    import animator
+    char = animator.load_character("examples/characters/char1")
+    result = animator.render(char, animator.load_motion_config("examples/config/motion/dab.yaml"),
+                             animator.load_retarget_config("examples/config/retarget/fair1_ppf.yaml"),
+                             animator.RenderOptions(width=500, height=500, format="gif"))
+    open("dab.gif", "wb").write(result.data)
+
+Threads: the matrices here are small, and a multi-threaded BLAS only fights other processes for
+the cores, so unless the caller chose otherwise (or numpy is already loaded) BLAS runs one thread.
 """
-from .character import Character, Joint, load_character
-from .errors import AnimatorError, BVHError, CharacterError, ConfigError, RenderError
+import os as _os
+import sys as _sys
+
+if "numpy" not in _sys.modules:
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        _os.environ.setdefault(_var, "1")
+
+from .api import RenderOptions, RenderResult, render  # noqa: E402
+from .character import Character, Joint, load_character  # noqa: E402
+from .config import MotionConfig, RetargetConfig, load_motion_config, load_retarget_config  # noqa: E402
+from .errors import AnimatorError, BVHError, CharacterError, ConfigError, RenderError  # noqa: E402
+from .prune import DEFAULT_FPS, frame_indices_for  # noqa: E402
+from .retarget import Motion2D, retarget  # noqa: E402
 
 __all__ = [
-    "AnimatorError", "BVHError", "Character", "CharacterError", "ConfigError", "Joint",
-    "RenderError", "load_character",
+    "AnimatorError", "BVHError", "Character", "CharacterError", "ConfigError", "DEFAULT_FPS", "Joint",
+    "Motion2D", "MotionConfig", "RenderError", "RenderOptions", "RenderResult", "RetargetConfig",
+    "frame_indices_for", "load_character", "load_motion_config", "load_retarget_config", "render",
+    "retarget",
 ]

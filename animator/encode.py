@@ -81,7 +81,7 @@ def _lzw(block: np.ndarray) -> bytes:
 
 
 def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
-               delays_cs: list[int], loop: int = 0) -> bytes:
+               delays_cs: list[int], loop: int = 0, tolerance: float = 0.0) -> bytes:
     """Write an animated GIF with one global palette and frame deltas.
 
     Args:
@@ -90,12 +90,22 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
         transparent: the palette index of transparent pixels (the background).
         delays_cs: one delay per frame, centiseconds (see :func:`gif_delays`).
         loop: NETSCAPE loop count, 0 = forever.
+        tolerance: an opaque pixel whose new colour is within this RGB (Euclidean) distance of the
+            colour on screen is not redrawn; 0 keeps every frame exact. The screen never drifts
+            further than ``tolerance`` from the true frame.
     """
     pal = np.zeros((256, 3), np.uint8)
     palette = np.asarray(palette, dtype=np.uint8).reshape(-1, 3)
     if len(palette) > 256 or not 0 <= transparent < 256:
         raise RenderError("GIF palettes hold at most 256 colours")
     pal[: len(palette)] = palette
+    close = None
+    if tolerance > 0:
+        p = pal.astype(np.float64)
+        close = (np.sqrt(((p[:, None, :] - p[None, :, :]) ** 2).sum(-1)) <= tolerance)
+        close[transparent, :] = False
+        close[:, transparent] = False
+        close = close.ravel()
     it = iter(frames)
     try:
         first = np.asarray(next(it))
@@ -106,50 +116,81 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
     out.write(b"GIF89a" + struct.pack("<HHBBB", w, h, 0xF7, transparent, 0))
     out.write(pal.tobytes())
     out.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", loop) + b"\x00")
-
+    tr = np.uint8(transparent)
     n = 0
+    # Pillow's LZW encoder releases the GIL: compress frames on worker threads, write in order
+    from concurrent.futures import ThreadPoolExecutor
 
-    def emit(target: np.ndarray, base: np.ndarray, rect, disposal: int) -> None:
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gif-lzw")
+    pending: list = []
+
+    def draw(base: np.ndarray, target: np.ndarray):
+        """Pixels of ``target`` frame ``base`` must change: (flat indices, new screen, rect)."""
+        b, t = base.reshape(-1), target.reshape(-1)
+        idx = np.flatnonzero(b != t)
+        if close is not None and len(idx):
+            idx = idx[~close[b[idx].astype(np.intp) * 256 + t[idx]]]
+        screen = base.copy()
+        screen.reshape(-1)[idx] = t[idx]
+        if len(idx) == 0:
+            return idx, screen, None
+        r, c = np.divmod(idx, w)
+        return idx, screen, (int(c.min()), int(r[0]), int(c.max()) + 1, int(r[-1]) + 1)
+
+    def emit(idx: np.ndarray, screen: np.ndarray, rect, disposal: int) -> None:
         nonlocal n
         if n >= len(delays_cs):
             raise RenderError(f"more frames than delays ({len(delays_cs)})")
-        if rect is None:  # nothing changed: a 1x1 transparent pixel carries the delay
+        if rect is None:  # nothing changed: one transparent pixel carries the delay
             rect = (0, 0, 1, 1)
         x0, y0, x1, y1 = rect
-        t = target[y0:y1, x0:x1]
-        b = base[y0:y1, x0:x1]
-        block = np.where(t != b, t, np.uint8(transparent)).astype(np.uint8)
-        out.write(b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delays_cs[n], transparent, 0))
-        out.write(b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
-        out.write(_lzw(block))
+        block = np.full((y1 - y0, x1 - x0), tr, np.uint8)
+        if len(idx):
+            r, c = np.divmod(idx, w)
+            block[r - y0, c - x0] = screen.reshape(-1)[idx]
+        head = (b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delays_cs[n], transparent, 0)
+                + b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
+        pending.append((head, pool.submit(_lzw, block)))
+        while pending and (len(pending) > 16 or pending[0][1].done()):
+            h0, fut = pending.pop(0)
+            out.write(h0)
+            out.write(fut.result())
         n += 1
 
-    empty = np.full((h, w), transparent, np.uint8)
-    base = empty
-    cur = first
-    rect = _bbox(cur != base)
-    for nxt in it:
-        nxt = np.asarray(nxt)
-        if nxt.shape != (h, w):
-            raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
-        vanish = _bbox((cur != transparent) & (nxt == transparent))
-        if vanish is not None:
-            rect = _union(rect, vanish)
-            emit(cur, base, rect, 2)
-            base = cur.copy()
-            x0, y0, x1, y1 = rect
-            base[y0:y1, x0:x1] = transparent
-        else:
-            emit(cur, base, rect, 1)
-            base = cur
-        cur = nxt
-        rect = _bbox(cur != base)
-    # last frame: dispose everything it shows, so a loop restarts on a clear canvas
-    emit(cur, base, _union(rect, _bbox(cur != transparent)), 2)
+    try:
+        _encode_frames(draw, emit, first, it, tr, h, w)
+        for h0, fut in pending:
+            out.write(h0)
+            out.write(fut.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     if n != len(delays_cs):
         raise RenderError(f"{n} frames but {len(delays_cs)} delays")
     out.write(b";")
     return out.getvalue()
+
+
+def _encode_frames(draw, emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uint8, h: int, w: int) -> None:
+    """The delta/disposal decisions of :func:`encode_gif`, frame by frame (one frame of lookahead)."""
+    idx, screen, rect = draw(np.full((h, w), tr, np.uint8), first)
+    for nxt in it:
+        nxt = np.asarray(nxt)
+        if nxt.shape != (h, w):
+            raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
+        # pixels that must turn transparent: only disposing this frame's rectangle can clear them
+        vanish = _bbox((screen != tr) & (nxt == tr))
+        if vanish is not None:
+            rect = _union(rect, vanish)
+            emit(idx, screen, rect, 2)
+            base = screen.copy()
+            x0, y0, x1, y1 = rect
+            base[y0:y1, x0:x1] = tr
+        else:
+            emit(idx, screen, rect, 1)
+            base = screen
+        idx, screen, rect = draw(base, nxt)
+    # last frame: dispose all it shows, so a loop restarts on a clear canvas
+    emit(idx, screen, _union(rect, _bbox(screen != tr)), 2)
 
 
 def _rgba_frames(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int) -> Iterator[np.ndarray]:

@@ -61,11 +61,12 @@ class Sprite:
         return int(self.colour.shape[0])
 
 
-def mask_outline(mask: np.ndarray, max_points: int = 4000) -> np.ndarray:
-    """Pixel-corner points around the mask's boundary pixels, (N, 2) texture pixels (x, y).
+def mask_outline(mask: np.ndarray, max_points: int = 1000) -> np.ndarray:
+    """Centres of (at most ``max_points``, evenly picked) boundary pixels of the mask, (N, 2)
+    texture pixels (x, y).
 
     Used to find the character's bounding box in every frame cheaply: a deformed shape's extreme
-    points lie on the image of its outline.
+    points lie on the image of its outline (pad the box by a pixel for the pixels' extent).
     """
     m = np.asarray(mask, bool)
     inner = m.copy()
@@ -77,14 +78,13 @@ def mask_outline(mask: np.ndarray, max_points: int = 4000) -> np.ndarray:
     if len(xs) > max_points:
         keep = np.linspace(0, len(xs) - 1, max_points).astype(np.int64)
         ys, xs = ys[keep], xs[keep]
-    corners = np.array([[0.02, 0.02], [0.98, 0.02], [0.02, 0.98], [0.98, 0.98]])
-    return (np.stack([xs, ys], 1)[:, None, :] + corners[None]).reshape(-1, 2)
+    return np.stack([xs, ys], 1) + 0.5
 
 
 def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: float,
                    joints: Sequence[tuple[str, tuple[float, float], str | None]],
                    part_joints: Sequence[Sequence[str]], supersample: int = 1,
-                   colours: int = MAX_COLOURS) -> Sprite:
+                   colours: int = MAX_COLOURS, smooth: int = 0) -> Sprite:
     """Build the sample points of a character for a given output scale.
 
     Args:
@@ -96,6 +96,8 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         part_joints: the body-part groups' joint names (retarget ``char_bodypart_groups``).
         supersample: sample points per texel side (1 is enough with :data:`SPLAT` writes).
         colours: palette size (<= 255).
+        smooth: size of a median filter applied to the downsized texture before quantising (0: off;
+            3 or 5 flatten paper grain and pen noise, which GIF compresses badly, and keep edges).
     """
     from PIL import Image
 
@@ -111,6 +113,15 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         # Pillow resizes RGBA premultiplied, so colours outside the mask do not bleed in
         img = img.resize((tw, th), Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR)
     small = np.asarray(img)
+    if smooth and smooth > 1:
+        from PIL import ImageFilter
+
+        inside = small[..., 3] >= 128
+        rgb_full = np.array(small[..., :3])
+        if inside.any():
+            rgb_full[~inside] = np.median(rgb_full[inside], axis=0).astype(np.uint8)
+        rgb_full = np.asarray(Image.fromarray(rgb_full, "RGB").filter(ImageFilter.MedianFilter(int(smooth) | 1)))
+        small = np.dstack([rgb_full, small[..., 3]])
     ty, tx = np.nonzero(small[..., 3] >= 128)
     if len(tx) == 0:
         raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")

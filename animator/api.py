@@ -1,0 +1,253 @@
+"""The one call the app and the CLI make: :func:`render` a character with a motion into a file.
+
+Stages (each timed, in milliseconds, in :attr:`RenderResult.timings_ms`):
+
+``retarget``  pose the character's skeleton for every BVH frame of the clip, then pick the output
+              frames (:mod:`animator.prune`);
+``setup``     once per character: the mesh, the ARAP operators (:mod:`animator.mesh`,
+              :mod:`animator.arap`);
+``deform``    ARAP for all output frames at once, the character's bounds per frame and the canvas
+              placement (:mod:`animator.canvas`);
+``sprite``    the texture downsized to the output scale, one palette for the clip, the sample points
+              and their body parts (:func:`animator.rasterize.prepare_sprite`);
+``rasterize`` the frames (:func:`animator.rasterize.rasterize`);
+``encode``    GIF / WebP / MP4 bytes (:mod:`animator.encode`).
+
+Frames are rasterised and encoded as a stream, so memory stays flat whatever the clip's length
+(except WebP, which Pillow needs whole).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Union
+
+import numpy as np
+
+from .character import Character
+from .errors import ConfigError, RenderError
+
+log = logging.getLogger("animator")
+
+Fps = Union[float, int, str, None]
+
+_FORMATS = ("gif", "webp", "mp4")
+
+
+def _default_fps() -> float:
+    from .prune import DEFAULT_FPS
+
+    return DEFAULT_FPS
+
+
+@dataclass
+class RenderOptions:
+    """How to render. Every field has a sane default; bad values raise :class:`ConfigError`.
+
+    Attributes:
+        width, height: canvas size in pixels (MP4 needs even sizes).
+        fps: output frames per second (default 25: 4 cs per GIF frame, true speed), or ``'native'``
+            to keep every BVH frame of the clip.
+        max_frames: optional cap on the number of frames (the duration is kept, frames get longer).
+        format: ``'gif'``, ``'webp'`` or ``'mp4'``.
+        colours: palette size for the whole clip, 2..255 (fewer: smaller GIFs, flatter shading).
+        tolerance: GIF only: a pixel whose new colour is within this RGB distance of what is already
+            on screen is left alone (0 = exact frames; larger = smaller files, a little shimmer
+            hidden). MP4 and WebP ignore it.
+        margin: free border around the character in canvas pixels (default 4% of the shorter side).
+        mesh_cells: about how many mesh cells cover the character (more: smoother bends, slower).
+        background: RGB colour behind the character in MP4 (which has no transparency).
+    """
+
+    width: int = 500
+    height: int = 500
+    fps: Fps = field(default_factory=_default_fps)
+    max_frames: int | None = None
+    format: str = "gif"
+    colours: int = 32
+    smooth: int = 3
+    tolerance: float = 24.0
+    margin: float | None = None
+    mesh_cells: int = 300
+    background: tuple[int, int, int] = (255, 255, 255)
+
+    def __post_init__(self) -> None:
+        for name in ("width", "height"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 16 <= int(v) <= 4096:
+                raise ConfigError("options", name, f"must be an integer from 16 to 4096, got {v!r}")
+        fmt = str(self.format).lower().lstrip(".")
+        if fmt not in _FORMATS:
+            raise ConfigError("options", "format", f"must be one of {', '.join(_FORMATS)}, got {self.format!r}")
+        self.format = fmt
+        if isinstance(self.fps, str) and self.fps.strip().lower() == "native":
+            self.fps = "native"
+        elif self.fps is not None:
+            try:
+                fps = float(self.fps)
+            except (TypeError, ValueError):
+                raise ConfigError("options", "fps", f"must be a positive number or 'native', got {self.fps!r}") from None
+            if not (0 < fps <= 1000):
+                raise ConfigError("options", "fps", f"must be a positive number (at most 1000) or 'native', got {self.fps!r}")
+            self.fps = fps
+        if self.max_frames is not None and (isinstance(self.max_frames, bool) or not isinstance(self.max_frames, (int, np.integer)) or self.max_frames < 1):
+            raise ConfigError("options", "max_frames", f"must be a positive integer, got {self.max_frames!r}")
+        if isinstance(self.colours, bool) or not isinstance(self.colours, (int, np.integer)) or not 2 <= self.colours <= 255:
+            raise ConfigError("options", "colours", f"must be an integer from 2 to 255, got {self.colours!r}")
+        if not isinstance(self.tolerance, (int, float)) or not 0 <= self.tolerance <= 442:
+            raise ConfigError("options", "tolerance", f"must be a number from 0 to 442, got {self.tolerance!r}")
+        if self.margin is not None and (not isinstance(self.margin, (int, float)) or self.margin < 0
+                                        or 2 * self.margin >= min(self.width, self.height) - 8):
+            raise ConfigError("options", "margin", f"must be >= 0 and leave room for the character, got {self.margin!r}")
+        if isinstance(self.mesh_cells, bool) or not isinstance(self.mesh_cells, (int, np.integer)) or not 8 <= self.mesh_cells <= 5000:
+            raise ConfigError("options", "mesh_cells", f"must be an integer from 8 to 5000, got {self.mesh_cells!r}")
+        bg = tuple(self.background)
+        if len(bg) != 3 or not all(isinstance(c, (int, np.integer)) and 0 <= c <= 255 for c in bg):
+            raise ConfigError("options", "background", f"must be three integers 0..255, got {self.background!r}")
+        self.background = bg  # type: ignore[assignment]
+
+
+@dataclass
+class RenderResult:
+    """What :func:`render` produced.
+
+    Attributes:
+        data: the encoded file.
+        mime: its MIME type (``image/gif``, ``image/webp``, ``video/mp4``).
+        extension: file extension without the dot.
+        frame_count: number of frames.
+        duration_s: playing time of the clip, seconds (frames x frame time).
+        timings_ms: stage -> milliseconds (see the module docstring), plus ``total``.
+        motion: the posed skeleton per output frame (:class:`animator.retarget.Motion2D`), in the
+            drawing's own pixels (y down).
+        scale: canvas pixels per drawing pixel (one value for the whole clip).
+        offsets: (F, 2) canvas offset per frame: canvas = scale * drawing + offsets[f].
+    """
+
+    data: bytes
+    mime: str
+    extension: str
+    frame_count: int
+    duration_s: float
+    timings_ms: dict[str, float]
+    motion: Any
+    scale: float = 1.0
+    offsets: np.ndarray | None = None
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, stage: str) -> float:
+        now = time.perf_counter()
+        ms = (now - self._t) * 1e3
+        self.ms[stage] = self.ms.get(stage, 0.0) + ms
+        self._t = now
+        return ms
+
+
+def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
+           options: RenderOptions | None = None) -> RenderResult:
+    """Animate ``character`` with the clip of ``motion_cfg`` as ``retarget_cfg`` maps it.
+
+    Args:
+        character: the rigged drawing (:func:`animator.load_character`).
+        motion_cfg: :func:`animator.load_motion_config` result (BVH clip and frame range).
+        retarget_cfg: :func:`animator.load_retarget_config` result.
+        options: :class:`RenderOptions` (defaults: 500x500 GIF at 25 fps).
+    Raises:
+        ConfigError, BVHError, CharacterError: bad input (the message names the file and field).
+        RenderError: the output cannot be produced (e.g. no MP4 codec, canvas too small).
+    """
+    from .arap import ARAP
+    from .canvas import place
+    from .encode import FORMATS, encode_gif, encode_mp4, encode_webp, gif_delays
+    from .mesh import build_mesh
+    from .prune import plan_frames
+    from .rasterize import mask_outline, prepare_sprite, rasterize
+    from .retarget import retarget
+
+    opts = options if options is not None else RenderOptions()
+    if not isinstance(opts, RenderOptions):
+        raise ConfigError("options", None, f"expected RenderOptions, got {type(opts).__name__}")
+    clock = _Clock()
+    t_start = time.perf_counter()
+
+    full = retarget(character, motion_cfg, retarget_cfg)
+    start = int(full.source_frames[0])
+    plan = plan_frames(full.n_frames, full.frame_time_s, start=start, fps=opts.fps, max_frames=opts.max_frames)
+    motion = full if len(plan.indices) == full.n_frames else full.select(plan.indices - start, plan.frame_time_s)
+    F = motion.n_frames
+    clock.lap("retarget")
+    log.info("retarget: %d of %d BVH frames, %.4g s per frame, %.2f s", F, full.n_frames,
+             motion.frame_time_s, motion.duration_s)
+
+    names = [j.name for j in character.skeleton]
+    rest = np.array([j.loc for j in character.skeleton], dtype=np.float64)
+    order = [names.index(n) for n in motion.joint_names]
+    rest_m = rest[order]
+    mesh = build_mesh(character.mask, keep_points=rest, target_cells=opts.mesh_cells)
+    arap = ARAP(mesh, rest_m)
+    clock.lap("setup")
+    log.info("setup: mesh of %d vertices, %d triangles (cell %d px); ARAP with %d handles",
+             len(mesh.vertices), len(mesh.triangles), mesh.cell, int(arap.used.sum()))
+
+    verts = arap.solve(motion.positions)                     # (F, V, 2) drawing pixels
+    outline = mask_outline(character.mask, max_points=1000)
+    tri, bary = mesh.locate(outline)
+    ok = tri >= 0
+    ov = mesh.triangles[tri[ok]]                             # (n, 3)
+    ob = bary[ok]
+    pts = np.einsum("fnkc,nk->fnc", verts[:, ov, :], ob)     # (F, n, 2) outline per frame
+    pad = 1.0
+    bounds = np.concatenate([pts.min(axis=1) - pad, pts.max(axis=1) + pad], axis=1)
+    root = motion.positions[:, motion.joint_names.index("root")] if "root" in motion.joint_names else pts.mean(axis=1)
+    placement = place(bounds, root, opts.width, opts.height, opts.margin)
+    canvas_verts = placement.to_canvas(verts)
+    clock.lap("deform")
+    log.info("deform: %d frames; scale %.3f canvas px per drawing px", F, placement.scale)
+
+    joints = [(j.name, j.loc, j.parent) for j in character.skeleton]
+    sprite = prepare_sprite(character.texture, character.mask, mesh, placement.scale, joints,
+                            motion.part_joints, colours=opts.colours, smooth=opts.smooth)
+    clock.lap("sprite")
+    log.info("sprite: %d texels, %d colours", sprite.texels, len(sprite.palette))
+
+    raster_ms = 0.0
+
+    def frames() -> Iterator[np.ndarray]:
+        nonlocal raster_ms
+        gen = rasterize(sprite, canvas_verts, opts.width, opts.height, motion.part_order, motion.part_reversed)
+        while True:
+            t = time.perf_counter()
+            try:
+                fr = next(gen)
+            except StopIteration:
+                raster_ms += (time.perf_counter() - t) * 1e3
+                return
+            raster_ms += (time.perf_counter() - t) * 1e3
+            yield fr
+
+    if opts.format == "gif":
+        data = encode_gif(frames(), sprite.palette, sprite.transparent, gif_delays(F, motion.frame_time_s),
+                          tolerance=opts.tolerance)
+    elif opts.format == "webp":
+        data = encode_webp(frames(), sprite.palette, sprite.transparent, motion.frame_time_s)
+    else:
+        data = encode_mp4(frames(), sprite.palette, sprite.transparent, motion.frame_time_s, opts.background)
+    both = clock.lap("encode")
+    clock.ms["rasterize"] = raster_ms
+    clock.ms["encode"] = both - raster_ms
+    clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
+    mime, ext = FORMATS[opts.format]
+    log.info("rasterize: %.1f ms (%.2f ms/frame); encode: %.1f ms; %s %d bytes",
+             raster_ms, raster_ms / F, clock.ms["encode"], opts.format.upper(), len(data))
+    return RenderResult(data=data, mime=mime, extension=ext, frame_count=F, duration_s=motion.duration_s,
+                        timings_ms=dict(clock.ms), motion=motion, scale=placement.scale,
+                        offsets=placement.offsets)
+
+
+__all__ = ["RenderOptions", "RenderResult", "render"]
