@@ -138,8 +138,21 @@ fetch_and_build_released() {  # 0 when archives from the released weights are in
     log "scripts/fetch_weights.sh is missing: cannot fetch the released weights"
     return 1
   fi
-  log "fetching AnimatedDrawings' released weights into $WEIGHTS_DIR (once; cached)"
-  scripts/fetch_weights.sh "$WEIGHTS_DIR" >&2 || { log "could not fetch the released weights"; return 1; }
+  if [[ -f $WEIGHTS_DIR/drawn_humanoid_detector.mar && -f $WEIGHTS_DIR/drawn_humanoid_pose_estimator.mar ]]; then
+    log "released weights already downloaded in $WEIGHTS_DIR"
+  else
+    # A quick look first: an offline machine whose firewall drops packets would otherwise wait out
+    # curl's connect timeouts and retries for many minutes before falling back.
+    command -v curl >/dev/null || { log "curl is not installed: cannot download the released weights"; return 1; }
+    local url=${DOODLEPOD_WEIGHTS_URL:-https://github.com/facebookresearch/AnimatedDrawings/releases/download/v0.0.1}
+    if ! curl --silent --head --location --fail --connect-timeout 5 --max-time 20 -o /dev/null \
+        "$url/drawn_humanoid_pose_estimator.mar"; then
+      log "cannot reach $url: no released weights on this machine"
+      return 1
+    fi
+    log "fetching AnimatedDrawings' released weights (~670 MB) into $WEIGHTS_DIR, once"
+    scripts/fetch_weights.sh "$WEIGHTS_DIR" >&2 || { log "could not fetch the released weights"; return 1; }
+  fi
   log "building archives from the released weights (converted to the pinned OpenMMLab layout)"
   "$PY" scripts/build_archives.py --weights-dir "$WEIGHTS_DIR" --out "$MODEL_STORE" >&2
 }
