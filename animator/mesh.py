@@ -6,7 +6,9 @@ close to the body, the two sides of a hole, two legs) gets one *copy* per piece,
 copies share corner vertices only where their pieces touch across the cell border ("virtual node"
 meshing). So limbs that run close together, or a hole, are never glued together by the mesh, thin
 limbs still get cells, and every character pixel lies inside the triangles of its own piece, so
-each texture pixel belongs to some triangle by construction.
+each texture pixel belongs to some triangle by construction. Pieces are told apart on a grid of
+sub-cells (``SUB`` per cell side, about 3 px on a 600 px drawing): gaps narrower than a sub-cell
+count as touching.
 
 Coordinates: vertices are (x, y) in the drawing's own pixel frame (texture pixels, origin at the
 top-left corner, x right, y down). A pixel (col, row) covers [col, col+1) x [row, row+1); its

@@ -1,0 +1,94 @@
+"""ARAP deformation (Igarashi 2005, two-step) driven by joints, on char1's mesh."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from animator import RenderError, load_character
+from animator.arap import ARAP
+from animator.mesh import build_mesh
+
+CHAR1 = Path(__file__).parent / "fixtures" / "animated_drawings" / "examples" / "characters" / "char1"
+
+
+@pytest.fixture(scope="module")
+def rig():
+    ch = load_character(CHAR1)
+    names = [j.name for j in ch.skeleton]
+    joints = np.array([j.loc for j in ch.skeleton], dtype=np.float64)
+    mesh = build_mesh(ch.mask, keep_points=joints)
+    return ch, names, joints, mesh, ARAP(mesh, joints)
+
+
+def test_handles_at_rest_give_the_rest_mesh(rig):
+    _, _, joints, mesh, arap = rig
+    assert arap.used.all()
+    np.testing.assert_allclose(arap.solve(joints), mesh.vertices, atol=1e-3)
+
+
+def test_rigid_motion_of_all_handles_moves_the_mesh_rigidly(rig):
+    _, _, joints, mesh, arap = rig
+    a = np.radians(30)
+    R = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    moved = joints @ R.T + [40.0, -25.0]
+    np.testing.assert_allclose(arap.solve(moved), mesh.vertices @ R.T + [40.0, -25.0], atol=1e-2)
+
+
+def _turn(points, centre, degrees):
+    a = np.radians(degrees)
+    R = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    return (points - centre) @ R.T + centre
+
+
+def test_moving_one_limb_bends_only_that_limb(rig):
+    ch, names, joints, mesh, arap = rig
+    moved = joints.copy()
+    sh = joints[names.index("left_shoulder")]
+    arm = [names.index("left_elbow"), names.index("left_hand")]
+    moved[arm] = _turn(joints[arm], sh, -70)   # raise the left arm (y down: negative = up)
+    v = arap.solve(moved)
+    shift = np.hypot(*(v - mesh.vertices).T)
+    # the hand end of the arm follows the hand joint
+    near_hand = np.hypot(*(mesh.vertices - joints[names.index("left_hand")]).T) < 25
+    hand_move = np.hypot(*(moved[arm[1]] - joints[arm[1]]))
+    assert hand_move > 120
+    assert np.median(shift[near_hand]) > 0.7 * hand_move
+    # the rest of the body stays put: head, the other arm, both feet
+    for far in ("neck", "right_hand", "right_foot", "left_foot", "right_elbow"):
+        near = np.hypot(*(mesh.vertices - joints[names.index(far)]).T) < 30
+        assert near.any()
+        assert shift[near].max() < 2.5, far  # the hand moved by ~140 px
+    # the arm keeps its length: the ARAP mesh does not stretch it
+    def arm_len(verts):
+        tri, bary = mesh.locate(joints[arm])
+        p = np.einsum("nk,nkc->nc", bary, verts[mesh.triangles[tri]])
+        return np.hypot(*(p[1] - sh)), p
+    length_rest, _ = arm_len(mesh.vertices)
+    length_now, p = arm_len(v)
+    assert abs(length_now - length_rest) < 0.05 * length_rest
+    np.testing.assert_allclose(p, moved[arm], atol=1.0)
+
+
+def test_frames_solved_in_a_batch_match_one_by_one(rig):
+    _, names, joints, _, arap = rig
+    sh = joints[names.index("right_shoulder")]
+    arm = [names.index("right_elbow"), names.index("right_hand")]
+    frames = []
+    for deg in (0, 20, 45, 90, 135):
+        f = joints.copy()
+        f[arm] = _turn(joints[arm], sh, deg)
+        frames.append(f)
+    batch = arap.solve(np.array(frames))
+    assert batch.shape == (5, arap.n_vertices, 2)
+    for k, f in enumerate(frames):
+        np.testing.assert_allclose(batch[k], arap.solve(f), atol=1e-9)
+
+
+def test_handle_off_the_mesh_is_snapped_or_ignored(rig):
+    _, _, joints, mesh, _ = rig
+    off = np.vstack([joints, [[joints[:, 0].max() + 3 * mesh.cell, 5.0]]])
+    arap = ARAP(mesh, off)
+    assert arap.used[:-1].all() and not arap.used[-1]
+    np.testing.assert_allclose(arap.solve(off), mesh.vertices, atol=1e-3)
+    with pytest.raises(RenderError):
+        ARAP(mesh, np.array([[-1000.0, -1000.0]]))
