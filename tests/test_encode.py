@@ -1,0 +1,138 @@
+"""GIF / WebP / MP4 encoding of palette frames: exact frames back, delays, disposal, errors."""
+import io
+
+import numpy as np
+import pytest
+from PIL import Image, ImageSequence
+
+from animator import RenderError
+from animator.encode import encode, encode_gif, encode_mp4, encode_webp, ffmpeg_exe, gif_delays
+
+T = 4  # transparent index
+PALETTE = np.array([[255, 0, 0], [0, 160, 0], [0, 0, 255], [250, 250, 250]], np.uint8)
+
+
+def _frames():
+    """A square that walks right, changes colour, shrinks (pixels turn transparent) and vanishes."""
+    out = []
+    for k in range(12):
+        f = np.full((40, 60), T, np.uint8)
+        size = 12 if k < 8 else 12 - 3 * (k - 7)
+        if k < 11:
+            f[10:10 + size, 5 + 3 * k:5 + 3 * k + size] = k % 3
+            f[12, 8 + 3 * k] = 3
+        out.append(f)
+    return out
+
+
+def _rgba(frames):
+    lut = np.zeros((256, 4), np.uint8)
+    lut[:4, :3] = PALETTE
+    lut[:4, 3] = 255
+    return [lut[f] for f in frames]
+
+
+def _decode(data):
+    im = Image.open(io.BytesIO(data))
+    frames, durations = [], []
+    for fr in ImageSequence.Iterator(im):
+        frames.append(np.asarray(fr.convert("RGBA")))
+        durations.append(fr.info.get("duration", 0))
+    return im, frames, durations
+
+
+def _same_pixels(a, b):
+    """RGBA equal, ignoring the colour of fully transparent pixels."""
+    both_clear = (a[..., 3] == 0) & (b[..., 3] == 0)
+    return np.all((a == b).all(-1) | both_clear)
+
+
+def test_gif_delays_add_up_to_the_clip():
+    for n, ft in [(339, 1 / 30), (283, 0.04), (839, 0.008342), (7, 0.1234)]:
+        d = gif_delays(n, ft)
+        assert len(d) == n
+        assert abs(sum(d) - 100 * n * ft) <= 0.5
+        assert max(abs(x - 100 * ft) for x in d) < 1
+    assert gif_delays(3, 1 / 30) == [3, 4, 3]
+
+
+def test_gif_round_trips_exact_frames_with_transparency():
+    frames = _frames()
+    data = encode_gif(frames, PALETTE, T, gif_delays(len(frames), 0.05))
+    im, got, durations = _decode(data)
+    assert im.size == (60, 40) and im.n_frames == len(frames)
+    assert sum(durations) == 600
+    for k, (g, want) in enumerate(zip(got, _rgba(frames))):
+        assert _same_pixels(g, want), f"frame {k} differs"
+    assert got[-1][..., 3].max() == 0  # the last frame is empty
+    # frames that only add pixels keep the rest of the screen (disposal 1) and store a small rect
+    im.seek(1)
+    assert im.disposal_method in (1, 2)
+
+
+def test_gif_frame_deltas_store_only_what_changed():
+    still = np.full((100, 100), T, np.uint8)
+    still[20:80, 20:80] = 1
+    frames = [still.copy() for _ in range(10)]
+    frames[5][40:45, 40:45] = 2  # one small change, then back
+    data = encode_gif(frames, PALETTE, T, gif_delays(10, 0.1))
+    im = Image.open(io.BytesIO(data))
+    sizes = []
+    for k in range(im.n_frames):
+        im.seek(k)
+        x0, y0, x1, y1 = im.tile[0][1] if im.tile else (0, 0, 0, 0)
+        sizes.append((x1 - x0) * (y1 - y0))
+    assert max(sizes[1:-1]) <= 25  # only the 5x5 change, or a 1x1 placeholder
+    _, got, _ = _decode(data)
+    for g, want in zip(got, _rgba(frames)):
+        assert _same_pixels(g, want)
+
+
+def test_gif_tolerance_keeps_frames_close():
+    frames = _frames()
+    pal = PALETTE.copy()
+    pal[1] = [250, 10, 10]  # nearly the same red as index 0
+    data = encode_gif(frames, pal, T, gif_delays(len(frames), 0.05), tolerance=20)
+    _, got, _ = _decode(data)
+    lut = np.zeros((256, 4), np.uint8)
+    lut[:4, :3] = pal
+    lut[:4, 3] = 255
+    for g, f in zip(got, frames):
+        want = lut[f]
+        assert np.array_equal(g[..., 3] > 0, want[..., 3] > 0)
+        diff = np.abs(g[..., :3].astype(int) - want[..., :3].astype(int)).max(-1)
+        if (want[..., 3] > 0).any():
+            assert diff[want[..., 3] > 0].max() <= 20
+
+
+def test_gif_bad_input_fails_clearly():
+    with pytest.raises(RenderError, match="without frames"):
+        encode_gif([], PALETTE, T, [])
+    with pytest.raises(RenderError, match="differs"):
+        encode_gif([np.zeros((4, 4), np.uint8), np.zeros((5, 4), np.uint8)], PALETTE, T, [1, 1])
+    with pytest.raises(RenderError, match="unknown output format"):
+        encode(_frames(), "avi", PALETTE, T, 0.1, 12)
+
+
+def test_webp_round_trips():
+    frames = _frames()
+    data = encode_webp(frames, PALETTE, T, 0.05)
+    im = Image.open(io.BytesIO(data))
+    assert im.format == "WEBP" and im.n_frames == len(frames) and im.size == (60, 40)
+    im.seek(3)
+    assert _same_pixels(np.asarray(im.convert("RGBA")), _rgba(frames)[3])
+
+
+def test_mp4_or_a_clear_error():
+    frames = _frames()
+    try:
+        ffmpeg_exe()
+    except RenderError as exc:  # no ffmpeg on this machine: the error says the codec is missing
+        assert "unavailable" in str(exc)
+        with pytest.raises(RenderError, match="unavailable"):
+            encode_mp4(frames, PALETTE, T, 0.05)
+        return
+    data = encode_mp4(frames, PALETTE, T, 0.05)
+    assert data[4:8] == b"ftyp"
+    with pytest.raises(RenderError, match="even"):
+        encode_mp4([np.zeros((5, 6), np.uint8)], PALETTE, T, 0.05)
