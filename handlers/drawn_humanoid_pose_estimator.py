@@ -65,9 +65,9 @@ class DrawnHumanoidPoseEstimatorHandler(BatchImageHandler):
         # GetBBoxCenterScale pads the box by 1.25, so a peak can land just outside the picture.
         xy[:, 0] = np.clip(xy[:, 0], 0, max(width - 1, 0))
         xy[:, 1] = np.clip(xy[:, 1], 0, max(height - 1, 0))
-        keypoints = [[round(float(x), 2), round(float(y), 2), round(float(s), 5)] for (x, y), s in zip(xy, scores)]
+        keypoints = [[round(float(x), 2), round(float(y), 2), float(s)] for (x, y), s in zip(xy, scores)]
         return [{
             "keypoints": keypoints,
             "bbox": [0.0, 0.0, float(width), float(height)],
-            "score": round(float(scores.mean()), 5),
+            "score": float(scores.mean()),
         }]

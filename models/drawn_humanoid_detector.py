@@ -85,6 +85,7 @@ model = dict(
             conv_out_channels=256,
             num_classes=1,
             loss_mask=dict(type='CrossEntropyLoss', use_mask=True, loss_weight=1.0))),
+    train_cfg=None,  # inference only
     test_cfg=dict(
         rpn=dict(
             nms_pre=1000,

@@ -276,8 +276,12 @@ def build_model(kind: str, cfg):
     else:
         from mmpose.registry import MODELS
         from mmpose.utils import register_all_modules
+    from mmengine.logging import MMLogger
+
     register_all_modules(init_default_scope=False)
     init_default_scope("mmdet" if kind == "detector" else "mmpose")
+    # init_weights() logs every parameter's initialiser at INFO: keep conversions readable.
+    MMLogger.get_current_instance().setLevel(logging.WARNING)
     model_cfg = cfg.model.copy()
     model_cfg.pop("init_cfg", None)
     model = MODELS.build(model_cfg)
