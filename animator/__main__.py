@@ -106,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-joints", metavar="FILE.json",
                    help='also write the posed skeleton per output frame: {"joints": [names], "frames": '
                         '[[[x, y], ...], ...]} in the drawing\'s pixels (y down)')
+    p.add_argument("--stats", metavar="FILE.json",
+                   help="also write frames, duration, bytes and per-stage timings (ms) as JSON")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log progress and timings (-vv: debug)")
     return p
 
@@ -166,6 +168,14 @@ def main(argv: list[str] | None = None) -> int:
             import json
 
             _write(args.dump_joints, json.dumps(result.motion.to_json()).encode())
+        if args.stats:
+            import json
+
+            stats = {"frames": result.frame_count, "duration_s": result.duration_s, "bytes": len(result.data),
+                     "format": fmt, "scale": result.scale,
+                     "timings_ms": {"load": load_ms, **result.timings_ms},
+                     "process_ms": (time.perf_counter() - t0) * 1e3}
+            _write(args.stats, json.dumps(stats, indent=1).encode())
     except OSError as exc:
         print(f"error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_WRITE
