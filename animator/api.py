@@ -53,11 +53,14 @@ class RenderOptions:
         format: ``'gif'``, ``'webp'`` or ``'mp4'``.
         colours: palette size for the whole clip, 2..255 (fewer: smaller GIFs, flatter shading).
         tolerance: GIF only: a pixel whose new colour is within this RGB distance of what is already
-            on screen is left alone (0 = exact frames; larger = smaller files, a little shimmer
-            hidden). MP4 and WebP ignore it.
+            on screen is left alone (0 = exact frames). It only pays when the silhouette does not
+            shrink between frames: otherwise the frame must be redrawn whole anyway (a transparent
+            GIF can only clear pixels by disposing a rectangle). MP4 and WebP ignore it.
         margin: free border around the character in canvas pixels (default 4% of the shorter side).
         mesh_cells: about how many mesh cells cover the character (more: smoother bends, slower).
         background: RGB colour behind the character in MP4 (which has no transparency).
+        threads: worker threads for rasterising and GIF compression (numpy and Pillow release the
+            GIL there); 1 inside a process pool that already fills the cores.
     """
 
     width: int = 500
@@ -67,10 +70,11 @@ class RenderOptions:
     format: str = "gif"
     colours: int = 32
     smooth: int = 3
-    tolerance: float = 24.0
+    tolerance: float = 0.0
     margin: float | None = None
     mesh_cells: int = 300
     background: tuple[int, int, int] = (255, 255, 255)
+    threads: int = 2
 
     def __post_init__(self) -> None:
         for name in ("width", "height"):
@@ -102,6 +106,8 @@ class RenderOptions:
             raise ConfigError("options", "margin", f"must be >= 0 and leave room for the character, got {self.margin!r}")
         if isinstance(self.mesh_cells, bool) or not isinstance(self.mesh_cells, (int, np.integer)) or not 8 <= self.mesh_cells <= 5000:
             raise ConfigError("options", "mesh_cells", f"must be an integer from 8 to 5000, got {self.mesh_cells!r}")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, (int, np.integer)) or not 1 <= self.threads <= 64:
+            raise ConfigError("options", "threads", f"must be an integer from 1 to 64, got {self.threads!r}")
         bg = tuple(self.background)
         if len(bg) != 3 or not all(isinstance(c, (int, np.integer)) and 0 <= c <= 255 for c in bg):
             raise ConfigError("options", "background", f"must be three integers 0..255, got {self.background!r}")
@@ -220,7 +226,8 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
     def frames() -> Iterator[np.ndarray]:
         nonlocal raster_ms
-        gen = rasterize(sprite, canvas_verts, opts.width, opts.height, motion.part_order, motion.part_reversed)
+        gen = rasterize(sprite, canvas_verts, opts.width, opts.height, motion.part_order, motion.part_reversed,
+                        threads=opts.threads)
         while True:
             t = time.perf_counter()
             try:
@@ -233,7 +240,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
     if opts.format == "gif":
         data = encode_gif(frames(), sprite.palette, sprite.transparent, gif_delays(F, motion.frame_time_s),
-                          tolerance=opts.tolerance)
+                          tolerance=opts.tolerance, threads=opts.threads)
     elif opts.format == "webp":
         data = encode_webp(frames(), sprite.palette, sprite.transparent, motion.frame_time_s)
     else:

@@ -81,7 +81,7 @@ def _lzw(block: np.ndarray) -> bytes:
 
 
 def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
-               delays_cs: list[int], loop: int = 0, tolerance: float = 0.0) -> bytes:
+               delays_cs: list[int], loop: int = 0, tolerance: float = 0.0, threads: int = 2) -> bytes:
     """Write an animated GIF with one global palette and frame deltas.
 
     Args:
@@ -93,6 +93,7 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
         tolerance: an opaque pixel whose new colour is within this RGB (Euclidean) distance of the
             colour on screen is not redrawn; 0 keeps every frame exact. The screen never drifts
             further than ``tolerance`` from the true frame.
+        threads: LZW compression threads (Pillow's encoder releases the GIL).
     """
     pal = np.zeros((256, 3), np.uint8)
     palette = np.asarray(palette, dtype=np.uint8).reshape(-1, 3)
@@ -111,6 +112,8 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
         first = np.asarray(next(it))
     except StopIteration:
         raise RenderError("cannot encode an animation without frames") from None
+    if first.ndim != 2:
+        raise RenderError(f"frames must be 2-D palette-index arrays, got shape {first.shape}")
     h, w = first.shape
     out = io.BytesIO()
     out.write(b"GIF89a" + struct.pack("<HHBBB", w, h, 0xF7, transparent, 0))
@@ -121,33 +124,14 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
     # Pillow's LZW encoder releases the GIL: compress frames on worker threads, write in order
     from concurrent.futures import ThreadPoolExecutor
 
-    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gif-lzw")
+    pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="gif-lzw")
     pending: list = []
 
-    def draw(base: np.ndarray, target: np.ndarray):
-        """Pixels of ``target`` frame ``base`` must change: (flat indices, new screen, rect)."""
-        b, t = base.reshape(-1), target.reshape(-1)
-        idx = np.flatnonzero(b != t)
-        if close is not None and len(idx):
-            idx = idx[~close[b[idx].astype(np.intp) * 256 + t[idx]]]
-        screen = base.copy()
-        screen.reshape(-1)[idx] = t[idx]
-        if len(idx) == 0:
-            return idx, screen, None
-        r, c = np.divmod(idx, w)
-        return idx, screen, (int(c.min()), int(r[0]), int(c.max()) + 1, int(r[-1]) + 1)
-
-    def emit(idx: np.ndarray, screen: np.ndarray, rect, disposal: int) -> None:
+    def emit(block: np.ndarray, rect, disposal: int) -> None:
         nonlocal n
         if n >= len(delays_cs):
             raise RenderError(f"more frames than delays ({len(delays_cs)})")
-        if rect is None:  # nothing changed: one transparent pixel carries the delay
-            rect = (0, 0, 1, 1)
         x0, y0, x1, y1 = rect
-        block = np.full((y1 - y0, x1 - x0), tr, np.uint8)
-        if len(idx):
-            r, c = np.divmod(idx, w)
-            block[r - y0, c - x0] = screen.reshape(-1)[idx]
         head = (b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delays_cs[n], transparent, 0)
                 + b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
         pending.append((head, pool.submit(_lzw, block)))
@@ -158,7 +142,7 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
         n += 1
 
     try:
-        _encode_frames(draw, emit, first, it, tr, h, w)
+        _encode_frames(emit, first, it, tr, close)
         for h0, fut in pending:
             out.write(h0)
             out.write(fut.result())
@@ -170,27 +154,62 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
     return out.getvalue()
 
 
-def _encode_frames(draw, emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uint8, h: int, w: int) -> None:
-    """The delta/disposal decisions of :func:`encode_gif`, frame by frame (one frame of lookahead)."""
-    idx, screen, rect = draw(np.full((h, w), tr, np.uint8), first)
-    for nxt in it:
-        nxt = np.asarray(nxt)
-        if nxt.shape != (h, w):
-            raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
-        # pixels that must turn transparent: only disposing this frame's rectangle can clear them
-        vanish = _bbox((screen != tr) & (nxt == tr))
+def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uint8,
+                   close: np.ndarray | None) -> None:
+    """The delta and disposal decisions of :func:`encode_gif` (one frame of lookahead).
+
+    ``screen`` is what a viewer sees before the current frame is drawn (after the previous
+    frame's disposal). Work is limited to a region of interest: the union of the boxes of what
+    is on screen and of the current and next frames' opaque pixels.
+    """
+    h, w = first.shape
+    screen = np.full((h, w), tr, np.uint8)
+    screen_box = None
+    cur = np.asarray(first)
+    cur_box = _bbox(cur != tr)
+    done = False
+    while not done:
+        try:
+            nxt = np.asarray(next(it))
+            if nxt.shape != (h, w):
+                raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
+            nxt_box = _bbox(nxt != tr)
+        except StopIteration:
+            done, nxt, nxt_box = True, None, None
+        roi = _union(_union(screen_box, cur_box), nxt_box)
+        if roi is None:  # nothing anywhere: one transparent pixel carries the delay
+            emit(np.full((1, 1), tr, np.uint8), (0, 0, 1, 1), 1)
+            cur, cur_box = nxt, nxt_box
+            continue
+        rx0, ry0, rx1, ry1 = roi
+        S = screen[ry0:ry1, rx0:rx1]
+        C = cur[ry0:ry1, rx0:rx1]
+        changed = C != S
+        if close is not None:
+            ci = np.flatnonzero(changed)
+            if len(ci):
+                same = close[S.reshape(-1)[ci].astype(np.intp) * 256 + C.reshape(-1)[ci]]
+                changed.reshape(-1)[ci[same]] = False
+        rect = _bbox(changed)
+        S[changed] = C[changed]
+        if done:  # last frame: dispose all it shows, so a loop restarts on a clear canvas
+            vanish = _bbox(S != tr)
+        else:
+            vanish = _bbox((S != tr) & (nxt[ry0:ry1, rx0:rx1] == tr))
+        disposal = 1
         if vanish is not None:
             rect = _union(rect, vanish)
-            emit(idx, screen, rect, 2)
-            base = screen.copy()
-            x0, y0, x1, y1 = rect
-            base[y0:y1, x0:x1] = tr
+            disposal = 2
+        if rect is None:  # nothing changed: one transparent pixel carries the delay
+            emit(np.full((1, 1), tr, np.uint8), (0, 0, 1, 1), disposal)
         else:
-            emit(idx, screen, rect, 1)
-            base = screen
-        idx, screen, rect = draw(base, nxt)
-    # last frame: dispose all it shows, so a loop restarts on a clear canvas
-    emit(idx, screen, _union(rect, _bbox(screen != tr)), 2)
+            x0, y0, x1, y1 = rect
+            block = np.where(changed[y0:y1, x0:x1], C[y0:y1, x0:x1], tr)
+            emit(block, (x0 + rx0, y0 + ry0, x1 + rx0, y1 + ry0), disposal)
+            if disposal == 2:
+                S[y0:y1, x0:x1] = tr
+        screen_box = _union(screen_box, cur_box)
+        cur, cur_box = nxt, nxt_box
 
 
 def _rgba_frames(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int) -> Iterator[np.ndarray]:
