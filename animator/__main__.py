@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-frames", type=_positive_int, metavar="N", help="at most N frames (the duration is kept)")
     p.add_argument("--colours", "--colors", type=int, default=None, metavar="N",
                    help="palette size for the whole clip, 2..255 (default 32)")
+    p.add_argument("--margin", type=float, default=None, metavar="PX",
+                   help="free border around the character in canvas pixels (default 4%% of the shorter "
+                        "side); larger: a smaller character and a smaller file")
     p.add_argument("--dump-joints", metavar="FILE.json",
                    help='also write the posed skeleton per output frame: {"joints": [names], "frames": '
                         '[[[x, y], ...], ...]} in the drawing\'s pixels (y down)')
@@ -151,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             kw["fps"] = args.fps
         if args.colours is not None:
             kw["colours"] = args.colours
+        if args.margin is not None:
+            kw["margin"] = args.margin
         options = animator.RenderOptions(width=args.size[0], height=args.size[1], max_frames=args.max_frames,
                                          format=fmt, **kw)
         t = time.perf_counter()

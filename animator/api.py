@@ -70,6 +70,7 @@ class RenderOptions:
     format: str = "gif"
     colours: int = 32
     smooth: int = 3
+    flatten: int = 0
     tolerance: float = 0.0
     margin: float | None = None
     mesh_cells: int = 300
@@ -218,7 +219,8 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
     joints = [(j.name, j.loc, j.parent) for j in character.skeleton]
     sprite = prepare_sprite(character.texture, character.mask, mesh, placement.scale, joints,
-                            motion.part_joints, colours=opts.colours, smooth=opts.smooth)
+                            motion.part_joints, colours=opts.colours, smooth=opts.smooth,
+                            flatten=opts.flatten)
     clock.lap("sprite")
     log.info("sprite: %d texels, %d colours", sprite.texels, len(sprite.palette))
 

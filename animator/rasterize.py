@@ -84,7 +84,7 @@ def mask_outline(mask: np.ndarray, max_points: int = 1000) -> np.ndarray:
 def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: float,
                    joints: Sequence[tuple[str, tuple[float, float], str | None]],
                    part_joints: Sequence[Sequence[str]], supersample: int = 1,
-                   colours: int = MAX_COLOURS, smooth: int = 0) -> Sprite:
+                   colours: int = MAX_COLOURS, smooth: int = 0, flatten: int = 0) -> Sprite:
     """Build the sample points of a character for a given output scale.
 
     Args:
@@ -98,6 +98,7 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         colours: palette size (<= 255).
         smooth: size of a median filter applied to the downsized texture before quantising (0: off;
             3 or 5 flatten paper grain and pen noise, which GIF compresses badly, and keep edges).
+        flatten: size of a majority (mode) filter over the quantised colours (0: off).
     """
     from PIL import Image
 
@@ -131,6 +132,14 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     q = Image.fromarray(rgb[None, :, :], "RGB").quantize(colours, method=Image.Quantize.MEDIANCUT,
                                                        dither=Image.Dither.NONE)
     tex_idx = np.asarray(q, dtype=np.uint8)[0]
+    if flatten and flatten > 1:
+        # majority vote of palette indices in a window: flat areas become truly flat (LZW-friendly)
+        from PIL import ImageFilter
+
+        plane = np.zeros(small.shape[:2], np.uint8)
+        plane[ty, tx] = tex_idx
+        plane = np.asarray(Image.fromarray(plane, "L").filter(ImageFilter.ModeFilter(int(flatten) | 1)))
+        tex_idx = plane[ty, tx]
     used = int(tex_idx.max()) + 1
     pal = np.array(q.getpalette()[: 3 * used], dtype=np.uint8).reshape(used, 3)
 
