@@ -27,3 +27,22 @@ serve-app: venv ## only the app (gunicorn, gevent workers) on DOODLEPOD_* settin
 
 bench-load: venv ## load benchmark: fake-model TorchServe + app, 1 client then 16 clients for 60 s (bench/load.py --help)
 	$(PY) bench/load.py
+
+# --- model (issue 2) ---
+MODEL_STORE ?= build/model-store
+WEIGHTS_DIR ?= $(DOODLEPOD_CACHE)/weights
+.PHONY: archives archives-released fetch-weights serve-models lint-model-image
+archives: venv ## build the tiny random-init .mar archives into $(MODEL_STORE) (offline, seconds; tests and CPU runs)
+	$(PY) scripts/build_archives.py --tiny --out $(MODEL_STORE)
+
+fetch-weights: ## download AnimatedDrawings' released detector/pose archives into $(WEIGHTS_DIR) (needs internet)
+	scripts/fetch_weights.sh $(WEIGHTS_DIR)
+
+archives-released: venv fetch-weights ## convert the released weights to the pinned stack and archive them into $(MODEL_STORE)
+	$(PY) scripts/build_archives.py --weights-dir $(WEIGHTS_DIR) --out $(MODEL_STORE)
+
+serve-models: venv ## only TorchServe (CPU) on 127.0.0.1:8080-8082 with the archives in $(MODEL_STORE); Ctrl-C stops it
+	$(PY) -m handlers.torchserve_local --model-store $(MODEL_STORE)
+
+lint-model-image: venv ## hadolint Dockerfile.model
+	$(VENV)/bin/hadolint Dockerfile.model

@@ -12,7 +12,9 @@
 #   $DOODLEPOD_CACHE/wheels/mmcv-<mmcv>_torch-<torch>_cpu_<pytag>/
 # keyed by every version the binary depends on; a cold machine builds it, a warm one reuses it.
 # xtcocotools is likewise built from source against the venv's numpy 2 and cached under a key that
-# includes the numpy version. Wheels land in the cache by an atomic rename, and a lock serialises
+# includes the numpy version. Builds bypass pip's own wheel cache (--no-cache-dir), which is keyed by
+# the sdist alone and would hand back an mmcv compiled against another torch. Wheels land in the
+# cache by an atomic rename, and a lock serialises
 # concurrent builds, so an interrupted or parallel run never leaves a half-written wheel behind.
 #
 # Env:
@@ -148,17 +150,17 @@ build_mmcv() {
     cp "$DOODLEPOD_MMCV_WHEEL" "$out/" && echo "seeded from $DOODLEPOD_MMCV_WHEEL" >"$buildlog"
     return
   fi
-  log "compiling mmcv $MMCV with ops for CPU (MAX_JOBS=${MAX_JOBS:-2}); this takes ~17 min on 2 cores, once per torch version"
+  log "compiling mmcv $MMCV with ops for CPU (MAX_JOBS=${MAX_JOBS:-2}); about 10-17 min on 2 cores, once per torch version"
   with_heartbeat "mmcv $MMCV" "$buildlog" \
     env MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS="${MAX_JOBS:-2}" \
-    "$PY" -m pip wheel -v --no-deps --no-build-isolation --no-binary mmcv --disable-pip-version-check \
+    "$PY" -m pip wheel -v --no-deps --no-build-isolation --no-binary mmcv --no-cache-dir --disable-pip-version-check \
     -w "$out" "mmcv==$MMCV"
 }
 
 build_xtcocotools() {
   local out=$1 buildlog=$2
   with_heartbeat "xtcocotools $XTCOCO" "$buildlog" \
-    "$PY" -m pip wheel --no-deps --no-build-isolation --no-binary xtcocotools --disable-pip-version-check \
+    "$PY" -m pip wheel --no-deps --no-build-isolation --no-binary xtcocotools --no-cache-dir --disable-pip-version-check \
     -w "$out" "xtcocotools==$XTCOCO"
 }
 
