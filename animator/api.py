@@ -13,8 +13,7 @@ Stages (each timed, in milliseconds, in :attr:`RenderResult.timings_ms`):
 ``rasterize`` the frames (:func:`animator.rasterize.rasterize`);
 ``encode``    GIF / WebP / MP4 bytes (:mod:`animator.encode`).
 
-Frames are rasterised and encoded as a stream, so memory stays flat whatever the clip's length
-(except WebP, which Pillow needs whole).
+Frames are rasterised and encoded as a stream, so memory stays flat whatever the clip's length.
 """
 from __future__ import annotations
 
@@ -244,7 +243,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         data = encode_gif(frames(), sprite.palette, sprite.transparent, gif_delays(F, motion.frame_time_s),
                           tolerance=opts.tolerance, threads=opts.threads)
     elif opts.format == "webp":
-        data = encode_webp(frames(), sprite.palette, sprite.transparent, motion.frame_time_s)
+        data = encode_webp(frames(), sprite.palette, sprite.transparent, motion.frame_time_s, F)
     else:
         data = encode_mp4(frames(), sprite.palette, sprite.transparent, motion.frame_time_s, opts.background)
     both = clock.lap("encode")

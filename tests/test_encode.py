@@ -116,11 +116,19 @@ def test_gif_bad_input_fails_clearly():
 
 def test_webp_round_trips():
     frames = _frames()
-    data = encode_webp(frames, PALETTE, T, 0.05)
-    im = Image.open(io.BytesIO(data))
+    exact = encode_webp(iter(frames), PALETTE, T, 0.05, n_frames=len(frames), lossless=True)
+    im = Image.open(io.BytesIO(exact))
     assert im.format == "WEBP" and im.n_frames == len(frames) and im.size == (60, 40)
-    im.seek(3)
-    assert _same_pixels(np.asarray(im.convert("RGBA")), _rgba(frames)[3])
+    for k in (0, 3, 9):
+        im.seek(k)
+        assert _same_pixels(np.asarray(im.convert("RGBA")), _rgba(frames)[k])
+    lossy = Image.open(io.BytesIO(encode_webp(frames, PALETTE, T, 0.05)))  # default: quality 80
+    assert lossy.n_frames == len(frames)
+    lossy.seek(3)
+    got, want = np.asarray(lossy.convert("RGBA")).astype(int), _rgba(frames)[3].astype(int)
+    assert np.array_equal(got[..., 3] > 127, want[..., 3] > 127)
+    solid = want[..., 3] > 0
+    assert np.abs(got[..., :3] - want[..., :3])[solid].mean() < 20
 
 
 def test_mp4_or_a_clear_error():
