@@ -7,7 +7,11 @@ One job per piece, used by both model handlers (``drawn_humanoid_detector.py`` a
   multipart field ``data``), check it is a PNG or JPEG of sensible size, and decode it to a BGR
   ``uint8`` array (H, W, 3) as OpenMMLab pipelines expect;
 - :class:`RequestError`: a bad request, with a stable ``error`` code, a human message and an HTTP
-  status; it becomes a JSON answer for that request only (the rest of the batch is unaffected);
+  status; it becomes a JSON answer for that request only (the rest of the batch is unaffected).
+  TorchServe 0.12 offers two ways to answer with a status other than 200: raising
+  ``ts.utils.util.PredictionException(message, error_code)`` fails every request of the batch with
+  that code, while ``context.set_response_status(code, phrase, idx)`` sets it per request; with
+  batching only the second keeps one bad upload from failing its neighbours, so that is what we use;
 - :func:`select_device`: ``cuda:<gpu_id>`` when TorchServe assigned a GPU and CUDA works, else CPU;
 - :class:`BatchImageHandler`: the TorchServe entry point. TorchServe hands ``handle`` a list of
   requests (one per client request, up to the model's ``batchSize``); valid images go through the
@@ -23,6 +27,7 @@ directory on ``sys.path``), so it must import nothing from the rest of the repos
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import time
@@ -204,8 +209,9 @@ class BatchImageHandler:
         self.model = self.load_model(config, checkpoint, self.device)
         self.initialized = True
         logger.info(
-            "%s: loaded on %s in %.1f s (torch threads %d)",
+            "%s: loaded on %s in %.1f s (torch threads %d; handler settings %s)",
             self.model_name, self.device, time.perf_counter() - t0, torch.get_num_threads(),
+            json.dumps(self.settings, sort_keys=True),
         )
 
     def handle(self, data: list[dict[str, Any]], context: Any) -> list[Any]:
