@@ -338,11 +338,16 @@ def bone_distances(mesh: Mesh, bones: np.ndarray) -> np.ndarray:
     t = mesh.triangles
     e = np.unique(np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1), axis=0)
     a, c = e[:, 0], e[:, 1]
-    length = np.hypot(*(mesh.vertices[a] - mesh.vertices[c]).T)[:, None]
+    length = np.hypot(*(mesh.vertices[a] - mesh.vertices[c]).T)
+    # incident edges grouped by vertex, for a segment-min per vertex (every vertex has an edge)
+    at = np.concatenate([a, c])
+    other = np.concatenate([c, a])
+    order = np.argsort(at, kind="stable")
+    other, elen = other[order], np.concatenate([length, length])[order][:, None]
+    starts = np.flatnonzero(np.r_[True, np.diff(at[order]) != 0])
     for _ in range(4 * V):  # Bellman-Ford sweeps; ends when nothing improves (about the mesh diameter)
-        new = dist.copy()
-        np.minimum.at(new, c, dist[a] + length)
-        np.minimum.at(new, a, dist[c] + length)
+        best = np.minimum.reduceat(dist[other] + elen, starts, axis=0)
+        new = np.minimum(dist, best)
         if np.array_equal(new, dist):
             break
         dist = new
@@ -356,7 +361,11 @@ def nearest_bone(mesh: Mesh, dist: np.ndarray, points: np.ndarray, tri: np.ndarr
     Returns (bone index (N,) int64, distance (N,) float64).
     """
     vs = mesh.triangles[tri]                                        # (N, 3)
-    d_pv = np.hypot(*(mesh.vertices[vs] - points[:, None, :]).transpose(2, 0, 1))  # (N, 3)
-    total = np.min(dist[vs] + d_pv[:, :, None], axis=1)            # (N, B)
+    d32 = dist.astype(np.float32)
+    total = None
+    for k in range(3):
+        d_pv = np.hypot(*(mesh.vertices[vs[:, k]] - points).T).astype(np.float32)[:, None]
+        cand = d32[vs[:, k]] + d_pv
+        total = cand if total is None else np.minimum(total, cand, out=total)
     best = np.argmin(total, axis=1)
     return best, total[np.arange(len(best)), best]
