@@ -115,3 +115,23 @@ def test_size_limits():
 
 def test_clip_box():
     assert clip_box([-5, 3, 120, 90], 100, 80) == [0.0, 3.0, 100.0, 80.0]
+
+
+def test_device_follows_torchserve_gpu_assignment(monkeypatch):
+    """No GPU here: CUDA availability is mocked to check the choice the GPU image will make."""
+    import torch
+    from types import SimpleNamespace
+
+    from handlers.handler_base import select_device
+
+    monkeypatch.delenv("DOODLEPOD_DEVICE", raising=False)
+    with_gpu = SimpleNamespace(system_properties={"gpu_id": 1, "model_dir": "/x"})
+    without_gpu = SimpleNamespace(system_properties={"gpu_id": None, "model_dir": "/x"})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert select_device(with_gpu) == "cuda:1"
+    assert select_device(without_gpu) == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert select_device(with_gpu) == "cpu"          # a GPU id but no usable CUDA: stay on CPU
+    monkeypatch.setenv("DOODLEPOD_DEVICE", "cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert select_device(with_gpu) == "cpu"          # explicit override wins
