@@ -46,6 +46,10 @@ class Sprite:
         weight: (3, N) float32 barycentric weights.
         groups: per body part, per joint of that part (config order): (start, stop) slice of points.
         texels: number of character texels at output scale.
+        local: (2, N) float32 rest position of each point relative to its triangle's first vertex.
+        run_tri, run_len: points come in runs of the same triangle: (R,) triangle, (R,) length.
+        tri_verts: (T, 3) int32 vertices of each mesh triangle.
+        tri_inv: (T, 2, 2) inverse of each rest triangle's edge matrix [v1 - v0, v2 - v0].
     """
 
     palette: np.ndarray
@@ -55,6 +59,11 @@ class Sprite:
     weight: np.ndarray
     groups: list[list[tuple[int, int]]]
     texels: int
+    local: np.ndarray | None = None
+    run_tri: np.ndarray | None = None
+    run_len: np.ndarray | None = None
+    tri_verts: np.ndarray | None = None
+    tri_inv: np.ndarray | None = None
 
     @property
     def n_points(self) -> int:
@@ -181,9 +190,13 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     part = joint_part[bone, 0]
     rank = joint_part[bone, 1] + 1  # 0: joints in no group, drawn first in their part
     n_ranks = max(len(js) for js in part_joints) + 1 if part_joints else 1
-    # draw order: by part, then the part's joint order, then farthest from its bone first
-    order = np.lexsort((-bdist, part * n_ranks + rank))
-    key = (part * n_ranks + rank)[order]
+    # draw order: by part, then the part's joint order, then triangles farthest from their bone
+    # first (AnimatedDrawings sorts a joint's triangles so); points of a triangle stay together
+    span_key = part * n_ranks + rank
+    tri_dist = np.bincount(tri, weights=bdist, minlength=len(mesh.triangles)) / np.maximum(
+        np.bincount(tri, minlength=len(mesh.triangles)), 1)
+    order = np.lexsort((tri, -tri_dist[tri], span_key))
+    key = span_key[order]
     groups: list[list[tuple[int, int]]] = []
     for p in range(max(1, len(part_joints))):
         spans = []
@@ -193,9 +206,18 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
             if b > a:
                 spans.append((int(a), int(b)))
         groups.append(spans)
-    vert = np.ascontiguousarray(mesh.triangles[tri[order]].T.astype(np.int32))
+    tri_o = tri[order]
+    vert = np.ascontiguousarray(mesh.triangles[tri_o].T.astype(np.int32))
     weight = np.ascontiguousarray(bary[order].T.astype(np.float32))
-    return Sprite(pal, used, np.ascontiguousarray(colour[order]), vert, weight, groups, len(tx))
+    # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()
+    cut = np.flatnonzero(np.r_[True, (tri_o[1:] != tri_o[:-1]) | (key[1:] != key[:-1])])
+    run_len = np.diff(np.r_[cut, len(tri_o)]).astype(np.int64)
+    tv = mesh.triangles.astype(np.int32)
+    rv = mesh.vertices[tv]                                           # (T, 3, 2)
+    edges = np.stack([rv[:, 1] - rv[:, 0], rv[:, 2] - rv[:, 0]], axis=2)  # columns e1, e2
+    local = (pts[order] - rv[tri_o, 0]).T.astype(np.float32)
+    return Sprite(pal, used, np.ascontiguousarray(colour[order]), vert, weight, groups, len(tx),
+                  np.ascontiguousarray(local), tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges))
 
 
 #: Canvas-aligned sub-pixel offsets at which every sample point is written (see module doc).
@@ -230,10 +252,15 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
         part_order = np.tile(np.arange(P), (F, 1))
     if part_reversed is None:
         part_reversed = np.zeros((F, P), bool)
-    xs = np.ascontiguousarray(verts[..., 0])
-    ys = np.ascontiguousarray(verts[..., 1])
-    v0, v1, v2 = sprite.vert
-    w0, w1, w2 = sprite.weight
+    # each triangle moves by an affine map: canvas = M @ (p - rest v0) + deformed v0; for all frames
+    P = verts[:, sprite.tri_verts]                                   # (F, T, 3, 2)
+    D = np.stack([P[:, :, 1] - P[:, :, 0], P[:, :, 2] - P[:, :, 0]], axis=3)  # (F, T, 2, 2) columns
+    M = np.einsum("ftij,tjk->ftik", D, sprite.tri_inv.astype(np.float32))
+    run_tri, run_len = sprite.run_tri, sprite.run_len
+    coef = [np.ascontiguousarray(M[:, :, 0, 0]), np.ascontiguousarray(M[:, :, 0, 1]),
+            np.ascontiguousarray(P[:, :, 0, 0]), np.ascontiguousarray(M[:, :, 1, 0]),
+            np.ascontiguousarray(M[:, :, 1, 1]), np.ascontiguousarray(P[:, :, 0, 1])]
+    qx, qy = sprite.local
     colour = sprite.colour[None, :]
     N = sprite.n_points
     dxs = sorted({d[0] for d in splat})
@@ -250,13 +277,9 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
             local.rows = np.empty((len(dys), N), np.int32)
             local.idx = np.empty((len(splat), N), np.int32)
         x, y, t, cols, rows, idx = local.x, local.y, local.t, local.cols, local.rows, local.idx
-        X, Y = xs[f], ys[f]
-        np.take(X, v0, out=x); x *= w0
-        np.take(X, v1, out=t); t *= w1; x += t
-        np.take(X, v2, out=t); t *= w2; x += t
-        np.take(Y, v0, out=y); y *= w0
-        np.take(Y, v1, out=t); t *= w1; y += t
-        np.take(Y, v2, out=t); t *= w2; y += t
+        a, b, c, d, e, g = (np.repeat(k[f][run_tri], run_len) for k in coef)
+        np.multiply(a, qx, out=x); b *= qy; x += b; x += c
+        np.multiply(d, qx, out=y); e *= qy; y += e; y += g
         for k, d in enumerate(dxs):
             np.add(x, d, out=t)
             np.clip(t, 0, width - 1, out=t)
