@@ -201,16 +201,22 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     log.info("setup: mesh of %d vertices, %d triangles (cell %d px); ARAP with %d handles",
              len(mesh.vertices), len(mesh.triangles), mesh.cell, int(arap.used.sum()))
 
-    verts = arap.solve(motion.positions)                     # (F, V, 2) drawing pixels
     outline = mask_outline(character.mask, max_points=1000)
     tri, bary = mesh.locate(outline)
     ok = tri >= 0
     ov = mesh.triangles[tri[ok]]                             # (n, 3)
     ob = bary[ok]
-    pts = np.einsum("fnkc,nk->fnc", verts[:, ov, :], ob)     # (F, n, 2) outline per frame
+    verts = np.empty((F, len(mesh.vertices), 2))             # drawing pixels
+    lo = np.empty((F, 2))
+    hi = np.empty((F, 2))
+    for a in range(0, F, 128):                               # batches bound the temporary memory
+        b = min(F, a + 128)
+        verts[a:b] = arap.solve(motion.positions[a:b])
+        pts = np.einsum("fnkc,nk->fnc", verts[a:b][:, ov, :], ob)  # outline per frame
+        lo[a:b], hi[a:b] = pts.min(axis=1), pts.max(axis=1)
     pad = 1.0
-    bounds = np.concatenate([pts.min(axis=1) - pad, pts.max(axis=1) + pad], axis=1)
-    root = motion.positions[:, motion.joint_names.index("root")] if "root" in motion.joint_names else pts.mean(axis=1)
+    bounds = np.concatenate([lo - pad, hi + pad], axis=1)
+    root = motion.positions[:, motion.joint_names.index("root")] if "root" in motion.joint_names else (lo + hi) / 2
     placement = place(bounds, root, opts.width, opts.height, opts.margin)
     canvas_verts = placement.to_canvas(verts)
     clock.lap("deform")
