@@ -114,7 +114,10 @@ stop_group() {  # stop_group PID NAME: SIGTERM its process group, wait up to 20 
 
 cleanup() {
   local rc=$?
-  trap - INT TERM EXIT
+  # Ignore further signals while stopping: make forwards SIGTERM to us once more, and a second
+  # Ctrl-C must not leave servers behind. Stopping is bounded (20 s per server, then SIGKILL).
+  trap '' INT TERM
+  trap - EXIT
   stop_group "$APP_PID" "the app"        # the app first: it drains while TorchServe still answers
   stop_group "$TS_PID" "TorchServe"
   [[ -n ${TS_TMP:-} ]] && rm -rf "$TS_TMP"
