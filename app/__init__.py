@@ -77,7 +77,7 @@ def create_app(**overrides: Any):
     from . import errors, routes
     from .motions import load_motions
     from .pipeline import Pipeline
-    from .render_pool import InflightSlots, RenderPool, ensure_threadpool_size
+    from .render_pool import InflightSlots, RenderPool
     from .storage import from_settings
     from .torchserve import TorchServeClient
 
@@ -86,7 +86,7 @@ def create_app(**overrides: Any):
     app.config["SETTINGS"] = settings
     app.json.sort_keys = False
 
-    pool = RenderPool(settings.render_processes)
+    pool = RenderPool(settings.render_processes, run_dir / f"spill-{os.getpid()}")
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
@@ -105,7 +105,6 @@ def create_app(**overrides: Any):
     app.register_blueprint(routes.files)
     routes.install_hooks(app)
 
-    ensure_threadpool_size(2 * settings.max_inflight + 8)
     atexit.register(pool.shutdown)
     if _under_gevent():
         import gevent

@@ -193,8 +193,8 @@ class Pipeline:
                 urls[motion.name] = self.storage.url(key, job.base_url)
                 metrics.ANIMATIONS.labels(motion=motion.name, format=job.format).inc()
         except ApiError:
-            for _, future in futures:
-                future.cancel()
+            for _, pending in futures:
+                pending.cancel()
             raise
         timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
         return urls

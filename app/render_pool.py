@@ -2,8 +2,8 @@
 
 :class:`RenderPool` is a ``ProcessPoolExecutor`` started with the ``spawn`` method (forking a
 monkey-patched gevent process is what makes plain multiprocessing hang: gevent#936, gunicorn#1311).
-A greenlet waits for a job by handing ``future.result`` to gevent's native thread pool
-(``gevent.get_hub().threadpool.apply``), so the loop keeps serving other requests (and /ping) while
+A greenlet waits for a job on a gevent event that the job's done-callback fires through a loop
+``async`` watcher (see :func:`_result`), so the loop keeps serving other requests (and /ping) while
 the render processes use the CPUs. Every wait is capped by the request's deadline.
 
 :class:`InflightSlots` bounds the requests being animated across *all* gunicorn workers of a pod:
@@ -18,6 +18,9 @@ import fcntl
 import logging
 import multiprocessing
 import os
+import pickle
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,12 +48,55 @@ def _child_init(niceness: int) -> None:
         pass
 
 
-class RenderPool:
-    """A lazily started process pool of ``processes`` spawn-started workers."""
+def _call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
+    """Child side of :meth:`RenderPool.submit`: read the arguments from a file, write the result to one."""
+    with open(in_path, "rb") as fh:
+        args = pickle.load(fh)
+    os.unlink(in_path)
+    result = fn(*args)
+    tmp = out_path + ".tmp"
+    with open(tmp, "wb") as fh:
+        pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, out_path)
+    return out_path
 
-    def __init__(self, processes: int = 0) -> None:
+
+@dataclass
+class PoolJob:
+    """A submitted job: its future (which resolves to the result file) and its spill files."""
+
+    future: cf.Future
+    in_path: str
+    out_path: str
+
+    def cancel(self) -> None:
+        self.future.cancel()
+
+
+def _remove(*paths: str) -> None:
+    for path in paths:
+        for p in (path, path + ".tmp"):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+
+class RenderPool:
+    """A lazily started process pool of ``processes`` spawn-started workers.
+
+    Arguments and results travel through files in ``spill_dir``, and only their paths through the
+    executor's pipes. A monkey-patched process must never make a large blocking pipe write: a
+    multi-MB job blocks the whole gevent loop in ``os.write`` until a child reads it, while the
+    children are blocked writing their multi-MB results back to that same loop (measured: a
+    3-motion request stalled until its deadline).
+    """
+
+    def __init__(self, processes: int = 0, spill_dir: str | Path | None = None) -> None:
         self.processes = processes or os.cpu_count() or 1
         self._executor: cf.ProcessPoolExecutor | None = None
+        self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.mkdtemp(prefix="doodlepod-spill-"))
+        self.spill_dir.mkdir(parents=True, exist_ok=True)
 
     def start(self) -> "RenderPool":
         if self._executor is None:
@@ -59,25 +105,42 @@ class RenderPool:
                 initializer=_child_init, initargs=(RENDER_NICENESS,))
         return self
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> cf.Future:
+    def submit(self, fn: Callable[..., Any], *args: Any) -> PoolJob:
         self.start()
+        fd, in_path = tempfile.mkstemp(dir=self.spill_dir, suffix=".in")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(args, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        out_path = in_path[:-3] + ".out"
         try:
-            return self._executor.submit(fn, *args)  # type: ignore[union-attr]
+            future = self._executor.submit(_call_spilled, fn, in_path, out_path)  # type: ignore[union-attr]
         except cf.process.BrokenProcessPool:
             self._restart()
-            return self._executor.submit(fn, *args)  # type: ignore[union-attr]
+            future = self._executor.submit(_call_spilled, fn, in_path, out_path)  # type: ignore[union-attr]
+        return PoolJob(future, in_path, out_path)
 
-    def wait(self, future: cf.Future, deadline: Deadline, stage: str) -> Any:
+    def wait(self, job: PoolJob, deadline: Deadline, stage: str) -> Any:
         """The job's result, waited for without blocking the gevent loop; raises past the deadline."""
         timeout = deadline.check(stage)
         try:
-            return _blocking(future.result, timeout)
+            out_path = _result(job.future, timeout)
         except cf.TimeoutError:
-            future.cancel()
+            if not job.future.cancel():  # running: clean its files up when it finishes
+                job.future.add_done_callback(lambda _f: _remove(job.in_path, job.out_path))
+            else:
+                _remove(job.in_path, job.out_path)
             raise DeadlineExceeded(f"request deadline of {deadline.seconds:g} s passed during {stage}") from None
         except cf.process.BrokenProcessPool:
+            _remove(job.in_path, job.out_path)
             self._restart()
             raise RenderFailed(f"a render process died during {stage}; please retry") from None
+        except BaseException:
+            _remove(job.in_path, job.out_path)
+            raise
+        try:
+            with open(out_path, "rb") as fh:
+                return pickle.load(fh)
+        finally:
+            _remove(job.in_path, job.out_path)
 
     def run(self, fn: Callable[..., Any], *args: Any, deadline: Deadline, stage: str) -> Any:
         return self.wait(self.submit(fn, *args), deadline, stage)
@@ -102,28 +165,44 @@ class RenderPool:
             self._executor = None
 
 
-def _blocking(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a blocking call in gevent's native thread pool when under gevent, else directly."""
+def _result(future: cf.Future, timeout: float) -> Any:
+    """``future.result(timeout)`` without blocking the gevent loop when running under gevent.
+
+    The future's done-callback (run by the executor's result thread, whichever kind of thread that
+    is) wakes this greenlet through a loop ``async`` watcher, the thread-safe way to signal a gevent
+    hub. (Waiting in ``hub.threadpool.apply(future.result)`` works for one job at a time but was
+    measured to stall for tens of seconds with several jobs in flight: a native thread blocking on
+    monkey-patched locks.)
+    """
     try:
         from gevent import monkey
-        patched = monkey.is_module_patched("socket")
+        patched = monkey.is_module_patched("threading")
     except ImportError:
         patched = False
-    if not patched:
-        return fn(*args)
+    if not patched or future.done():
+        return future.result(timeout)
     import gevent
-    return gevent.get_hub().threadpool.apply(fn, args)
+    from gevent.event import Event
 
+    hub = gevent.get_hub()
+    done = Event()
+    watcher = hub.loop.async_()
+    watcher.start(done.set)
+    live = [True]
 
-def ensure_threadpool_size(size: int) -> None:
-    """Let gevent's native thread pool hold one waiter per request in flight (default max is 10)."""
+    def wake(_: cf.Future) -> None:
+        if live[0]:
+            watcher.send()
+
     try:
-        import gevent
-        pool = gevent.get_hub().threadpool
-        if pool.maxsize < size:
-            pool.maxsize = size
-    except ImportError:
-        pass
+        future.add_done_callback(wake)
+        if not done.wait(timeout):
+            raise cf.TimeoutError()
+        return future.result(0)
+    finally:
+        live[0] = False
+        watcher.stop()
+        watcher.close()
 
 
 class InflightSlots:
