@@ -74,6 +74,22 @@ def _fps(text: str) -> float | str:
     return v
 
 
+def _colour(text: str) -> tuple[int, int, int] | None:
+    t = text.strip().lower()
+    named = {"none": None, "transparent": None, "white": (255, 255, 255), "black": (0, 0, 0)}
+    if t in named:
+        return named[t]
+    try:
+        if t.startswith("#") and len(t) == 7:
+            return int(t[1:3], 16), int(t[3:5], 16), int(t[5:7], 16)
+        r, g, b = (int(v) for v in t.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected none, white, black, #RRGGBB or R,G,B, got {text!r}") from None
+    if not all(0 <= v <= 255 for v in (r, g, b)):
+        raise argparse.ArgumentTypeError(f"colour components must be 0..255, got {text!r}")
+    return r, g, b
+
+
 def _positive_int(text: str) -> int:
     try:
         v = int(text)
@@ -103,6 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-frames", type=_positive_int, metavar="N", help="at most N frames (the duration is kept)")
     p.add_argument("--colours", "--colors", type=int, default=None, metavar="N",
                    help="palette size for the whole clip, 2..255 (default 32)")
+    p.add_argument("--background", type=_colour, default=None, metavar="COLOUR",
+                   help="none (default: transparent GIF/WebP; MP4 uses white), white, black, #RRGGBB or "
+                        "R,G,B. An opaque background lets GIF frames store only what changed: files "
+                        "several times smaller")
+    p.add_argument("--tolerance", type=float, default=None, metavar="RGB",
+                   help="GIF: leave a pixel alone when its new colour is within this RGB distance of the "
+                        "one on screen (default 16 with --background, else 0 = exact frames)")
     p.add_argument("--margin", type=float, default=None, metavar="PX",
                    help="free border around the character in canvas pixels (default 4%% of the shorter "
                         "side); larger: a smaller character and a smaller file")
@@ -156,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
             kw["colours"] = args.colours
         if args.margin is not None:
             kw["margin"] = args.margin
+        if args.background is not None:
+            kw["background"] = args.background
+        if args.tolerance is not None:
+            kw["tolerance"] = args.tolerance
         options = animator.RenderOptions(width=args.size[0], height=args.size[1], max_frames=args.max_frames,
                                          format=fmt, **kw)
         t = time.perf_counter()

@@ -52,12 +52,16 @@ class RenderOptions:
         format: ``'gif'``, ``'webp'`` or ``'mp4'``.
         colours: palette size for the whole clip, 2..255 (fewer: smaller GIFs, flatter shading).
         tolerance: GIF only: a pixel whose new colour is within this RGB distance of what is already
-            on screen is left alone (0 = exact frames). It only pays when the silhouette does not
-            shrink between frames: otherwise the frame must be redrawn whole anyway (a transparent
-            GIF can only clear pixels by disposing a rectangle). MP4 and WebP ignore it.
+            on screen is left alone (0 = exact frames). Default: 16 with an opaque ``background``
+            (about halves the file), 0 with a transparent one, where it hardly pays: a transparent
+            GIF must redraw the whole character whenever its outline shrinks (it can only clear
+            pixels by disposing a rectangle). MP4 and WebP ignore it.
         margin: free border around the character in canvas pixels (default 4% of the shorter side).
         mesh_cells: about how many mesh cells cover the character (more: smoother bends, slower).
-        background: RGB colour behind the character in MP4 (which has no transparency).
+        background: RGB colour behind the character, or None (default) for a transparent
+            background in GIF and WebP (MP4, which has no transparency, then uses white). An opaque
+            background lets GIF frames store only what changed (a transparent GIF must redraw the
+            whole character whenever its outline shrinks), so files get several times smaller.
         threads: worker threads for rasterising and GIF compression (numpy and Pillow release the
             GIL there); 1 inside a process pool that already fills the cores.
     """
@@ -70,10 +74,10 @@ class RenderOptions:
     colours: int = 32
     smooth: int = 3
     flatten: int = 0
-    tolerance: float = 0.0
+    tolerance: float | None = None
     margin: float | None = None
     mesh_cells: int = 300
-    background: tuple[int, int, int] = (255, 255, 255)
+    background: tuple[int, int, int] | None = None
     threads: int = 2
 
     def __post_init__(self) -> None:
@@ -99,7 +103,8 @@ class RenderOptions:
             raise ConfigError("options", "max_frames", f"must be a positive integer, got {self.max_frames!r}")
         if isinstance(self.colours, bool) or not isinstance(self.colours, (int, np.integer)) or not 2 <= self.colours <= 255:
             raise ConfigError("options", "colours", f"must be an integer from 2 to 255, got {self.colours!r}")
-        if not isinstance(self.tolerance, (int, float)) or not 0 <= self.tolerance <= 442:
+        if self.tolerance is not None and (isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float))
+                                           or not 0 <= self.tolerance <= 442):
             raise ConfigError("options", "tolerance", f"must be a number from 0 to 442, got {self.tolerance!r}")
         if self.margin is not None and (not isinstance(self.margin, (int, float)) or self.margin < 0
                                         or 2 * self.margin >= min(self.width, self.height) - 8):
@@ -108,10 +113,14 @@ class RenderOptions:
             raise ConfigError("options", "mesh_cells", f"must be an integer from 8 to 5000, got {self.mesh_cells!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, (int, np.integer)) or not 1 <= self.threads <= 64:
             raise ConfigError("options", "threads", f"must be an integer from 1 to 64, got {self.threads!r}")
-        bg = tuple(self.background)
-        if len(bg) != 3 or not all(isinstance(c, (int, np.integer)) and 0 <= c <= 255 for c in bg):
-            raise ConfigError("options", "background", f"must be three integers 0..255, got {self.background!r}")
-        self.background = bg  # type: ignore[assignment]
+        if self.background is not None:
+            try:
+                bg = tuple(self.background)
+            except TypeError:
+                bg = ()
+            if len(bg) != 3 or not all(isinstance(c, (int, np.integer)) and 0 <= c <= 255 for c in bg):
+                raise ConfigError("options", "background", f"must be None or three integers 0..255, got {self.background!r}")
+            self.background = tuple(int(c) for c in bg)  # type: ignore[assignment]
 
 
 @dataclass
@@ -223,9 +232,16 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     log.info("deform: %d frames; scale %.3f canvas px per drawing px", F, placement.scale)
 
     joints = [(j.name, j.loc, j.parent) for j in character.skeleton]
+    opaque = opts.background is not None
     sprite = prepare_sprite(character.texture, character.mask, mesh, placement.scale, joints,
-                            motion.part_joints, colours=opts.colours, smooth=opts.smooth,
-                            flatten=opts.flatten)
+                            motion.part_joints, colours=min(opts.colours, 254) if opaque else opts.colours,
+                            smooth=opts.smooth, flatten=opts.flatten)
+    palette, keep, fill = sprite.palette, sprite.transparent, None
+    if opaque and opts.format != "mp4":
+        # the background becomes one more palette colour; the index after it means "unchanged"
+        fill = len(palette)
+        palette = np.vstack([palette, np.array(opts.background, np.uint8)[None]])
+        keep = fill + 1
     clock.lap("sprite")
     log.info("sprite: %d texels, %d colours", sprite.texels, len(sprite.palette))
 
@@ -234,7 +250,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     def frames() -> Iterator[np.ndarray]:
         nonlocal raster_ms
         gen = rasterize(sprite, canvas_verts, opts.width, opts.height, motion.part_order, motion.part_reversed,
-                        threads=opts.threads)
+                        threads=opts.threads, fill=fill)
         while True:
             t = time.perf_counter()
             try:
@@ -246,12 +262,13 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
             yield fr
 
     if opts.format == "gif":
-        data = encode_gif(frames(), sprite.palette, sprite.transparent, gif_delays(F, motion.frame_time_s),
-                          tolerance=opts.tolerance, threads=opts.threads)
+        tol = opts.tolerance if opts.tolerance is not None else (16.0 if opaque else 0.0)
+        data = encode_gif(frames(), palette, keep, gif_delays(F, motion.frame_time_s),
+                          tolerance=tol, threads=opts.threads)
     elif opts.format == "webp":
-        data = encode_webp(frames(), sprite.palette, sprite.transparent, motion.frame_time_s, F)
+        data = encode_webp(frames(), palette, keep, motion.frame_time_s, F)
     else:
-        data = encode_mp4(frames(), sprite.palette, sprite.transparent, motion.frame_time_s, opts.background)
+        data = encode_mp4(frames(), palette, keep, motion.frame_time_s, opts.background or (255, 255, 255))
     both = clock.lap("encode")
     clock.ms["rasterize"] = raster_ms
     clock.ms["encode"] = both - raster_ms

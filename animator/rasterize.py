@@ -226,7 +226,8 @@ SPLAT = ((-0.25, -0.25), (0.25, -0.25), (-0.25, 0.25), (0.25, 0.25))
 
 def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
               part_order: np.ndarray | None = None, part_reversed: np.ndarray | None = None,
-              splat: Sequence[tuple[float, float]] = SPLAT, threads: int = 2) -> Iterator[np.ndarray]:
+              splat: Sequence[tuple[float, float]] = SPLAT, threads: int = 2,
+              fill: int | None = None) -> Iterator[np.ndarray]:
     """Yield the frames, in order, as (height, width) uint8 palette-index arrays.
 
     Args:
@@ -239,6 +240,7 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
             leaves no holes where the mesh turns or stretches, like 2x2 supersampling, at a
             quarter of the position arithmetic.
         threads: frames rendered in parallel (numpy releases the GIL in these loops).
+        fill: palette index of the background (default: the sprite's transparent index).
     Each yielded array is a fresh buffer. Points are clipped to the canvas (placement keeps them
     inside; this only guards against rounding).
     """
@@ -262,6 +264,7 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
             np.ascontiguousarray(M[:, :, 1, 1]), np.ascontiguousarray(P[:, :, 0, 1])]
     qx, qy = sprite.local
     colour = sprite.colour[None, :]
+    background = sprite.transparent if fill is None else int(fill)
     N = sprite.n_points
     dxs = sorted({d[0] for d in splat})
     dys = sorted({d[1] for d in splat})
@@ -291,7 +294,7 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
         rows *= width
         for k, (r, c) in enumerate(pick):
             np.add(rows[r], cols[c], out=idx[k])
-        out = np.full(height * width, sprite.transparent, np.uint8)
+        out = np.full(height * width, background, np.uint8)
         for p in part_order[f]:
             g = sprite.groups[p]
             for a, b in (reversed(g) if part_reversed[f, p] else g):

@@ -120,3 +120,13 @@ def test_unwritable_output_is_exit_3(tmp_path):
     msg = _one_line_error(run(CHAR, "-m", DAB, "-r", FAIR, "-o", target, "--size", "64x64", "--max-frames", "2"), 3)
     assert str(target) in msg
     assert not target.parent.exists()
+
+
+def test_background_and_tolerance_flags(tmp_path):
+    out = tmp_path / "w.gif"
+    r = run(CHAR, "-m", DAB, "-r", FAIR, "-o", out, "--size", "96x96", "--max-frames", "5", "--background", "#ffffff",
+            "--tolerance", "8")
+    assert r.returncode == 0, r.stderr
+    im = Image.open(out)
+    assert (np.asarray(im.convert("RGBA"))[..., 3] == 255).all()
+    assert run(CHAR, "-m", DAB, "-r", FAIR, "-o", out, "--background", "pink").returncode == 2

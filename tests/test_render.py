@@ -183,3 +183,26 @@ def test_result_pickles(char1):
     back = pickle.loads(pickle.dumps(res))
     assert back.data == res.data and back.frame_count == 3
     assert pickle.loads(pickle.dumps(RenderOptions(fps="native"))).fps == "native"
+
+
+def test_opaque_background_gif_stores_deltas_and_stays_close(char1):
+    mcfg = animator.load_motion_config(EX / "config" / "motion" / "dab.yaml")
+    rcfg = animator.load_retarget_config(FAIR)
+    clear = render(char1, mcfg, rcfg, RenderOptions(width=200, height=200, max_frames=60, tolerance=0))
+    white = render(char1, mcfg, rcfg, RenderOptions(width=200, height=200, max_frames=60, background=(255, 255, 255)))
+    assert len(white.data) < 0.8 * len(clear.data)
+    a = Image.open(io.BytesIO(clear.data))
+    b = Image.open(io.BytesIO(white.data))
+    assert a.n_frames == b.n_frames == 60
+    for k in (0, 17, 59):
+        a.seek(k)
+        b.seek(k)
+        ra = np.asarray(a.convert("RGBA")).astype(int)
+        rb = np.asarray(b.convert("RGBA")).astype(int)
+        assert (rb[..., 3] == 255).all()                      # opaque everywhere
+        # the transparent frame composited on white is what the opaque GIF shows, within tolerance
+        comp = np.where(ra[..., 3:] > 0, ra[..., :3], 255)
+        assert np.abs(comp - rb[..., :3]).max(-1).mean() < 2
+        assert np.sqrt(((comp - rb[..., :3]) ** 2).sum(-1)).max() <= 16 + 1e-6
+        border = np.concatenate([rb[0], rb[-1], rb[:, 0], rb[:, -1]])
+        assert (border[:, :3] == 255).all()
