@@ -14,7 +14,8 @@ import json
 import logging
 import re
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request, send_file
 
@@ -136,8 +137,9 @@ def _parse_bbox(raw: Any) -> list[float] | None:
     return box
 
 
-def _run(job_kwargs: dict[str, Any]):
-    """Take a render slot (or answer 503 at once) and run the pipeline."""
+@contextmanager
+def _render_slot() -> Iterator[None]:
+    """Hold one of the pod's render slots, or answer 503 + Retry-After at once (before reading the body)."""
     services = _services()
     settings = services["settings"]
     slot = services["slots"].try_acquire()
@@ -146,15 +148,19 @@ def _run(job_kwargs: dict[str, Any]):
                          f"{settings.retry_after_s} s", settings.retry_after_s)
     metrics.RENDERS_IN_FLIGHT.inc()
     try:
-        job = Job(deadline=job_kwargs.pop("deadline"), base_url=_base_url(), request_id=g.request_id,
-                  **job_kwargs)
-        log.info("animate motions=%s format=%s bytes=%d client_joints=%s deadline=%.1fs",
-                 ",".join(m.name for m in job.motions), job.format, len(job.image), job.joints is not None,
-                 job.deadline.remaining())
-        result = services["pipeline"].run(job)
+        yield
     finally:
         metrics.RENDERS_IN_FLIGHT.dec()
         slot.release()
+
+
+def _run(job_kwargs: dict[str, Any]):
+    """Run the pipeline (the caller holds a render slot)."""
+    job = Job(deadline=job_kwargs.pop("deadline"), base_url=_base_url(), request_id=g.request_id, **job_kwargs)
+    log.info("animate motions=%s format=%s bytes=%d client_joints=%s deadline=%.1fs",
+             ",".join(m.name for m in job.motions), job.format, len(job.image), job.joints is not None,
+             job.deadline.remaining())
+    result = _services()["pipeline"].run(job)
     log.info("timings_ms %s", json.dumps(result.timings_ms))
     return result
 
@@ -163,6 +169,11 @@ def _run(job_kwargs: dict[str, Any]):
 def animate():
     """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``."""
     deadline = _deadline()
+    with _render_slot():
+        return _animate(deadline)
+
+
+def _animate(deadline: Deadline):
     upload = request.files.get("image")
     if upload is None:
         if request.mimetype.startswith("image/"):
@@ -202,6 +213,11 @@ def _reject_if_not_image(data: bytes, declared: str) -> None:
 def legacy_animate():
     """The old mobile client: JSON ``{"file": <base64 image>}`` -> flat ``{motion: url}``."""
     deadline = _deadline()
+    with _render_slot():
+        return _legacy_animate(deadline)
+
+
+def _legacy_animate(deadline: Deadline):
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("file"), str):
         raise BadRequest('expected JSON {"file": "<base64 image>"}')
