@@ -65,6 +65,22 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def free_port_pair(exclude: set[int]) -> int:
+    """A port p such that p and p + 1 are both free (TorchServe's gRPC inference and management)."""
+    for _ in range(100):
+        (p,) = free_ports(1)
+        if p in exclude or p + 1 in exclude or p + 1 > 65535:
+            continue
+        with socket.socket() as a, socket.socket() as b:
+            try:
+                a.bind(("127.0.0.1", p))
+                b.bind(("127.0.0.1", p + 1))
+            except OSError:
+                continue
+        return p
+    raise RuntimeError("no two consecutive free ports")
+
+
 def port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.5)
@@ -99,7 +115,8 @@ def get(url: str, timeout: float = 30) -> tuple[int, bytes]:
 class MakeRun:
     def __init__(self, tmp: Path):
         self.marker = f"MAKE_RUN_TEST_ID={uuid.uuid4().hex}"
-        self.app, self.ts, self.mgmt, self.metrics, self.grpc, _ = free_ports(6)
+        self.app, self.ts, self.mgmt, self.metrics = free_ports(4)
+        self.grpc = free_port_pair(exclude={self.app, self.ts, self.mgmt, self.metrics})
         self.log_path = tmp / "make-run.log"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("DOODLEPOD_") or
                     k in ("DOODLEPOD_CACHE", "DOODLEPOD_VENV")}
@@ -220,3 +237,34 @@ def test_make_run_serves_the_readme_curl_line_and_stops_cleanly(make_run):
                if Path(f"/proc/{pid}").exists()}
     assert not left, f"processes left running after Ctrl-C: {details}"
     assert not [p for p in make_run.ports if port_open(p)], "a port is still open after Ctrl-C"
+
+
+def test_make_run_stops_the_app_and_fails_when_torchserve_dies(make_run):
+    """No `sleep infinity`: a crashed model server ends the run loudly, with nothing left behind."""
+    make_run.start()
+    make_run.wait_ready()
+    java = [pid for pid in processes_with(make_run.marker)
+            if b"org.pytorch.serve.ModelServer" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(java) == 1, java
+    os.kill(java[0], signal.SIGKILL)
+    rc = make_run.proc.wait(timeout=90)
+    log = make_run.output()
+    assert rc != 0, log[-2000:]
+    assert "TorchServe exited unexpectedly" in log, log[-2000:]
+    assert re.search(r"\] stopped$", log, re.M), log[-2000:]
+    deadline = time.monotonic() + 10
+    while processes_with(make_run.marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_with(make_run.marker), "the app outlived the crashed TorchServe"
+
+
+def test_make_run_refuses_a_busy_port_before_starting_anything(make_run):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", make_run.app))
+        busy.listen()
+        make_run.start()
+        rc = make_run.proc.wait(timeout=120)
+    log = make_run.output()
+    assert rc != 0 and f"port {make_run.app} is already in use" in log, log[-2000:]
+    assert "starting TorchServe" not in log
+    assert not processes_with(make_run.marker)
