@@ -4,10 +4,11 @@ Rendering is forward mapping ("splatting") of the character's texels, which vect
 
 * once per clip (:func:`prepare_sprite`): the texture is downsized to the output scale, its colours
   are quantised to one palette for the whole clip (at most 255 colours + 1 transparent index), and
-  every texel becomes a sample point with its rest-mesh triangle, its barycentric weights, its body
-  part (the bone nearest to it through the mesh, as AnimatedDrawings assigns triangles to joints)
-  and its draw rank;
-* per frame (:func:`rasterize`): the sample points move with their triangle's deformed vertices,
+  every texel becomes a sample point with its rest-mesh triangle, its body part (the bone nearest
+  to it through the mesh, as AnimatedDrawings assigns triangles to joints) and its draw rank;
+  points are sorted by draw rank and, within a rank, kept in runs of one triangle;
+* per frame (:func:`rasterize`): each triangle's affine map (rest -> deformed, computed for all
+  frames at once) moves its run of points (``np.repeat`` of the map's coefficients, no gathers),
   and their palette indices are written into the canvas in draw order, later writes winning. Each
   point is written at four canvas-aligned offsets (+-1/4 px): a rotated or stretched texel grid then
   leaves no holes, as with 2x2 supersampling, for a quarter of the position arithmetic (measured:
@@ -42,8 +43,6 @@ class Sprite:
         palette: (K, 3) uint8 RGB colours; index K is transparent.
         transparent: the transparent palette index (== K).
         colour: (N,) uint8 palette index of each sample point, in draw-rank order.
-        vert: (3, N) int32 rest-mesh vertex indices of each point's triangle.
-        weight: (3, N) float32 barycentric weights.
         groups: per body part, per joint of that part (config order): (start, stop) slice of points.
         texels: number of character texels at output scale.
         local: (2, N) float32 rest position of each point relative to its triangle's first vertex.
@@ -55,15 +54,13 @@ class Sprite:
     palette: np.ndarray
     transparent: int
     colour: np.ndarray
-    vert: np.ndarray
-    weight: np.ndarray
     groups: list[list[tuple[int, int]]]
     texels: int
-    local: np.ndarray | None = None
-    run_tri: np.ndarray | None = None
-    run_len: np.ndarray | None = None
-    tri_verts: np.ndarray | None = None
-    tri_inv: np.ndarray | None = None
+    local: np.ndarray
+    run_tri: np.ndarray
+    run_len: np.ndarray
+    tri_verts: np.ndarray
+    tri_inv: np.ndarray
 
     @property
     def n_points(self) -> int:
@@ -160,10 +157,10 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     py = (ty[:, None] + oy.ravel()[None, :]).ravel() / sy
     colour = np.repeat(tex_idx, ss * ss)
     pts = np.stack([px, py], 1)
-    tri, bary = mesh.locate(pts)
+    tri, _ = mesh.locate(pts)
     ok = tri >= 0
     if not ok.all():
-        pts, tri, bary, colour = pts[ok], tri[ok], bary[ok], colour[ok]
+        pts, tri, colour = pts[ok], tri[ok], colour[ok]
 
     # body part of each point: the nearest bone through the mesh -> its (child) joint -> part
     names = [j[0] for j in joints]
@@ -207,8 +204,6 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
                 spans.append((int(a), int(b)))
         groups.append(spans)
     tri_o = tri[order]
-    vert = np.ascontiguousarray(mesh.triangles[tri_o].T.astype(np.int32))
-    weight = np.ascontiguousarray(bary[order].T.astype(np.float32))
     # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()
     cut = np.flatnonzero(np.r_[True, (tri_o[1:] != tri_o[:-1]) | (key[1:] != key[:-1])])
     run_len = np.diff(np.r_[cut, len(tri_o)]).astype(np.int64)
@@ -216,8 +211,8 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     rv = mesh.vertices[tv]                                           # (T, 3, 2)
     edges = np.stack([rv[:, 1] - rv[:, 0], rv[:, 2] - rv[:, 0]], axis=2)  # columns e1, e2
     local = (pts[order] - rv[tri_o, 0]).T.astype(np.float32)
-    return Sprite(pal, used, np.ascontiguousarray(colour[order]), vert, weight, groups, len(tx),
-                  np.ascontiguousarray(local), tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges))
+    return Sprite(pal, used, np.ascontiguousarray(colour[order]), groups, len(tx), np.ascontiguousarray(local),
+                  tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges))
 
 
 #: Canvas-aligned sub-pixel offsets at which every sample point is written (see module doc).
