@@ -48,6 +48,9 @@ def test_settings_parse_and_reject_bad_values() -> None:
         load_settings({"DOODLEPOD_PORT": "eighty"})
     with pytest.raises(SettingsError, match="DOODLEPOD_STORAGE"):
         load_settings({"DOODLEPOD_STORAGE": "ftp"})
+    with pytest.raises(SettingsError, match="DOODLEPOD_RENDER_FPS"):
+        load_settings({"DOODLEPOD_RENDER_FPS": "-3"})
+    assert load_settings({"DOODLEPOD_RENDER_FPS": "Native"}).render_fps == "native"
     with pytest.raises(SettingsError, match="DOODLEPOD_REQUEST_DEADLINE_S"):
         load_settings({"DOODLEPOD_REQUEST_DEADLINE_S": "0"})
     assert unknown_variables({"DOODLEPOD_PROT": "1", "DOODLEPOD_PORT": "1", "DOODLEPOD_VENV": "x",
