@@ -52,9 +52,7 @@ def configure_logging(level: str) -> None:
 
 def runtime_dir(settings: Settings) -> Path:
     """The folder shared by the pod's workers; made (and exported to later workers) if not set."""
-    path = settings.runtime_dir or os.environ.get("DOODLEPOD_RUNTIME_DIR", "")
-    if not path:
-        path = tempfile.mkdtemp(prefix="doodlepod-")
+    path = settings.runtime_dir or tempfile.mkdtemp(prefix="doodlepod-")
     p = Path(path)
     (p / "metrics").mkdir(parents=True, exist_ok=True)
     # prometheus_client reads its own variable when first imported; point it at our folder.
@@ -97,7 +95,7 @@ def create_app(**overrides: Any):
         "torchserve": torchserve,
         "pool": pool,
         "slots": InflightSlots(run_dir / "slots", settings.max_inflight),
-        "pipeline": Pipeline(settings, torchserve, storage, pool),
+        "pipeline": Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir),
     }
     errors.register(app)
     app.register_blueprint(routes.api)

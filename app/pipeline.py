@@ -57,8 +57,9 @@ class Result:
 class Pipeline:
     """Holds the services a request needs (settings, TorchServe, storage, render pool)."""
 
-    def __init__(self, settings, torchserve, storage, pool) -> None:
+    def __init__(self, settings, torchserve, storage, pool, scratch_dir: str | None = None) -> None:
         self.settings = settings
+        self.scratch_dir = str(scratch_dir or tempfile.gettempdir())
         self.torchserve = torchserve
         self.storage = storage
         self.pool = pool
@@ -76,7 +77,8 @@ class Pipeline:
             log.info("stage=%s ms=%.1f", name, ms)
 
     def disk_path(self) -> str:
-        return str(self.storage.root) if isinstance(self.storage, LocalStorage) else tempfile.gettempdir()
+        """The folder whose free space gates work: the local storage, else the scratch (spill) folder."""
+        return str(self.storage.root) if isinstance(self.storage, LocalStorage) else self.scratch_dir
 
     def check_disk(self) -> None:
         free = free_disk_mb(self.disk_path())
