@@ -30,7 +30,7 @@ from .errors import ApiError, DeadlineExceeded
 log = logging.getLogger("doodlepod.render_pool")
 
 #: Niceness added to render processes so the web workers (and health checks) win the CPU.
-RENDER_NICENESS = 5
+RENDER_NICENESS = 10
 
 
 class RenderFailed(ApiError):
