@@ -88,3 +88,37 @@ def test_torchserve_stopped_gives_503_and_ping_503(stack_up) -> None:
     assert time.monotonic() - t0 < 10, "a stopped model server must not make the client wait long"
     # liveness is not readiness: the app itself is fine
     assert requests.get(f"{app.url}/healthz", timeout=5).status_code == 200
+
+
+def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path) -> None:
+    """A rolling update sends SIGTERM: the request being rendered still gets its animations."""
+    import os
+    import signal
+    import threading
+
+    app = stack.Gunicorn(tmp_path / "app", {"DOODLEPOD_LOCAL_DIR": str(tmp_path / "files"),
+                                            "DOODLEPOD_RENDER_SIZE": "160", "DOODLEPOD_RENDER_PROCESSES": "1"})
+    try:
+        app.start()
+        page, joints = stack.page_with_character()
+        result: dict = {}
+
+        def post() -> None:
+            result["resp"] = requests.post(
+                f"{app.url}/animate", files={"image": ("p.png", stack.encode(page), "image/png")},
+                data={"motions": "dab,jumping,zombie", "joints": json.dumps({k: list(v) for k, v in joints.items()})},
+                timeout=120)
+
+        client = threading.Thread(target=post)
+        client.start()
+        stack.wait_for(lambda: "stage=segment" in app.log_text(), 30, "the request to reach rendering")
+        os.kill(app.proc.pid, signal.SIGTERM)
+        client.join(120)
+        resp = result["resp"]
+        assert resp.status_code == 200, resp.text
+        assert sorted(resp.json()["animations"]) == ["dab", "jumping", "zombie"]
+        assert app.proc.wait(60) == 0
+        files = sorted(p.name for p in (tmp_path / "files").rglob("*.gif"))
+        assert files == ["dab.gif", "jumping.gif", "zombie.gif"]
+    finally:
+        app.stop()
