@@ -217,6 +217,11 @@ def test_client_joints_skip_the_models_and_serve_from_local_disk(app_local, torc
                        joints=json.dumps(skeleton))
     assert resp.status_code == 200, resp.text
     _assert_animation(requests.get(resp.json()["animations"]["zombie"], timeout=30).content, "WEBP")
+    resp = _post_image(app_local, stack.encode(image), headers=AUTH, motions="jumping", format="mp4",
+                       joints=json.dumps(as_map))
+    assert resp.status_code == 200, resp.text
+    video = requests.get(resp.json()["animations"]["jumping"], timeout=30)
+    assert video.headers["Content-Type"] == "video/mp4" and video.content[4:8] == b"ftyp"
 
 
 def test_exif_rotated_phone_photo(app_local, torchserve, page) -> None:
@@ -262,6 +267,8 @@ def test_no_character_and_no_skeleton_are_422(app_s3, torchserve, page) -> None:
     blank = stack.encode(Image.new("RGB", (800, 600), "white"))
     body = _assert_error(_post_image(app_s3, blank), 422, "no_character")
     assert "no drawn character" in body["message"]
+    raw = requests.post(f"{app_s3.url}/animate", data=blank, headers={"Content-Type": "image/png"}, timeout=60)
+    _assert_error(raw, 422, "no_character")                          # a raw image body works too
     image, _ = page
     torchserve.set_control(detector={"mode": "boxes", "boxes": [{"bbox": [1, 1, 50, 50], "score": 0.05}]})
     _assert_error(_post_image(app_s3, stack.encode(image)), 422, "no_character")   # below the min score
