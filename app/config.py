@@ -132,7 +132,8 @@ SETTINGS: tuple[Setting, ...] = (
     # --- storage ---
     Setting("DOODLEPOD_STORAGE", "local", "Where animations go: 'local' (a folder served by the app under "
             "/files/) or 's3'.", _choice("local", "s3")),
-    Setting("DOODLEPOD_LOCAL_DIR", "./data/files", "Folder of the local storage."),
+    Setting("DOODLEPOD_LOCAL_DIR", "./var/files", "Folder of the local storage (relative paths: from the "
+            "working directory; the container uses /var/lib/doodlepod/files)."),
     Setting("DOODLEPOD_PUBLIC_URL", "", "Base URL clients reach the app at (e.g. https://doodles.example.com), "
             "used for local-storage URLs; empty: the request's own host."),
     Setting("DOODLEPOD_S3_BUCKET", "", "S3 bucket (required when DOODLEPOD_STORAGE=s3)."),

@@ -22,6 +22,7 @@ from app.config import load_settings  # noqa: E402
 _settings = load_settings()
 
 # The shared runtime folder: created here, in the master, and exported to the workers.
+_made_runtime = not _settings.runtime_dir
 _runtime = _settings.runtime_dir or tempfile.mkdtemp(prefix="doodlepod-")
 os.environ["DOODLEPOD_RUNTIME_DIR"] = _runtime
 _metrics_dir = Path(_runtime) / "metrics"
@@ -46,6 +47,12 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms rid=%({x-request-id}o)s'
 # storage clients must be made in the worker).
 preload_app = False
 forwarded_allow_ips = "*"
+
+
+def on_exit(server) -> None:  # noqa: ANN001 - gunicorn hook signature
+    """Remove the runtime folder if this master made it (a temporary one)."""
+    if _made_runtime:
+        shutil.rmtree(_runtime, ignore_errors=True)
 
 
 def child_exit(server, worker) -> None:  # noqa: ANN001 - gunicorn hook signature
