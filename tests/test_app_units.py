@@ -292,3 +292,25 @@ def test_s3_url_modes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "/anim/id1/dab.gif?" in url and "X-Amz-Expires=600" in url and "X-Amz-Signature=" in url
     with pytest.raises(ValueError, match="DOODLEPOD_S3_BUCKET"):
         S3Storage("")
+
+
+# --- render pool ------------------------------------------------------------------------------------
+
+def test_render_pool_recovers_from_a_dead_process_and_cleans_spill_files(tmp_path: Path) -> None:
+    import time as _time
+
+    from app.render_pool import RenderFailed, RenderPool
+
+    pool = RenderPool(1, tmp_path / "spill")
+    try:
+        assert pool.run(jobs.warm, 0.0, deadline=Deadline(120), stage="warm") > 0
+        with pytest.raises(RenderFailed, match="died during crash"):
+            pool.run(os._exit, 3, deadline=Deadline(120), stage="crash")      # e.g. the OOM killer
+        pid = pool.run(jobs.warm, 0.0, deadline=Deadline(120), stage="after")  # a fresh pool serves again
+        assert pid > 0
+        with pytest.raises(DeadlineExceeded, match="during slow"):
+            pool.run(_time.sleep, 1.5, deadline=Deadline(0.3), stage="slow")
+        _time.sleep(2.0)                                                        # the slow job finishes
+        assert list((tmp_path / "spill").iterdir()) == [], "spill files must not outlive their job"
+    finally:
+        pool.shutdown()
