@@ -85,13 +85,29 @@ def app_local(torchserve):
     """The app on its embedded default storage (local disk served at /files/), with bearer auth on."""
     workdir = stack.make_workdir("dp-e2e-app-local-")
     server = stack.Gunicorn(workdir, {**_common_env(torchserve), "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
-                                      "DOODLEPOD_AUTH_TOKEN": TOKEN, "DOODLEPOD_MAX_INFLIGHT": "8"})
+                                      "DOODLEPOD_AUTH_TOKEN": TOKEN, "DOODLEPOD_MAX_INFLIGHT": "8",
+                                      "DOODLEPOD_MOTIONS_DIR": str(_operator_motions(workdir / "motions"))})
     server.files = workdir / "files"  # type: ignore[attr-defined]
     try:
         yield server.start()
     finally:
         server.stop()
         stack.remove(workdir)
+
+
+def _operator_motions(folder: Path) -> Path:
+    """An operator's motion folder in its own layout: one clip, 'hello_again' (a copy of wave_hello)."""
+    examples = stack.REPO / "tests" / "fixtures" / "animated_drawings" / "examples"
+    (folder / "clips").mkdir(parents=True)
+    (folder / "cfg").mkdir()
+    (folder / "clips" / "hello_again.bvh").write_bytes((examples / "bvh" / "fair1" / "wave_hello.bvh").read_bytes())
+    motion = (examples / "config" / "motion" / "wave_hello.yaml").read_text()
+    (folder / "cfg" / "hello_again.yaml").write_text(motion.replace("examples/bvh/fair1/wave_hello.bvh",
+                                                                    "clips/hello_again.bvh"))
+    (folder / "cfg" / "retarget.yaml").write_text((examples / "config" / "retarget" / "fair1_ppf.yaml").read_text())
+    (folder / "library.yaml").write_text("motions:\n  hello_again:\n    motion: cfg/hello_again.yaml\n"
+                                         "    retarget: cfg/retarget.yaml\n    description: Waving, from the operator\n")
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -366,6 +382,17 @@ def test_bearer_auth(app_local, page) -> None:
     assert requests.get(f"{app_local.url}/motions", headers=AUTH, timeout=10).status_code == 200
     for path in ("/ping", "/healthz", "/live", "/metrics"):                 # probes and scrapes need no token
         assert requests.get(f"{app_local.url}{path}", timeout=10).status_code == 200, path
+
+
+def test_operator_motions_are_listed_and_rendered(app_local, page) -> None:
+    listed = requests.get(f"{app_local.url}/motions", headers=AUTH, timeout=10).json()["motions"]
+    mine = [m for m in listed if m["name"] == "hello_again"]
+    assert mine and mine[0]["source"].endswith("motions") and {"dab", "zombie"} <= {m["name"] for m in listed}
+    image, joints = page
+    resp = _post_image(app_local, stack.encode(image), headers=AUTH, motions="hello_again",
+                       joints=json.dumps({k: list(v) for k, v in joints.items()}))
+    assert resp.status_code == 200, resp.text
+    _assert_animation(requests.get(resp.json()["animations"]["hello_again"], timeout=30).content)
 
 
 def test_motions_lists_the_library(app_s3) -> None:
