@@ -272,8 +272,11 @@ def ping():
     gevent.joinall(list(checks.values()), timeout=timeout + 1.0)
     components: dict[str, dict[str, Any]] = {}
     for name, greenlet in checks.items():
-        value = greenlet.value if greenlet.successful() else None
-        if value is None:
+        if greenlet.successful():
+            value = greenlet.value
+        elif greenlet.ready():
+            value = {"ok": False, "detail": f"check failed: {type(greenlet.exception).__name__}"}
+        else:
             greenlet.kill(block=False)
             value = {"ok": False, "detail": "check did not finish in time"}
         if "ready" in value:
