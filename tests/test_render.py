@@ -168,6 +168,8 @@ def test_render_webp_and_mp4(char1):
     ({"width": 5}, "width"), ({"height": "big"}, "height"), ({"format": "avi"}, "format"),
     ({"fps": -1}, "fps"), ({"fps": "fast"}, "fps"), ({"max_frames": 0}, "max_frames"),
     ({"colours": 1}, "colours"), ({"margin": 400}, "margin"), ({"background": (1, 2)}, "background"),
+    ({"background": "white"}, "background"), ({"tolerance": -1}, "tolerance"), ({"threads": 0}, "threads"),
+    ({"mesh_cells": 2}, "mesh_cells"),
 ])
 def test_bad_options_fail_clearly(kwargs, field):
     with pytest.raises(ConfigError) as exc:
@@ -206,3 +208,11 @@ def test_opaque_background_gif_stores_deltas_and_stays_close(char1):
         assert np.sqrt(((comp - rb[..., :3]) ** 2).sum(-1)).max() <= 16 + 1e-6
         border = np.concatenate([rb[0], rb[-1], rb[:, 0], rb[:, -1]])
         assert (border[:, :3] == 255).all()
+
+
+def test_threads_do_not_change_the_output(char1):
+    mcfg = animator.load_motion_config(EX / "config" / "motion" / "zombie.yaml")
+    rcfg = animator.load_retarget_config(FAIR)
+    one = render(char1, mcfg, rcfg, RenderOptions(width=120, height=120, max_frames=25, threads=1))
+    two = render(char1, mcfg, rcfg, RenderOptions(width=120, height=120, max_frames=25, threads=2))
+    assert one.data == two.data
