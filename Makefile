@@ -46,3 +46,13 @@ serve-models: venv ## only TorchServe (CPU) on 127.0.0.1:8080-8082 with the arch
 
 lint-model-image: venv ## hadolint Dockerfile.model
 	$(VENV)/bin/hadolint Dockerfile.model
+
+# --- render (issue 5) ---
+.PHONY: bench-render example-gif
+bench-render: venv ## render benchmark: char1 x 4 clips at 500x500 in fresh processes, vs AnimatedDrawings (bench/render.py --help)
+	$(PY) bench/render.py
+
+example-gif: venv ## re-render docs/example.gif from the fixtures
+	cd tests/fixtures/animated_drawings && PYTHONPATH=$(CURDIR) $(PY) -m animator examples/characters/char1 \
+	  --motion examples/config/motion/jumping_jacks.yaml --retarget examples/config/retarget/cmu1_pfp.yaml \
+	  -o $(CURDIR)/docs/example.gif --size 280x280 -v
