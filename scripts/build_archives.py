@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,12 @@ def tiny_checkpoint(kind: str, config: Path, dst: Path, seed: int) -> Any:
     return cfg
 
 
+def _looks_like_mm_config(source: bytes) -> bool:
+    """An OpenMMLab config defines ``model = dict(...)``; a handler defines a class."""
+    text = source.decode("utf-8", "replace")
+    return bool(re.search(r"^model\s*=\s*dict\(", text, re.M)) and not re.search(r"^class\s", text, re.M)
+
+
 def find_released(weights_dir: Path, name: str, scratch: Path) -> tuple[Path, Path | None, Path]:
     """Locate a released model in ``weights_dir``: ``<name>.mar`` or a folder ``<name>/``.
 
@@ -137,7 +144,8 @@ def find_released(weights_dir: Path, name: str, scratch: Path) -> tuple[Path, Pa
         with zipfile.ZipFile(mar) as zf:
             members = [m for m in zf.infolist() if not m.is_dir()]
             pths = sorted((m for m in members if m.filename.endswith((".pth", ".pt"))), key=lambda m: -m.file_size)
-            cfgs = [m for m in members if Path(m.filename).name == "config.py"]
+            cfgs = [m for m in members if Path(m.filename).name == "config.py"] or [
+                m for m in members if m.filename.endswith(".py") and _looks_like_mm_config(zf.read(m))]
             if not pths:
                 raise cc.ConversionError(f"{mar} holds no .pth checkpoint (members: {[m.filename for m in members]})")
             zf.extract(pths[0], out)
@@ -150,7 +158,8 @@ def find_released(weights_dir: Path, name: str, scratch: Path) -> tuple[Path, Pa
         pths = sorted((p for p in folder.rglob("*.pth")), key=lambda p: -p.stat().st_size)
         if not pths:
             raise cc.ConversionError(f"{folder} holds no .pth checkpoint")
-        configs = list(folder.rglob("config.py"))
+        configs = list(folder.rglob("config.py")) or [
+            p for p in folder.rglob("*.py") if _looks_like_mm_config(p.read_bytes())]
         return pths[0], (configs[0] if configs else None), pths[0]
     raise FileNotFoundError(f"neither {mar} nor {folder}/ exists: run scripts/fetch_weights.sh {weights_dir}")
 

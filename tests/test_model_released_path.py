@@ -74,7 +74,8 @@ def released(tmp_path_factory) -> Path:
         scratch = tmp_path_factory.mktemp(name)
         save_legacy(scratch / ckpt_name, state, kind, None, ("drawn_humanoid",))
         with zipfile.ZipFile(folder / f"{name}.mar", "w") as zf:
-            zf.writestr("config.py", legacy_config)
+            # the pose archive names its config config.py; the detector's has another name
+            zf.writestr("config.py" if kind == "pose" else "mask_rcnn_r50_fpn_drawn.py", legacy_config)
             zf.write(scratch / ckpt_name, ckpt_name)
             zf.writestr("mmdet_handler.py" if kind == "detector" else "mmpose_handler.py", "# old handler\n")
             zf.writestr("MAR-INF/MANIFEST.json", json.dumps({"model": {"modelName": name}}))
