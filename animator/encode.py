@@ -52,10 +52,10 @@ def gif_delays(n_frames: int, frame_time_s: float) -> list[int]:
 
 def _bbox(m: np.ndarray) -> tuple[int, int, int, int] | None:
     """(x0, y0, x1, y1) exclusive bounds of the True pixels, or None."""
-    rows = np.flatnonzero(m.any(axis=1))
+    rows = np.flatnonzero(m.view(np.uint8).max(axis=1))
     if len(rows) == 0:
         return None
-    cols = np.flatnonzero(m[rows[0]:rows[-1] + 1].any(axis=0))
+    cols = np.flatnonzero(m[rows[0]:rows[-1] + 1].view(np.uint8).max(axis=0))
     return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
 
 
@@ -192,11 +192,17 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
                 same = close[S.reshape(-1)[ci].astype(np.intp) * 256 + C.reshape(-1)[ci]]
                 changed.reshape(-1)[ci[same]] = False
         rect = _bbox(changed)
-        S[changed] = C[changed]
+        ch8 = changed.view(np.uint8)
+        # masked updates as uint8 arithmetic (wrapping): much faster than np.where / copyto(where=)
+        d = np.subtract(C, S)
+        d *= ch8
+        S += d                                                # S = where(changed, C, S)
         if done:  # last frame: dispose all it shows, so a loop restarts on a clear canvas
             vanish = _bbox(S != tr)
         else:
-            vanish = _bbox((S != tr) & (nxt[ry0:ry1, rx0:rx1] == tr))
+            v = nxt[ry0:ry1, rx0:rx1] == tr
+            v &= S != tr
+            vanish = _bbox(v)
         disposal = 1
         if vanish is not None:
             rect = _union(rect, vanish)
@@ -205,7 +211,9 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             emit(np.full((1, 1), tr, np.uint8), (0, 0, 1, 1), disposal)
         else:
             x0, y0, x1, y1 = rect
-            block = np.where(changed[y0:y1, x0:x1], C[y0:y1, x0:x1], tr)
+            block = np.subtract(C[y0:y1, x0:x1], tr)
+            block *= ch8[y0:y1, x0:x1]
+            block += tr                                       # where(changed, C, transparent)
             emit(block, (x0 + rx0, y0 + ry0, x1 + rx0, y1 + ry0), disposal)
             if disposal == 2:
                 S[y0:y1, x0:x1] = tr
