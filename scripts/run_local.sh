@@ -32,7 +32,7 @@ set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 if [[ $# -gt 0 ]]; then
-  case $1 in -h|--help) usage; exit 0 ;; *) usage >&2; exit 2 ;; esac
+  case $1 in -h|--help) usage; exit 0 ;; *) echo "run_local.sh: unknown argument '$1' (settings are env vars)" >&2; usage >&2; exit 2 ;; esac
 fi
 
 cd "$(dirname "$0")/.."
