@@ -130,6 +130,9 @@ def test_render_gif_fits_the_canvas_and_the_clip(char1, motion):
         assert a.any(), f"frame {k} is empty"
         border = np.concatenate([a[0], a[-1], a[:, 0], a[:, -1]])
         assert not border.any(), f"frame {k} touches the border"
+        op = a > 0
+        enclosed = ~op[1:-1, 1:-1] & op[:-2, 1:-1] & op[2:, 1:-1] & op[1:-1, :-2] & op[1:-1, 2:]
+        assert not enclosed.any(), f"frame {k} has holes"
     assert set(res.timings_ms) >= {"retarget", "setup", "deform", "sprite", "rasterize", "encode", "total"}
 
 
