@@ -249,7 +249,10 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
     def frames() -> Iterator[np.ndarray]:
         nonlocal raster_ms
-        gen = rasterize(sprite, canvas_verts, opts.width, opts.height, motion.part_order, motion.part_reversed,
+        order, rev = motion.part_order, motion.part_reversed
+        if order is None or order.ndim != 2 or order.shape[1] != len(sprite.groups):
+            order, rev = None, None  # no body-part groups in the config: one group, drawn as is
+        gen = rasterize(sprite, canvas_verts, opts.width, opts.height, order, rev,
                         threads=opts.threads, fill=fill)
         while True:
             t = time.perf_counter()
