@@ -80,6 +80,21 @@ class ARAP:
         slot = np.minimum(slot, 1)
         nbr[edge_id_sorted, slot] = opp_all[order]
         # a non-manifold edge (three or more triangles) keeps two of its neighbours; fine for ARAP.
+        # every connected piece of the mesh needs a handle, or nothing fixes where it goes
+        comp = np.arange(V)
+        while True:
+            lo = np.minimum(comp[edges[:, 0]], comp[edges[:, 1]])
+            new = comp.copy()
+            np.minimum.at(new, edges[:, 0], lo)
+            np.minimum.at(new, edges[:, 1], lo)
+            new = new[new]
+            if np.array_equal(new, comp):
+                break
+            comp = new
+        loose = set(np.unique(comp).tolist()) - set(np.unique(comp[hv[hb > 0]]).tolist())
+        if loose:
+            raise RenderError(f"{len(loose)} piece(s) of the character's mesh hold no skeleton joint: "
+                              "build the mesh with the joints as keep_points")
         self.edges = edges
         self.n_edges = E
         i, j = edges[:, 0], edges[:, 1]

@@ -115,9 +115,9 @@ def build_mesh(mask: np.ndarray, cell: int | None = None, keep_points: np.ndarra
         mask: (H, W) bool, True on the character.
         cell: cell side in texture pixels (a multiple of 8 is best); default: chosen so that the
             mask is covered by about ``target_cells`` cells (more cells: smoother bends, slower ARAP).
-        keep_points: (K, 2) (x, y) texture pixels, e.g. the skeleton joints. Mesh pieces that are
-            not connected to the piece holding one of these points (or to the largest piece) are
-            dropped: nothing could move them.
+        keep_points: (K, 2) (x, y) texture pixels, e.g. the skeleton joints. Mesh pieces that
+            hold none of these points are dropped: nothing could move them (without points, or when
+            none lies on the mask, only the largest piece is kept).
     Raises:
         CharacterError: the mask is empty.
     """
@@ -269,8 +269,8 @@ def _fill_labels(copy_id: np.ndarray) -> np.ndarray:
 
 
 def _drop_unpinned(mesh: Mesh, mask: np.ndarray, keep_points: np.ndarray | None) -> Mesh:
-    """Keep only mesh pieces (connected through shared vertices) that hold a keep point or are
-    the largest piece; renumber vertices and copies."""
+    """Keep only mesh pieces (connected through shared vertices) that hold a keep point (else the
+    largest piece); renumber vertices and copies."""
     V = len(mesh.vertices)
     parent = np.arange(V)
     t = mesh.triangles
@@ -281,10 +281,12 @@ def _drop_unpinned(mesh: Mesh, mask: np.ndarray, keep_points: np.ndarray | None)
     comps, sizes = np.unique(copy_root, return_counts=True)
     if len(comps) == 1:
         return mesh
-    keep = {int(comps[np.argmax(sizes)])}
+    keep: set[int] = set()
     if keep_points is not None and len(keep_points):
         tri, _ = mesh.locate(np.asarray(keep_points, dtype=np.float64))
-        keep |= {int(copy_root[i // 2]) for i in tri if i >= 0}
+        keep = {int(copy_root[i // 2]) for i in tri if i >= 0}
+    if not keep:  # no point on the mesh (or none given): the largest piece, as AnimatedDrawings does
+        keep = {int(comps[np.argmax(sizes)])}
     keep_copy = np.isin(copy_root, list(keep))
     if keep_copy.all():
         return mesh

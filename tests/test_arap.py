@@ -92,3 +92,15 @@ def test_handle_off_the_mesh_is_snapped_or_ignored(rig):
     np.testing.assert_allclose(arap.solve(off), mesh.vertices, atol=1e-3)
     with pytest.raises(RenderError):
         ARAP(mesh, np.array([[-1000.0, -1000.0]]))
+
+
+def test_mesh_piece_without_handle_fails_clearly():
+    m = np.zeros((100, 300), bool)
+    m[10:90, 10:90] = True
+    m[40:70, 200:230] = True
+    mesh = build_mesh(m, cell=16)  # no keep points: only the largest piece, no handle on it
+    with pytest.raises(RenderError, match="no skeleton joint|no skeleton joint lies"):
+        ARAP(mesh, np.array([[215.0, 55.0], [216.0, 60.0]]))
+    both = build_mesh(m, cell=16, keep_points=np.array([[50.0, 50.0], [215.0, 55.0]]))
+    with pytest.raises(RenderError, match="hold no skeleton joint"):
+        ARAP(both, np.array([[50.0, 50.0], [60.0, 50.0]]))  # the small piece has no handle

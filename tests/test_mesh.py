@@ -94,3 +94,12 @@ def test_disconnected_piece_without_joint_is_dropped():
 def test_empty_mask_fails_clearly():
     with pytest.raises(CharacterError, match="empty"):
         build_mesh(np.zeros((10, 10), bool))
+
+
+def test_largest_piece_without_joints_gives_way_to_the_jointed_one():
+    m = np.zeros((100, 300), bool)
+    m[10:90, 10:90] = True        # big, no joint
+    m[40:70, 200:230] = True      # small, holds the joint
+    mesh = build_mesh(m, cell=16, keep_points=np.array([[215.0, 55.0]]))
+    assert mesh.dropped_pixels == 80 * 80
+    assert (mesh.locate(np.array([[215.0, 55.0]]))[0] >= 0).all()
