@@ -130,3 +130,13 @@ def test_background_and_tolerance_flags(tmp_path):
     im = Image.open(out)
     assert (np.asarray(im.convert("RGBA"))[..., 3] == 255).all()
     assert run(CHAR, "-m", DAB, "-r", FAIR, "-o", out, "--background", "pink").returncode == 2
+
+
+def test_dump_joints_with_a_start_frame(tmp_path):
+    dump = tmp_path / "j.json"
+    r = run(CHAR, "-m", "examples/config/motion/jumping.yaml", "-r", FAIR, "-o", tmp_path / "j.gif", "--size", "48x48",
+            "--fps", "native", "--dump-joints", dump)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(dump.read_text())
+    assert len(d["frames"]) == 654 - 150
+    assert d["source_frames"][0] == 150 and d["source_frames"][-1] == 653
