@@ -167,8 +167,9 @@ def find_released(weights_dir: Path, name: str, scratch: Path) -> tuple[Path, Pa
 # -- archives ------------------------------------------------------------------------------------------
 def write_model_yaml(path: Path, name: str, settings: dict[str, Any]) -> None:
     lines = [f"# Model config of {name} (written by scripts/build_archives.py).",
-             "# Workers, batch size and timeouts are set in handlers/config.properties; this only",
-             "# configures the handler (read as context.model_yaml_config['handler']).",
+             "# Workers, batch size and timeouts are left to handlers/config.properties (TorchServe",
+             "# would let values here override it); this only configures the handler, which reads",
+             "# context.model_yaml_config['handler'].",
              "handler:", "  config: config.py"]
     lines += [f"  {k}: {json.dumps(v)}" for k, v in sorted(settings.items())]
     path.write_text("\n".join(lines) + "\n")

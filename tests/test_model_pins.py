@@ -167,6 +167,7 @@ def test_config_properties_matches_archives_and_image():
     for key in ("inference_address", "management_address", "metrics_address"):
         assert props[key].startswith("http://127.0.0.1:"), key
     assert int(props["max_request_size"]) >= 8 * 1024 * 1024
+    assert not re.match(props["allowed_urls"], "https://example.com/x.mar")   # local archives only
 
 
 def test_image_runs_torchserve_in_the_foreground_as_non_root():
