@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output frame rate (default 25, true speed in GIFs) or 'native' for every BVH frame")
     p.add_argument("--max-frames", type=_positive_int, metavar="N", help="at most N frames (the duration is kept)")
     p.add_argument("--colours", "--colors", type=int, default=None, metavar="N",
-                   help="palette size for the whole clip, 2..255 (default 32)")
+                   help="palette size for the whole clip, 2..255 (default 16; more for very colourful drawings)")
     p.add_argument("--background", type=_colour, default=None, metavar="COLOUR",
                    help="none (default: transparent GIF/WebP; MP4 uses white), white, black, #RRGGBB or "
                         "R,G,B. An opaque background lets GIF frames store only what changed: files "

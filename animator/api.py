@@ -71,7 +71,7 @@ class RenderOptions:
     fps: Fps = field(default_factory=_default_fps)
     max_frames: int | None = None
     format: str = "gif"
-    colours: int = 32
+    colours: int = 16
     smooth: int = 3
     flatten: int = 0
     tolerance: float | None = None
