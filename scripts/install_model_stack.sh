@@ -206,7 +206,10 @@ log "mmpose runtime dependencies ready ($((SECONDS - t)) s)"
 if "$PY" -c 'import importlib.metadata as m; m.version("torchvision")' 2>/dev/null; then
   log "real torchvision present: not installing the CPU shim"
 else
-  pip_install --no-build-isolation --no-deps ./models/torchvision-shim
+  shim_src=$(mktemp -d)
+  cp -r models/torchvision-shim/. "$shim_src/"   # build in a copy: keep build/ out of the repo
+  pip_install --no-build-isolation --no-deps "$shim_src"
+  rm -rf "$shim_src"
   log "installed doodlepod-cpu-torchvision-shim (models/torchvision-shim/README.md says why)"
 fi
 
