@@ -241,6 +241,41 @@ def test_gpu_limit_on_model_container_only(label, spec, docs):
         assert "cpu" in resources.get("requests", {}), f"{label}: {c['name']} has no cpu request"
 
 
+def bytes_of(value: Any) -> float:
+    """A Kubernetes memory/storage quantity ("6Gi", "512Mi", "1G", 1024) in bytes."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGTE]i?)?", str(value))
+    assert m, f"not a quantity: {value!r}"
+    units = {None: 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+             "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+    return float(m.group(1)) * units[m.group(2)]
+
+
+@pytest.mark.parametrize("label,spec,docs", [pytest.param(*s, id=s[0]) for s in pod_specs()])
+def test_what_the_api_server_would_reject_beyond_the_schema(label, spec, docs):
+    """Rules the JSON schemas do not encode but the API server enforces."""
+    for c in containers(spec).values():
+        requests, limits = c["resources"].get("requests", {}), c["resources"].get("limits", {})
+        for key in set(requests) & set(limits):
+            measure = quantity if key == "cpu" else bytes_of
+            assert measure(requests[key]) <= measure(limits[key]), f"{c['name']}: {key} request > limit"
+        # Extended resources (the GPU) cannot be overcommitted: a request must equal the limit.
+        for key in limits:
+            if "/" in key and key in requests:
+                assert str(requests[key]) == str(limits[key]), (c["name"], key)
+        for port in c.get("ports", []):
+            assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", port["name"]) and len(port["name"]) <= 15
+    # Probes and lifecycle hooks are allowed on init containers only when they are sidecars.
+    for c in spec.get("initContainers", []):
+        if c.get("restartPolicy") != "Always":
+            assert not {"startupProbe", "readinessProbe", "livenessProbe", "lifecycle"} & set(c), c["name"]
+    grace = spec["terminationGracePeriodSeconds"]
+    for c in containers(spec).values():
+        sleep = c.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
+        assert 0 <= sleep < grace
+    for v in spec["volumes"]:
+        assert bytes_of(v["emptyDir"]["sizeLimit"]) > 0
+
+
 @pytest.mark.parametrize("label,spec,docs", [pytest.param(*s, id=s[0]) for s in pod_specs()])
 def test_probes(label, spec, docs):
     found = containers(spec)
