@@ -257,9 +257,10 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
     D = np.stack([P[:, :, 1] - P[:, :, 0], P[:, :, 2] - P[:, :, 0]], axis=3)  # (F, T, 2, 2) columns
     M = np.einsum("ftij,tjk->ftik", D, sprite.tri_inv.astype(np.float32))
     run_tri, run_len = sprite.run_tri, sprite.run_len
-    coef = [np.ascontiguousarray(M[:, :, 0, 0]), np.ascontiguousarray(M[:, :, 0, 1]),
-            np.ascontiguousarray(P[:, :, 0, 0]), np.ascontiguousarray(M[:, :, 1, 0]),
-            np.ascontiguousarray(M[:, :, 1, 1]), np.ascontiguousarray(P[:, :, 0, 1])]
+    # per frame, per triangle: a, b, c (x = a qx + b qy + c), d, e, g (y likewise), stretch
+    coef = np.empty((F, 7, M.shape[1]), np.float32)
+    coef[:, 0], coef[:, 1], coef[:, 2] = M[:, :, 0, 0], M[:, :, 0, 1], P[:, :, 0, 0]
+    coef[:, 3], coef[:, 4], coef[:, 5] = M[:, :, 1, 0], M[:, :, 1, 1], P[:, :, 0, 1]
     # stretch of each triangle per frame: largest singular value of M, in texels per canvas pixel
     fro = (M ** 2).sum(axis=(2, 3))
     det = M[..., 0, 0] * M[..., 1, 1] - M[..., 0, 1] * M[..., 1, 0]
@@ -268,7 +269,8 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
     # pattern's own middle would open): this closes the gaps between stretched texels (measured:
     # no holes up to s = 1.3 at any angle, few at 1.5) and stays inside each texel's footprint
     s_ = np.maximum(smax / np.float32(sprite.texel_scale), 1)
-    stretch = np.ascontiguousarray(np.minimum(3 * s_ - 2, 2).astype(np.float32))
+    coef[:, 6] = np.minimum(3 * s_ - 2, 2) / 4                     # splat half-offset, px
+    del P, D, M, fro, det, smax, s_
     qx, qy = sprite.local
     colour = sprite.colour[None, :]
     background = sprite.transparent if fill is None else int(fill)
@@ -287,19 +289,18 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
             local.rows = np.empty((len(dys), N), np.int32)
             local.idx = np.empty((len(splat), N), np.int32)
         x, y, t, cols, rows, idx = local.x, local.y, local.t, local.cols, local.rows, local.idx
-        a, b, c, d, e, g = (np.repeat(k[f][run_tri], run_len) for k in coef)
-        grow = np.repeat(stretch[f][run_tri], run_len)
+        a, b, c, d, e, g, half = np.repeat(coef[f][:, run_tri], run_len, axis=1)
         np.multiply(a, qx, out=x); b *= qy; x += b; x += c
         np.multiply(d, qx, out=y); e *= qy; y += e; y += g
+        np.clip(x, 0.5, width - 1.5, out=x)  # keeps every offset write on the canvas
+        np.clip(y, 0.5, height - 1.5, out=y)
         for k, off in enumerate(dxs):
-            np.multiply(grow, off, out=t)
+            np.multiply(half, 4 * off, out=t)
             t += x
-            np.clip(t, 0, width - 1, out=t)
             np.copyto(cols[k], t, casting="unsafe")
         for k, off in enumerate(dys):
-            np.multiply(grow, off, out=t)
+            np.multiply(half, 4 * off, out=t)
             t += y
-            np.clip(t, 0, height - 1, out=t)
             np.copyto(rows[k], t, casting="unsafe")
         rows *= width
         for k, (r, c) in enumerate(pick):
