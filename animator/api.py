@@ -53,7 +53,7 @@ class RenderOptions:
         colours: palette size for the whole clip, 2..255 (fewer: smaller GIFs, flatter shading).
         tolerance: GIF only: a pixel whose new colour is within this RGB distance of what is already
             on screen is left alone (0 = exact frames). Default: 16 with an opaque ``background``
-            (about halves the file), 0 with a transparent one, where it hardly pays: a transparent
+            (with it, dab at 500x500 goes from 8.0 to 4.5 MB), 0 with a transparent one, where it hardly pays: a transparent
             GIF must redraw the whole character whenever its outline shrinks (it can only clear
             pixels by disposing a rectangle). MP4 and WebP ignore it.
         margin: free border around the character in canvas pixels (default 4% of the shorter side).
