@@ -61,7 +61,7 @@ class RenderOptions:
         background: RGB colour behind the character, or None (default) for a transparent
             background in GIF and WebP (MP4, which has no transparency, then uses white). An opaque
             background lets GIF frames store only what changed (a transparent GIF must redraw the
-            whole character whenever its outline shrinks), so files get several times smaller.
+            whole character whenever its outline shrinks), so files get about half as big.
         threads: worker threads for rasterising and GIF compression (numpy and Pillow release the
             GIL there); 1 inside a process pool that already fills the cores.
     """
