@@ -104,3 +104,95 @@ def test_mesh_piece_without_handle_fails_clearly():
     both = build_mesh(m, cell=16, keep_points=np.array([[50.0, 50.0], [215.0, 55.0]]))
     with pytest.raises(RenderError, match="hold no skeleton joint"):
         ARAP(both, np.array([[50.0, 50.0], [60.0, 50.0]]))  # the small piece has no handle
+
+
+def _naive_arap(verts, tris, handles_rest, handles_new, w=1000.0):
+    """Igarashi & Igarashi (2009) written out plainly: build both least-squares systems with loops
+    for one frame and solve them with lstsq (the batched operators must give the same answer)."""
+    V = len(verts)
+    nbrs = [set() for _ in range(V)]
+    edges = set()
+    for a, b, c in tris:
+        for p, q in ((a, b), (b, c), (c, a)):
+            nbrs[p].add(q)
+            nbrs[q].add(p)
+            edges.add((min(p, q), max(p, q)))
+    edges = sorted(edges)
+    # handles as barycentric combinations of their triangle's vertices
+    hb = []
+    for h in handles_rest:
+        for t in tris:
+            A = np.array([verts[t[1]] - verts[t[0]], verts[t[2]] - verts[t[0]]]).T
+            l1, l2 = np.linalg.solve(A, h - verts[t[0]])
+            if l1 >= -1e-9 and l2 >= -1e-9 and l1 + l2 <= 1 + 1e-9:
+                hb.append((t, (1 - l1 - l2, l1, l2)))
+                break
+    rows, rhs, Gs = [], [], []
+    for i, j in edges:
+        ring = [i, j] + sorted(nbrs[i] & nbrs[j])
+        G = []
+        for n in ring[1:]:
+            dx, dy = verts[n] - verts[i]
+            G += [[dx, dy], [dy, -dx]]
+        G = np.array(G)
+        Gp = np.linalg.inv(G.T @ G) @ G.T                  # (c, s) = Gp @ stacked (v'_n - v'_i)
+        g = np.zeros((2, 2 * V))
+        for m, n in enumerate(ring[1:]):
+            g[:, 2 * n:2 * n + 2] += Gp[:, 2 * m:2 * m + 2]
+            g[:, 2 * i:2 * i + 2] -= Gp[:, 2 * m:2 * m + 2]
+        ex, ey = verts[j] - verts[i]
+        E = np.array([[ex, ey], [ey, -ex]])
+        r = -E @ g
+        r[:, 2 * j:2 * j + 2] += np.eye(2)
+        r[:, 2 * i:2 * i + 2] -= np.eye(2)
+        rows.append(r)
+        rhs.append(np.zeros(2))
+        Gs.append(g)
+    for (t, b), p in zip(hb, handles_new):
+        r = np.zeros((2, 2 * V))
+        for vid, wt in zip(t, b):
+            r[:, 2 * vid:2 * vid + 2] += w * wt * np.eye(2)
+        rows.append(r)
+        rhs.append(w * np.asarray(p))
+    v1 = np.linalg.lstsq(np.vstack(rows), np.concatenate(rhs), rcond=None)[0]
+    A2, bx, by = [], [], []
+    for (i, j), g in zip(edges, Gs):
+        c, s = g @ v1
+        n = np.hypot(c, s)
+        c, s = c / n, s / n
+        ex, ey = verts[j] - verts[i]
+        row = np.zeros(V)
+        row[i], row[j] = -1, 1
+        A2.append(row)
+        bx.append(c * ex + s * ey)
+        by.append(-s * ex + c * ey)
+    for (t, b), p in zip(hb, handles_new):
+        row = np.zeros(V)
+        for vid, wt in zip(t, b):
+            row[vid] += w * wt
+        A2.append(row)
+        bx.append(w * p[0])
+        by.append(w * p[1])
+    A2 = np.array(A2)
+    x = np.linalg.lstsq(A2, np.array(bx), rcond=None)[0]
+    y = np.linalg.lstsq(A2, np.array(by), rcond=None)[0]
+    return np.stack([x, y], 1)
+
+
+def test_batched_operators_match_the_plain_two_step_solution():
+    m = np.zeros((60, 140), bool)
+    m[10:50, 10:130] = True  # a bar, 3 x 8 cells
+    mesh = build_mesh(m, cell=16)
+    rest = np.array([[20.0, 30.0], [70.0, 30.0], [120.0, 30.0]])
+    arap = ARAP(mesh, rest)
+    rng = np.random.default_rng(3)
+    frames = []
+    for _ in range(4):
+        f = rest.copy()
+        f[2] = _turn(rest[2:3], rest[1], rng.uniform(-90, 90))[0]  # bend the bar at its middle
+        f += rng.normal(0, 2, f.shape)
+        frames.append(f)
+    ours = arap.solve(np.array(frames))
+    for k, f in enumerate(frames):
+        want = _naive_arap(mesh.vertices, mesh.triangles, rest, f)
+        np.testing.assert_allclose(ours[k], want, atol=1e-3)
