@@ -94,8 +94,8 @@ def main() -> None:
     print(f"  peak memory   {dab['peak_mb']:.0f} MB  -> {AD_REF['peak_mb'] / dab['peak_mb']:.1f}x less    (target <= 300 MB)")
     print(f"  GIF           {dab['bytes'] / 1e6:.2f} MB -> {AD_REF['bytes'] / dab['bytes']:.2f}x of AD's size (target <= 1.4 MB)")
     print("  stage ms: " + ", ".join(f"{k} {v:.0f}" for k, v in dab["stages"].items()))
-    # AnimatedDrawings frames char1 at about 38% of the canvas height (its camera) on a white
-    # background; ours fills the canvas, transparent. Like for like: a margin that gives our
+    # AnimatedDrawings frames char1 at roughly 40% of the canvas height (our reading of its default
+    # camera, not a measurement) on a white background; ours fills the canvas, transparent. Like for like: a margin that gives our
     # character AD's size, transparent and on white (opaque GIFs store only what changed).
     rows = []
     for extra in (("--margin", "155"), ("--margin", "155", "--background", "white")):
