@@ -247,30 +247,14 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
 
     verts = np.asarray(vertices, dtype=np.float32)
     F = verts.shape[0]
-    P = len(sprite.groups)
+    n_parts = len(sprite.groups)
     if part_order is None:
-        part_order = np.tile(np.arange(P), (F, 1))
+        part_order = np.tile(np.arange(n_parts), (F, 1))
     if part_reversed is None:
-        part_reversed = np.zeros((F, P), bool)
-    # each triangle moves by an affine map: canvas = M @ (p - rest v0) + deformed v0; for all frames
-    P = verts[:, sprite.tri_verts]                                   # (F, T, 3, 2)
-    D = np.stack([P[:, :, 1] - P[:, :, 0], P[:, :, 2] - P[:, :, 0]], axis=3)  # (F, T, 2, 2) columns
-    M = np.einsum("ftij,tjk->ftik", D, sprite.tri_inv.astype(np.float32))
+        part_reversed = np.zeros((F, n_parts), bool)
     run_tri, run_len = sprite.run_tri, sprite.run_len
-    # per frame, per triangle: a, b, c (x = a qx + b qy + c), d, e, g (y likewise), stretch
-    coef = np.empty((F, 7, M.shape[1]), np.float32)
-    coef[:, 0], coef[:, 1], coef[:, 2] = M[:, :, 0, 0], M[:, :, 0, 1], P[:, :, 0, 0]
-    coef[:, 3], coef[:, 4], coef[:, 5] = M[:, :, 1, 0], M[:, :, 1, 1], P[:, :, 0, 1]
-    # stretch of each triangle per frame: largest singular value of M, in texels per canvas pixel
-    fro = (M ** 2).sum(axis=(2, 3))
-    det = M[..., 0, 0] * M[..., 1, 1] - M[..., 0, 1] * M[..., 1, 0]
-    smax = np.sqrt(np.maximum((fro + np.sqrt(np.maximum(fro * fro - 4 * det * det, 0))) / 2, 0))
-    # offsets grow with a stretch s from 1/4 px to 1/4 (3s - 2) px, at most 1/2 px (beyond, the
-    # pattern's own middle would open): this closes the gaps between stretched texels (measured:
-    # no holes up to s = 1.3 at any angle, few at 1.5) and stays inside each texel's footprint
-    s_ = np.maximum(smax / np.float32(sprite.texel_scale), 1)
-    coef[:, 6] = np.minimum(3 * s_ - 2, 2) / 4                     # splat half-offset, px
-    del P, D, M, fro, det, smax, s_
+    block = 128  # frames whose per-triangle maps are computed together (bounds the memory)
+    blocks: dict[int, np.ndarray] = {}
     qx, qy = sprite.local
     colour = sprite.colour[None, :]
     background = sprite.transparent if fill is None else int(fill)
@@ -289,7 +273,7 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
             local.rows = np.empty((len(dys), N), np.int32)
             local.idx = np.empty((len(splat), N), np.int32)
         x, y, t, cols, rows, idx = local.x, local.y, local.t, local.cols, local.rows, local.idx
-        a, b, c, d, e, g, half = np.repeat(coef[f][:, run_tri], run_len, axis=1)
+        a, b, c, d, e, g, half = np.repeat(blocks[f // block][f % block][:, run_tri], run_len, axis=1)
         np.multiply(a, qx, out=x); b *= qy; x += b; x += c
         np.multiply(d, qx, out=y); e *= qy; y += e; y += g
         np.clip(x, 0.5, width - 1.5, out=x)  # keeps every offset write on the canvas
@@ -324,16 +308,53 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
                 mid[hole] = o[1:-1, :-2][hole]
         return o
 
+    def ready(f: int) -> None:
+        """Compute the block of frame f's maps if needed; drop blocks already done."""
+        k = f // block
+        if k not in blocks:
+            blocks[k] = _affine_coefficients(sprite, verts[k * block:(k + 1) * block])
+            for old in [j for j in blocks if j < k - 1]:
+                del blocks[old]
+
     if threads <= 1 or F < 4:
         for f in range(F):
+            ready(f)
             yield frame(f)
         return
     ahead = 2 * threads
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="raster") as pool:
-        futures = [pool.submit(frame, f) for f in range(min(F, ahead))]
+        futures = []
+        for f in range(min(F, ahead)):
+            ready(f)
+            futures.append(pool.submit(frame, f))
         for f in range(F):
             fr = futures[f].result()
             futures[f] = None  # type: ignore[call-overload]
             if f + ahead < F:
+                ready(f + ahead)
                 futures.append(pool.submit(frame, f + ahead))
             yield fr
+
+
+def _affine_coefficients(sprite: Sprite, verts: np.ndarray) -> np.ndarray:
+    """Per frame and triangle: the affine map of the rest triangle onto the deformed one, as
+    (n, 7, T) float32 rows a, b, c, d, e, g, h: canvas x = a qx + b qy + c, y = d qx + e qy + g for a
+    point at (qx, qy) from the triangle's first rest vertex, and h the splat half-offset in pixels.
+
+    h grows with the triangle's stretch s (largest singular value of the map, in texels per canvas
+    pixel) from 1/4 px to 1/4 (3s - 2) px, at most 1/2 px (beyond, the 2x2 pattern's own middle
+    would open): this closes the gaps between stretched texels (measured: no holes up to s = 1.3
+    at any angle, few at 1.5) and stays inside each texel's own footprint.
+    """
+    P = verts[:, sprite.tri_verts]                                   # (n, T, 3, 2)
+    D = np.stack([P[:, :, 1] - P[:, :, 0], P[:, :, 2] - P[:, :, 0]], axis=3)  # edge columns
+    M = np.einsum("ftij,tjk->ftik", D, sprite.tri_inv.astype(np.float32))
+    coef = np.empty((len(verts), 7, M.shape[1]), np.float32)
+    coef[:, 0], coef[:, 1], coef[:, 2] = M[:, :, 0, 0], M[:, :, 0, 1], P[:, :, 0, 0]
+    coef[:, 3], coef[:, 4], coef[:, 5] = M[:, :, 1, 0], M[:, :, 1, 1], P[:, :, 0, 1]
+    fro = (M ** 2).sum(axis=(2, 3))
+    det = M[..., 0, 0] * M[..., 1, 1] - M[..., 0, 1] * M[..., 1, 0]
+    smax = np.sqrt(np.maximum((fro + np.sqrt(np.maximum(fro * fro - 4 * det * det, 0))) / 2, 0))
+    s = np.maximum(smax / np.float32(sprite.texel_scale), 1)
+    coef[:, 6] = np.minimum(3 * s - 2, 2) / 4
+    return coef
