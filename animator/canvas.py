@@ -1,10 +1,11 @@
 """Where the character goes on the output canvas: one scale for the whole clip, a view per frame.
 
-The character keeps a steady size: a single scale (canvas pixels per drawing pixel) is chosen so that
-the largest pose of the clip fits inside the canvas with a margin. Along an axis where the whole
-clip's motion fits too, the view stays put (the character moves across the canvas); along an axis
-where it does not (a character walking away), the view follows the root joint, shifted as little as
-needed to keep every pose inside the canvas. The character is never shrunk per frame.
+The character keeps a steady size: a single scale (canvas pixels per drawing pixel) for the whole
+clip. Along each axis the view either stays put, with the whole clip's motion in view (a jump, a
+sway, a step: the character moves on the canvas), or, when fitting the whole motion would shrink the
+character below ``follow_below`` (70%) of the size at which its largest pose just fits (a character
+walking away), follows the root joint, shifted as little as needed to keep every pose inside the
+canvas. The character is never shrunk per frame.
 
 Coordinates: canvas pixels, origin top-left, x right, y down; a drawing point ``p`` (texture pixels,
 y down) of frame ``f`` lands at ``scale * p + offsets[f]``.
@@ -46,7 +47,7 @@ def default_margin(width: int, height: int) -> float:
 
 
 def place(bounds: np.ndarray, root: np.ndarray, width: int, height: int, margin: float | None = None,
-          max_scale: float | None = None) -> Placement:
+          max_scale: float | None = None, follow_below: float = 0.7) -> Placement:
     """Choose the clip's scale and each frame's view.
 
     Args:
@@ -55,6 +56,8 @@ def place(bounds: np.ndarray, root: np.ndarray, width: int, height: int, margin:
         width, height: canvas size in pixels.
         margin: free border in canvas pixels (default :func:`default_margin`).
         max_scale: upper bound on the scale (e.g. to avoid enlarging a small drawing too much).
+        follow_below: follow the root along an axis when showing the clip's whole motion along it
+            would need a scale below this fraction of the largest pose's fitting scale.
     Raises:
         RenderError: the canvas is too small to hold the character with the margin.
     """
@@ -67,14 +70,18 @@ def place(bounds: np.ndarray, root: np.ndarray, width: int, height: int, margin:
     if (room < 4).any():
         raise RenderError(f"canvas {width}x{height} is too small for a {m:g}-pixel margin")
     size = np.maximum(b[:, 2:] - b[:, :2], 1e-6)         # (F, 2) per-frame extent
-    scale = float(np.min(room / size.max(axis=0)))
+    pose_scale = float(np.min(room / size.max(axis=0)))   # the largest pose just fits
+    clip = np.maximum(b[:, 2:].max(axis=0) - b[:, :2].min(axis=0), 1e-6)
+    clip_scale = room / clip                              # per axis: the whole motion fits
+    follow = clip_scale < follow_below * pose_scale
+    scale = min([pose_scale] + [float(clip_scale[a]) for a in range(2) if not follow[a]])
     if max_scale is not None:
         scale = min(scale, float(max_scale))
     canvas = np.array([width, height], dtype=np.float64)
     offsets = np.empty((len(b), 2))
     for ax in range(2):
         lo, hi = b[:, ax], b[:, ax + 2]
-        if scale * (hi.max() - lo.min()) <= room[ax]:
+        if not follow[ax]:
             # the whole clip fits: a fixed view, clip centred
             offsets[:, ax] = canvas[ax] / 2 - scale * (hi.max() + lo.min()) / 2
         else:

@@ -104,6 +104,21 @@ def test_placement_keeps_a_travelling_character_in_view():
     assert np.ptp(pl.offsets[:, 1]) == 0                   # vertical view fixed: it fits
 
 
+def test_placement_shows_a_jump_instead_of_following_it():
+    F = 41
+    size = np.array([100.0, 200.0])
+    t = np.linspace(0, np.pi, F)  # includes the top of the jump
+    root = np.stack([np.full(F, 50.0), 150.0 - 60.0 * np.sin(t)], 1)  # jumps 60 px up and down
+    bounds = np.concatenate([root - size / 2, root + size / 2], 1)
+    pl = place(bounds, root, 300, 300, margin=10)
+    assert pl.scale == pytest.approx(280 / 260)            # the whole jump fits, at one scale
+    assert np.ptp(pl.offsets, axis=0).max() == 0           # a fixed view: the jump shows
+    lo = pl.scale * bounds[:, :2] + pl.offsets
+    hi = pl.scale * bounds[:, 2:] + pl.offsets
+    assert (lo >= 10 - 1e-9).all() and (hi <= 290 + 1e-9).all()
+    assert np.ptp(lo[:, 1]) == pytest.approx(60 * pl.scale)
+
+
 def _decode(data):
     im = Image.open(io.BytesIO(data))
     frames, total = [], 0
