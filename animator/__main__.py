@@ -26,8 +26,9 @@ EPILOG = """\
 coordinates:
   Skeletons (char_cfg.yaml and --dump-joints) are in the drawing's own pixels: origin at the
   texture's top-left corner, x to the right, y down, before any canvas placement. The character is
-  drawn at one scale for the whole clip, chosen so that every pose fits the canvas with the margin;
-  when the clip travels further than the canvas, the view follows the root joint.
+  drawn at one scale for the whole clip, chosen so that every pose fits the canvas with the margin.
+  Jumps and sways play in a fixed view; when a clip travels so far that showing all of it would
+  shrink the character below 70%, the view follows the root joint along that axis.
 
 frames:
   --fps 25 (default) plays at true speed in a GIF (4 cs per frame; GIF delays are whole
