@@ -74,6 +74,7 @@ class RenderOptions:
     colours: int = 16
     smooth: int = 3
     flatten: int = 0
+    merge: float = 10.0
     tolerance: float | None = None
     margin: float | None = None
     mesh_cells: int = 300
@@ -235,7 +236,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     opaque = opts.background is not None
     sprite = prepare_sprite(character.texture, character.mask, mesh, placement.scale, joints,
                             motion.part_joints, colours=min(opts.colours, 254) if opaque else opts.colours,
-                            smooth=opts.smooth, flatten=opts.flatten)
+                            smooth=opts.smooth, flatten=opts.flatten, merge=opts.merge)
     palette, keep, fill = sprite.palette, sprite.transparent, None
     if opaque and opts.format != "mp4":
         # the background becomes one more palette colour; the index after it means "unchanged"

@@ -67,15 +67,24 @@ def _union(a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int] | N
     return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
 
 
-def _lzw(block: np.ndarray) -> bytes:
-    """GIF LZW image data (minimum code size byte, sub-blocks, terminator) of a 2-D index array."""
+def palette_bits(n_indices: int) -> int:
+    """Bits per index of a GIF colour table holding ``n_indices`` entries (2..8: GIF's LZW
+    minimum code size is at least 2)."""
+    return max(2, int(n_indices - 1).bit_length())
+
+
+def _lzw(block: np.ndarray, bits: int = 8) -> bytes:
+    """GIF LZW image data (minimum code size byte, sub-blocks, terminator) of a 2-D index array
+    whose values are all below ``2 ** bits``. The smallest ``bits`` that holds the palette gives the
+    shortest codes: LZW codes start at ``bits + 1`` bits and every code below ``2 ** bits`` is taken
+    by a single index, so a small palette wastes nothing on unused single-index codes."""
     from PIL import Image, ImageFile
 
     h, w = block.shape
     im = Image.frombuffer("L", (w, h), np.ascontiguousarray(block), "raw", "L", 0, 1)
-    im.encoderconfig = (8, False)
+    im.encoderconfig = (bits, False)
     out = io.BytesIO()
-    out.write(b"\x08")
+    out.write(bytes([bits]))
     ImageFile._save(im, out, [ImageFile._Tile("gif", (0, 0, w, h), 0, "L")])
     out.write(b"\x00")
     return out.getvalue()
@@ -96,14 +105,16 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
             further than ``tolerance`` from the true frame.
         threads: LZW compression threads (Pillow's encoder releases the GIL).
     """
-    pal = np.zeros((256, 3), np.uint8)
     palette = np.asarray(palette, dtype=np.uint8).reshape(-1, 3)
     if len(palette) > 256 or not 0 <= transparent < 256:
         raise RenderError("GIF palettes hold at most 256 colours")
+    bits = palette_bits(max(len(palette), transparent + 1))
+    pal = np.zeros((1 << bits, 3), np.uint8)
     pal[: len(palette)] = palette
     close = None
     if tolerance > 0:
-        p = pal.astype(np.float64)
+        p = np.zeros((256, 3), np.float64)
+        p[: len(palette)] = palette
         close = (np.sqrt(((p[:, None, :] - p[None, :, :]) ** 2).sum(-1)) <= tolerance)
         close[transparent, :] = False
         close[:, transparent] = False
@@ -117,7 +128,7 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
         raise RenderError(f"frames must be 2-D palette-index arrays, got shape {first.shape}")
     h, w = first.shape
     out = io.BytesIO()
-    out.write(b"GIF89a" + struct.pack("<HHBBB", w, h, 0xF7, transparent, 0))
+    out.write(b"GIF89a" + struct.pack("<HHBBB", w, h, 0xF0 | (bits - 1), transparent, 0))
     out.write(pal.tobytes())
     out.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", loop) + b"\x00")
     tr = np.uint8(transparent)
@@ -132,10 +143,12 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
         nonlocal n
         if n >= len(delays_cs):
             raise RenderError(f"more frames than delays ({len(delays_cs)})")
+        if bits < 8 and int(block.max()) >> bits:
+            raise RenderError(f"a frame holds palette index {int(block.max())}, beyond the {len(palette)} colours given")
         x0, y0, x1, y1 = rect
         head = (b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delays_cs[n], transparent, 0)
                 + b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
-        pending.append((head, pool.submit(_lzw, block)))
+        pending.append((head, pool.submit(_lzw, block, bits)))
         while pending and (len(pending) > 16 or pending[0][1].done()):
             h0, fut = pending.pop(0)
             out.write(h0)
@@ -214,11 +227,33 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             block = np.subtract(C[y0:y1, x0:x1], tr)
             block *= ch8[y0:y1, x0:x1]
             block += tr                                       # where(changed, C, transparent)
+            block = _flatter(block, S[y0:y1, x0:x1], tr)
             emit(block, (x0 + rx0, y0 + ry0, x1 + rx0, y1 + ry0), disposal)
             if disposal == 2:
                 S[y0:y1, x0:x1] = tr
         screen_box = _union(screen_box, cur_box)
         cur, cur_box = nxt, nxt_box
+
+
+def _transitions(b: np.ndarray) -> int:
+    """Index changes between horizontal neighbours: a cheap proxy for a block's LZW size."""
+    return int(np.count_nonzero(b[:, 1:] != b[:, :-1]))
+
+
+def _flatter(keep_block: np.ndarray, screen: np.ndarray, tr: np.uint8) -> np.ndarray:
+    """Of two equivalent blocks, the one LZW likely compresses better.
+
+    An unchanged pixel can be stored as "keep" (the transparent index) or as the index already on
+    screen: both leave the screen as it is. Keep-everywhere wins where little changed; but where
+    changes are scattered over flat colour (an outline that moved a pixel), the keep pixels break
+    long runs of one colour into short pieces, and storing the screen's own indices is smaller
+    (measured on dab at 500x500 on white: 2.2 MB -> 1.7 MB). The choice is made per frame by
+    counting index changes along rows.
+    """
+    full = np.where(keep_block == tr, screen, keep_block)
+    if _transitions(full) < _transitions(keep_block):
+        return full
+    return keep_block
 
 
 def _rgba_frames(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int) -> Iterator[np.ndarray]:

@@ -92,7 +92,8 @@ def mask_outline(mask: np.ndarray, max_points: int = 1000) -> np.ndarray:
 def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: float,
                    joints: Sequence[tuple[str, tuple[float, float], str | None]],
                    part_joints: Sequence[Sequence[str]], supersample: int = 1,
-                   colours: int = MAX_COLOURS, smooth: int = 0, flatten: int = 0) -> Sprite:
+                   colours: int = MAX_COLOURS, smooth: int = 0, flatten: int = 0,
+                   merge: float = 0.0) -> Sprite:
     """Build the sample points of a character for a given output scale.
 
     Args:
@@ -140,6 +141,10 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     q = Image.fromarray(rgb[None, :, :], "RGB").quantize(colours, method=Image.Quantize.MEDIANCUT,
                                                        dither=Image.Dither.NONE)
     tex_idx = np.asarray(q, dtype=np.uint8)[0]
+    qpal = np.array(q.getpalette()[: 3 * (int(tex_idx.max()) + 1)], dtype=np.uint8).reshape(-1, 3)
+    if merge > 0:
+        lut, qpal = merge_palette(qpal, np.bincount(tex_idx, minlength=len(qpal)), merge)
+        tex_idx = lut[tex_idx]
     if flatten and flatten > 1:
         # majority vote of palette indices in a window: flat areas become truly flat (LZW-friendly)
         from PIL import ImageFilter
@@ -148,8 +153,8 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         plane[ty, tx] = tex_idx
         plane = np.asarray(Image.fromarray(plane, "L").filter(ImageFilter.ModeFilter(int(flatten) | 1)))
         tex_idx = plane[ty, tx]
-    used = int(tex_idx.max()) + 1
-    pal = np.array(q.getpalette()[: 3 * used], dtype=np.uint8).reshape(used, 3)
+    used = len(qpal)
+    pal = qpal
 
     # sample points: supersample x supersample per texel
     ss = int(supersample)
@@ -215,6 +220,47 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     local = (pts[order] - rv[tri_o, 0]).T.astype(np.float32)
     return Sprite(pal, used, np.ascontiguousarray(colour[order]), groups, len(tx), np.ascontiguousarray(local),
                   tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges), (sx + sy) / 2)
+
+
+def srgb_to_lab(rgb: np.ndarray) -> np.ndarray:
+    """CIE L*a*b* (D65) of sRGB colours, (..., 3) uint8 -> (..., 3) float64."""
+    c = np.asarray(rgb, np.float64) / 255.0
+    c = np.where(c > 0.04045, ((c + 0.055) / 1.055) ** 2.4, c / 12.92)
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = c @ m.T / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 216 / 24389, np.cbrt(xyz), (24389 / 27 * xyz + 16) / 116)
+    return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], -1)
+
+
+def merge_palette(palette: np.ndarray, counts: np.ndarray, delta_e: float) -> tuple[np.ndarray, np.ndarray]:
+    """Merge palette colours closer than ``delta_e`` (CIE76 distance in L*a*b*), closest pair first.
+
+    Returns (lut, merged palette): ``lut[i]`` is the merged index of old colour i. A merged colour is
+    the population-weighted mean of its members (``counts``: texels per old colour).
+    """
+    pal = np.asarray(palette, np.uint8).reshape(-1, 3)
+    w = np.asarray(counts, np.float64)[: len(pal)] + 1e-9
+    lab = list(srgb_to_lab(pal))
+    wt = list(w)
+    groups = [[i] for i in range(len(pal))]
+    while len(groups) > 1:
+        c = np.array(lab)
+        d = np.sqrt(((c[:, None] - c[None]) ** 2).sum(-1))
+        np.fill_diagonal(d, np.inf)
+        i, j = np.unravel_index(int(np.argmin(d)), d.shape)
+        if d[i, j] >= delta_e:
+            break
+        i, j = min(i, j), max(i, j)
+        lab[i] = (lab[i] * wt[i] + lab[j] * wt[j]) / (wt[i] + wt[j])
+        wt[i] += wt[j]
+        groups[i] += groups[j]
+        del groups[j], lab[j], wt[j]
+    lut = np.zeros(len(pal), np.uint8)
+    out = np.empty((len(groups), 3), np.uint8)
+    for g, members in enumerate(groups):
+        lut[members] = g
+        out[g] = np.round((pal[members] * w[members, None]).sum(0) / w[members].sum())
+    return lut, out
 
 
 #: Canvas-aligned sub-pixel offsets at which every sample point is written (see module doc).
