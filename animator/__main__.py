@@ -120,10 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-frames", type=_positive_int, metavar="N", help="at most N frames (the duration is kept)")
     p.add_argument("--colours", "--colors", type=int, default=None, metavar="N",
                    help="palette size for the whole clip, 2..255 (default 16; more for very colourful drawings)")
+    p.add_argument("--merge", type=float, default=None, metavar="DELTA_E",
+                   help="merge palette colours closer than this colour difference (CIE delta E; default 10: "
+                        "paper grain and marker streaks become flat, files 2-3x smaller; 0: off, every shade kept)")
     p.add_argument("--background", type=_colour, default=None, metavar="COLOUR",
                    help="none (default: transparent GIF/WebP; MP4 uses white), white, black, #RRGGBB or "
-                        "R,G,B. An opaque background lets GIF frames store only what changed: files "
-                        "about half the size")
+                        "R,G,B. An opaque background lets GIF frames store only what changed (dab at "
+                        "500x500: 1.75 MB on white, 1.99 MB transparent)")
     p.add_argument("--tolerance", type=float, default=None, metavar="RGB",
                    help="GIF: leave a pixel alone when its new colour is within this RGB distance of the "
                         "one on screen (default 16 with --background, else 0 = exact frames)")
@@ -180,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             kw["colours"] = args.colours
         if args.margin is not None:
             kw["margin"] = args.margin
+        if args.merge is not None:
+            kw["merge"] = args.merge
         if args.background is not None:
             kw["background"] = args.background
         if args.tolerance is not None:

@@ -4,11 +4,21 @@ Frames come in as (H, W) uint8 arrays of palette indices, with one palette for t
 one index meaning transparent (see :mod:`animator.rasterize`), so nothing is quantised per frame.
 
 GIF: written here (the container is simple; Pillow's C encoder does the LZW compression of each
-frame's rectangle). Each frame stores only the rectangle that changed since what is on screen,
-with unchanged pixels left transparent ("keep what is there"). A pixel that must turn transparent
-again can only be cleared by disposing the previous frame's rectangle to the background, so the
-previous frame's rectangle is grown to cover such pixels and gets disposal 2 (restore to
-background); otherwise disposal 1 (leave in place). Delays are whole centiseconds chosen by
+frame's rectangle, with the smallest code size that holds the palette). Each frame stores only the
+rectangle that changed since what is on screen, with unchanged pixels left transparent ("keep what
+is there") or, where that makes fewer runs of one index, stored as the index already on screen. A
+pixel that must turn transparent again can only be cleared by disposing the previous frame's
+rectangle to the background, so the previous frame's rectangle is grown to cover such pixels and
+gets disposal 2 (restore to background); otherwise disposal 1 (leave in place).
+
+Why a transparent GIF of a dancing character redraws the whole character in every frame: after a
+frame is shown, disposal 1 leaves everything, disposal 2 clears the frame's rectangle and disposal 3
+restores what was there before the frame. So pixels survive into later frames only from a
+disposal-1 frame, and a disposal-1 frame is only possible when no pixel of it turns transparent in
+the next one. When the whole body moves (every AnimatedDrawings clip sways the whole body: in char1
+x dab, zombie, wave_hello and jumping_jacks no frame lacks such pixels), every frame must be
+disposed and the next drawn in full: the file's size is that of the frames themselves, which is
+why the clip's palette is made flat (see :func:`animator.rasterize.merge_palette`). Delays are whole centiseconds chosen by
 cumulative rounding, so they add up to the clip's duration (to the nearest centisecond).
 
 WebP: Pillow's animated WebP writer (lossy quality 80 with lossless alpha by default: about half the

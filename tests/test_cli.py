@@ -115,6 +115,29 @@ def test_bad_colours_is_exit_1(tmp_path):
     assert "colours" in msg
 
 
+def test_bad_merge_is_exit_1(tmp_path):
+    msg = _one_line_error(run(CHAR, "-m", DAB, "-r", FAIR, "-o", tmp_path / "x.gif", "--merge", "-2"), 1)
+    assert "merge" in msg
+
+
+def test_merge_0_keeps_every_shade(tmp_path):
+    """--merge 0 keeps the quantiser's 16 shades; the default merges char1's paper greys into one."""
+    from PIL import Image
+
+    sizes = {}
+    for merge in ("0", None):
+        out = tmp_path / f"m{merge}.gif"
+        extra = ["--merge", merge] if merge else []
+        assert run(CHAR, "-m", DAB, "-r", FAIR, "-o", out, "--size", "120x120", "--max-frames", "3", *extra).returncode == 0
+        im = Image.open(out)
+        colours = set()
+        for k in range(im.n_frames):
+            im.seek(k)
+            colours |= {c for _, c in im.convert("RGBA").getcolors(1 << 16) if c[3] == 255}
+        sizes[merge] = len(colours)
+    assert sizes["0"] == 16 and sizes[None] < 8, sizes
+
+
 def test_unwritable_output_is_exit_3(tmp_path):
     target = tmp_path / "missing-dir" / "x.gif"
     msg = _one_line_error(run(CHAR, "-m", DAB, "-r", FAIR, "-o", target, "--size", "64x64", "--max-frames", "2"), 3)

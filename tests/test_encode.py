@@ -144,3 +144,67 @@ def test_mp4_or_a_clear_error():
     assert data[4:8] == b"ftyp"
     with pytest.raises(RenderError, match="even"):
         encode_mp4([np.zeros((5, 6), np.uint8)], PALETTE, T, 0.05)
+
+
+@pytest.mark.parametrize("n_colours", [1, 2, 3, 4, 7, 8, 15, 16, 31, 100, 255])
+def test_gif_colour_table_and_code_size_fit_the_palette(n_colours):
+    """The colour table holds the palette plus the transparent index, rounded up to a power of two
+    (at least 4: GIF's LZW minimum code size is at least 2), and the frames decode exactly."""
+    rng = np.random.default_rng(n_colours)
+    pal = rng.integers(0, 256, (n_colours, 3)).astype(np.uint8)
+    tr = n_colours
+    frames = []
+    for k in range(4):
+        f = np.full((30, 40), tr, np.uint8)
+        f[5 + k:20 + k, 3 + 2 * k:30 + 2 * k] = rng.integers(0, n_colours, (15, 27))
+        frames.append(f)
+    data = encode_gif(frames, pal, tr, [5] * 4)
+    bits = max(2, int(n_colours).bit_length())
+    assert data[10] & 0x80 and (data[10] & 7) + 1 == bits        # global table of 2**bits colours
+    image = data.index(b"\x2c", 13 + 3 * (1 << bits))              # first image descriptor
+    assert data[image + 10] == bits                                 # LZW minimum code size
+    _, got, _ = _decode(data)
+    lut = np.zeros((256, 4), np.uint8)
+    lut[:n_colours, :3] = pal
+    lut[:n_colours, 3] = 255
+    for g, f in zip(got, frames):
+        assert _same_pixels(g, lut[f])
+
+
+def test_gif_index_beyond_the_palette_fails_clearly():
+    f = np.full((8, 8), 3, np.uint8)
+    f[2, 2] = 9  # 3 colours + transparent index 3: 2-bit codes cannot hold 9
+    with pytest.raises(RenderError, match="palette index 9"):
+        encode_gif([f], PALETTE[:3], 3, [5])
+
+
+def test_gif_scattered_changes_on_flat_colour_store_the_screen_indices():
+    """An opaque clip whose outline wobbles by a pixel: storing only the changed pixels ("keep"
+    elsewhere) would chop the flat areas into short runs; the encoder stores the screen's own
+    indices instead when that makes fewer runs, and the frames stay exact."""
+    rng = np.random.default_rng(1)
+    frames = []
+    for k in range(8):
+        f = np.full((120, 160), 3, np.uint8)          # opaque background colour 3
+        f[20:100, 30:130] = 0                          # a flat red body
+        edge = rng.integers(0, 2, 80).astype(bool)     # its right edge wobbles row by row
+        f[20:100, 130][edge] = 0
+        f[20:100, 29][~edge] = 0
+        frames.append(f)
+    data = encode_gif(frames, PALETTE, T, gif_delays(len(frames), 0.1))
+    _, got, _ = _decode(data)
+    for g, want in zip(got, _rgba(frames)):
+        assert _same_pixels(g, want)
+    from animator.encode import _flatter, _transitions
+
+    keep = np.full((80, 102), T, np.uint8)
+    screen = np.zeros((80, 102), np.uint8)
+    keep[:, 0][rng.integers(0, 2, 80).astype(bool)] = 0
+    keep[::3, 50] = 0
+    chosen = _flatter(keep, screen, np.uint8(T))
+    assert np.array_equal(chosen, screen) and _transitions(chosen) < _transitions(keep)
+    # where little changed on a busy screen, "keep" stays
+    busy = rng.integers(0, 3, (80, 102)).astype(np.uint8)
+    sparse = np.full((80, 102), T, np.uint8)
+    sparse[40, 40:44] = 1
+    assert np.array_equal(_flatter(sparse, busy, np.uint8(T)), sparse)
