@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", required=True, metavar="OUT",
                    help="output file; its extension picks the format unless --format is given")
     p.add_argument("--format", "-f", choices=("gif", "webp", "mp4"),
-                   help="gif (transparent, default), webp (animated, quality 80, transparent) or mp4 "
+                   help="gif (transparent, default), webp (animated, lossless, transparent) or mp4 "
                         "(H.264 on a white background; needs imageio-ffmpeg)")
     p.add_argument("--size", type=_size, default=(500, 500), metavar="WxH", help="canvas size in pixels (default 500x500)")
     p.add_argument("--fps", type=_fps, default=None, metavar="N|native",

@@ -21,8 +21,9 @@ disposed and the next drawn in full: the file's size is that of the frames thems
 why the clip's palette is made flat (see :func:`animator.rasterize.merge_palette`). Delays are whole centiseconds chosen by
 cumulative rounding, so they add up to the clip's duration (to the nearest centisecond).
 
-WebP: Pillow's animated WebP writer (lossy quality 80 with lossless alpha by default: about half the
-size of the GIF and 3x faster to write than lossless WebP; transparency kept).
+WebP: Pillow's animated WebP writer, lossless by default (transparency kept): the clip's flat palette
+compresses far better lossless than lossy (dab at 500x500, 25 fps: 1.7 MB lossless, 4.2 MB lossy at
+quality 80, which is also slower to write).
 MP4: H.264 through the ``ffmpeg`` binary bundled with ``imageio-ffmpeg`` (no alpha in H.264: the
 character is composited on a background colour, white by default); a :class:`RenderError` says so
 when no ffmpeg is available.
@@ -276,7 +277,7 @@ def _rgba_frames(frames: Iterable[np.ndarray], palette: np.ndarray, transparent:
 
 
 def encode_webp(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
-                frame_time_s: float, n_frames: int | None = None, lossless: bool = False,
+                frame_time_s: float, n_frames: int | None = None, lossless: bool = True,
                 quality: int = 80) -> bytes:
     """Animated WebP via Pillow (transparency kept). Durations in whole milliseconds, cumulative.
 

@@ -122,7 +122,8 @@ def test_webp_round_trips():
     for k in (0, 3, 9):
         im.seek(k)
         assert _same_pixels(np.asarray(im.convert("RGBA")), _rgba(frames)[k])
-    lossy = Image.open(io.BytesIO(encode_webp(frames, PALETTE, T, 0.05)))  # default: quality 80
+    assert encode_webp(iter(frames), PALETTE, T, 0.05, n_frames=len(frames)) == exact  # lossless by default
+    lossy = Image.open(io.BytesIO(encode_webp(frames, PALETTE, T, 0.05, lossless=False)))  # quality 80
     assert lossy.n_frames == len(frames)
     lossy.seek(3)
     got, want = np.asarray(lossy.convert("RGBA")).astype(int), _rgba(frames)[3].astype(int)
