@@ -342,15 +342,23 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
                 out[idx[:, a:b]] = colour[:, a:b]
         o = out.reshape(height, width)
         if height > 2 and width > 2:
-            # a pixel left empty between four drawn ones (a limb stretched past 1.5x) takes its
-            # left neighbour's colour
+            # a pixel left empty between two drawn ones, above and below or left and right (a limb
+            # stretched past 1.5x opens 1-pixel slits), takes the colour of the one above (or left);
+            # filling can enclose a neighbouring empty pixel of the same slit, hence a few passes
             mid = o[1:-1, 1:-1]
-            hole = mid == background
-            hole &= o[:-2, 1:-1] != background
-            hole &= o[2:, 1:-1] != background
-            hole &= o[1:-1, :-2] != background
-            hole &= o[1:-1, 2:] != background
-            if hole.any():
+            for _ in range(8):
+                hole = mid == background
+                up = o[:-2, 1:-1] != background
+                up &= o[2:, 1:-1] != background
+                side = o[1:-1, :-2] != background
+                side &= o[1:-1, 2:] != background
+                side |= up
+                hole &= side
+                if not hole.any():
+                    break
+                fill_up = hole & up
+                mid[fill_up] = o[:-2, 1:-1][fill_up]
+                hole &= ~fill_up
                 mid[hole] = o[1:-1, :-2][hole]
         return o
 

@@ -85,3 +85,24 @@ def test_merge_option_is_checked():
         with pytest.raises(ConfigError) as exc:
             RenderOptions(merge=bad)
         assert exc.value.field == "merge"
+
+
+@pytest.mark.parametrize("stretch", [1.6, 1.9, 2.2])
+def test_stretched_limbs_leave_no_slits(stretch):
+    """Stretched past 1.5x, texels land more than a splat apart; a pixel left empty between two drawn
+    ones (above and below, or left and right) must not show as a 1-pixel slit of background."""
+    ch = load_character(EX / "characters" / "char1")
+    rest = np.array([j.loc for j in ch.skeleton])
+    mesh = build_mesh(ch.mask, keep_points=rest)
+    groups = [list(g.char_joints) for g in animator.load_retarget_config(FAIR).char_bodypart_groups]
+    sprite = prepare_sprite(ch.texture, ch.mask, mesh, 0.3, [(j.name, j.loc, j.parent) for j in ch.skeleton],
+                            groups, colours=16, merge=10)
+    h, w = ch.mask.shape
+    verts = mesh.vertices * [0.3, 0.3 * stretch] + 4
+    W, H = int(w * 0.3) + 8, int(h * 0.3 * stretch) + 8
+    frame = next(rasterize(sprite, verts[None], W, H, threads=1))
+    op = frame != sprite.transparent
+    gap = ~op[1:-1, 1:-1]
+    slit = gap & ((op[:-2, 1:-1] & op[2:, 1:-1]) | (op[1:-1, :-2] & op[1:-1, 2:]))
+    assert op.sum() > 0.9 * stretch * sprite.texels
+    assert slit.sum() == 0
