@@ -9,6 +9,7 @@ draw order. AnimatedDrawings itself is not needed to run these tests.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -25,24 +26,39 @@ REFERENCES = sorted((FIXTURES / "ad_reference").glob("*.json"))
 TOL_PX = 0.02
 
 
-def _load(path: Path):
+def _character(ref: dict, tmp_path: Path):
+    """The reference's character; ``char_cfg`` (if any) replaces the folder's char_cfg.yaml (same drawing)."""
+    folder = FIXTURES / ref["character"]
+    if "char_cfg" in ref:
+        for name in ("mask.png", "texture.png"):
+            shutil.copy(folder / name, tmp_path / name)
+        shutil.copy(FIXTURES / ref["char_cfg"], tmp_path / "char_cfg.yaml")
+        folder = tmp_path
+    return load_character(folder)
+
+
+def _load(path: Path, tmp_path: Path):
     ref = json.loads(path.read_text())
-    motion = retarget(load_character(FIXTURES / ref["character"]), load_motion_config(FIXTURES / ref["motion_cfg"]),
+    motion = retarget(_character(ref, tmp_path), load_motion_config(FIXTURES / ref["motion_cfg"]),
                       load_retarget_config(FIXTURES / ref["retarget_cfg"]))
     cols = [motion.joint_names.index(n) for n in ref["joints"]]
     return ref, motion, motion.positions[:, cols], np.asarray(ref["frames"], dtype=np.float64)
 
 
-def test_the_references_cover_both_retarget_configs_several_characters_and_a_late_start():
-    refs = [json.loads(p.read_text()) for p in REFERENCES]
-    assert {Path(r["retarget_cfg"]).stem for r in refs} >= {"fair1_ppf", "cmu1_pfp"}
-    assert len({r["character"] for r in refs}) >= 3
-    assert any(r["source_frames"][0] > 0 for r in refs)
+def test_the_references_cover_both_retarget_configs_several_characters_and_edge_cases():
+    refs = {p.stem: json.loads(p.read_text()) for p in REFERENCES}
+    assert {Path(r["retarget_cfg"]).stem for r in refs.values()} >= {"fair1_ppf", "cmu1_pfp"}
+    assert len({r["character"] for r in refs.values()}) >= 3
+    assert any(r["source_frames"][0] > 0 for r in refs.values())
+    # a Mixamo-style clip (prefixed names, +y up, Z Y X rotations, frame_time override), a drawing whose
+    # runtime check drops the neck mapping, and one whose joints list siblings in another order
+    assert {"char1_mixamo_style", "char1_low_neck", "char1_reversed_siblings"} <= set(refs)
+    assert refs["char1_mixamo_style"]["frame_time_s"] == 0.05
 
 
 @pytest.mark.parametrize("path", REFERENCES, ids=[p.stem for p in REFERENCES])
-def test_joint_positions_match_animated_drawings(path: Path):
-    ref, motion, ours, theirs = _load(path)
+def test_joint_positions_match_animated_drawings(path: Path, tmp_path: Path):
+    ref, motion, ours, theirs = _load(path, tmp_path)
     assert ours.shape == theirs.shape
     err = np.linalg.norm(ours - theirs, axis=-1)
     f, j = np.unravel_index(err.argmax(), err.shape)
@@ -50,9 +66,9 @@ def test_joint_positions_match_animated_drawings(path: Path):
 
 
 @pytest.mark.parametrize("path", REFERENCES, ids=[p.stem for p in REFERENCES])
-def test_frame_indices_and_timing_match_animated_drawings(path: Path):
+def test_frame_indices_and_timing_match_animated_drawings(path: Path, tmp_path: Path):
     """Output frame i shows the BVH frame AnimatedDrawings renders at its frame i (start + i, no off-by-one)."""
-    ref, motion, ours, theirs = _load(path)
+    ref, motion, ours, theirs = _load(path, tmp_path)
     assert motion.source_frames.tolist() == ref["source_frames"]
     assert motion.frame_time_s == pytest.approx(ref["frame_time_s"], rel=1e-9)
     # and the comparison is sharp enough to see a one-frame slip
@@ -61,14 +77,14 @@ def test_frame_indices_and_timing_match_animated_drawings(path: Path):
 
 
 @pytest.mark.parametrize("path", REFERENCES, ids=[p.stem for p in REFERENCES])
-def test_draw_order_matches_animated_drawings(path: Path):
+def test_draw_order_matches_animated_drawings(path: Path, tmp_path: Path):
     """Body-part groups back to front, and which groups draw their joints reversed, as AnimatedDrawings sorts them.
 
     AnimatedDrawings sorts float32 depths, we sort float64 ones: where two groups' depths are within
     float32 noise of each other (or one is within it of 0) the order may legitimately differ, so
     such frames must be near-ties in our depths, and rare.
     """
-    ref, motion, _, _ = _load(path)
+    ref, motion, _, _ = _load(path, tmp_path)
     order = np.asarray(ref["part_order"])
     rev = np.asarray(ref["part_reversed"])
     depths = motion.part_depths
