@@ -97,3 +97,23 @@ def test_draw_order_matches_animated_drawings(path: Path, tmp_path: Path):
     for f, g in rdiff:
         assert abs(depths[f, g]) < 1e-4, f"frame {f} group {g}: depth {depths[f, g]}"
     assert len(differ) + len(rdiff) <= max(1, len(order) // 100)
+
+
+def test_cli_dump_joints_at_native_fps_matches_animated_drawings(tmp_path: Path):
+    """``python -m animator ... --fps native --dump-joints`` writes the same poses, frame for frame."""
+    import subprocess
+    import sys
+
+    path = FIXTURES / "ad_reference" / "char2_jumping_jacks.json"
+    ref = json.loads(path.read_text())
+    dump = tmp_path / "joints.json"
+    subprocess.run([sys.executable, "-m", "animator", str(FIXTURES / ref["character"]),
+                    "--motion", str(FIXTURES / ref["motion_cfg"]), "--retarget", str(FIXTURES / ref["retarget_cfg"]),
+                    "-o", str(tmp_path / "out.gif"), "--fps", "native", "--size", "200x200", "--dump-joints", str(dump)],
+                   check=True, cwd=Path(__file__).parent.parent, capture_output=True, timeout=300)
+    ours = json.loads(dump.read_text())
+    cols = [ours["joints"].index(n) for n in ref["joints"]]
+    got = np.asarray(ours["frames"], dtype=np.float64)[:, cols]
+    want = np.asarray(ref["frames"], dtype=np.float64)
+    assert got.shape == want.shape
+    assert np.linalg.norm(got - want, axis=-1).max() < TOL_PX
