@@ -41,7 +41,8 @@ class Character:
     Attributes:
         texture: RGBA uint8 array, shape (H, W, 4).
         mask: bool array, shape (H, W); True where the character is.
-        skeleton: joints, parents listed before their children.
+        skeleton: joints in any order (as AnimatedDrawings accepts); stored parents-first, siblings
+            kept in their given order (AnimatedDrawings visits children in that order).
     """
 
     texture: np.ndarray
@@ -60,11 +61,7 @@ class Character:
         missing = [n for n in SKELETON_JOINTS if n not in names]
         if missing:
             raise CharacterError(None, "skeleton", f"missing joints: {', '.join(missing)}")
-        seen: set[str] = set()
-        for j in self.skeleton:
-            if j.parent is not None and j.parent not in seen:
-                raise CharacterError(None, "skeleton", f"joint '{j.name}' lists parent '{j.parent}' before it is defined")
-            seen.add(j.name)
+        self.skeleton = parents_first(self.skeleton)
 
     @property
     def size(self) -> tuple[int, int]:
@@ -74,6 +71,35 @@ class Character:
     def joint_locations(self) -> dict[str, np.ndarray]:
         """Joint name -> (x, y) float64 array in texture pixels, y down."""
         return {j.name: np.asarray(j.loc, dtype=np.float64) for j in self.skeleton}
+
+
+def parents_first(joints: Sequence[Joint]) -> list[Joint]:
+    """Order joints so every parent precedes its children, keeping the given order otherwise.
+
+    Raises CharacterError for duplicate names, unknown parents or cycles.
+    """
+    names = [j.name for j in joints]
+    if len(set(names)) != len(names):
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        raise CharacterError(None, "skeleton", f"duplicate joint names: {', '.join(dupes)}")
+    for j in joints:
+        if j.parent is not None and j.parent not in names:
+            raise CharacterError(None, "skeleton", f"joint '{j.name}' has unknown parent '{j.parent}'")
+    ordered: list[Joint] = []
+    placed: set[str] = set()
+    pending = list(joints)
+    while pending:  # one pass when the list is already parents-first, so its order is kept
+        waiting = []
+        for j in pending:
+            if j.parent is None or j.parent in placed:
+                ordered.append(j)
+                placed.add(j.name)
+            else:
+                waiting.append(j)
+        if len(waiting) == len(pending):
+            raise CharacterError(None, "skeleton", "parent links form a cycle: " + ", ".join(j.name for j in waiting))
+        pending = waiting
+    return ordered
 
 
 def skeleton_from_config(entries: Sequence[Mapping[str, Any]], path: str | Path | None = None) -> list[Joint]:
