@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--background", type=_colour, default=None, metavar="COLOUR",
                    help="none (default: transparent GIF/WebP; MP4 uses white), white, black, #RRGGBB or "
                         "R,G,B. An opaque background lets GIF frames store only what changed (dab at "
-                        "500x500: 1.75 MB on white, 1.99 MB transparent)")
+                        "500x500: 1.74 MB on white, 1.98 MB transparent)")
     p.add_argument("--tolerance", type=float, default=None, metavar="RGB",
                    help="GIF: leave a pixel alone when its new colour is within this RGB distance of the "
                         "one on screen (default 16 with --background, else 0 = exact frames)")

@@ -69,7 +69,7 @@ class RenderOptions:
             background in GIF and WebP (MP4, which has no transparency, then uses white). An opaque
             background lets GIF frames store only what changed (a transparent GIF must redraw the
             whole character whenever its outline shrinks); with the flat colours of ``merge`` a full
-            redraw compresses nearly as well, so it saves little (dab at 500x500: ~10%).
+            redraw compresses nearly as well, so it saves little (dab at 500x500: ~12%).
         threads: worker threads for rasterising and GIF compression (numpy and Pillow release the
             GIL there); 1 inside a process pool that already fills the cores.
     """

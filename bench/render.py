@@ -116,7 +116,9 @@ def main() -> None:
     table("char1 + dab: AD's framing (--margin 155: character about AD's size), on white, without the palette "
           "merge, and the app's default", rows)
     for r in rows:
-        print(f"  {r['motion']:<18} GIF {r['bytes'] / 1e6:.2f} MB -> {AD_REF['bytes'] / r['bytes']:.1f}x smaller than AD's;"
+        ratio = (f"{AD_REF['bytes'] / r['bytes']:.1f}x smaller than" if r["bytes"] <= AD_REF["bytes"]
+                 else f"{r['bytes'] / AD_REF['bytes']:.1f}x larger than")
+        print(f"  {r['motion']:<18} GIF {r['bytes'] / 1e6:.2f} MB -> {ratio} AD's;"
               f" whole process {r['wall_s']:.2f} s -> {AD_REF['wall_s'] / r['wall_s']:.0f}x faster")
     if not args.keep:
         for p in out_dir.iterdir():
