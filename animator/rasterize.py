@@ -240,13 +240,13 @@ def merge_palette(palette: np.ndarray, counts: np.ndarray, delta_e: float) -> tu
     """
     pal = np.asarray(palette, np.uint8).reshape(-1, 3)
     w = np.asarray(counts, np.float64)[: len(pal)] + 1e-9
-    lab = list(srgb_to_lab(pal))
-    wt = list(w)
-    groups = [[i] for i in range(len(pal))]
-    while len(groups) > 1:
-        c = np.array(lab)
-        d = np.sqrt(((c[:, None] - c[None]) ** 2).sum(-1))
-        np.fill_diagonal(d, np.inf)
+    lab = srgb_to_lab(pal)
+    wt = w.copy()
+    alive = np.ones(len(pal), bool)
+    groups: list[list[int]] = [[i] for i in range(len(pal))]
+    d = np.sqrt(((lab[:, None] - lab[None]) ** 2).sum(-1))
+    np.fill_diagonal(d, np.inf)
+    while alive.sum() > 1:
         i, j = np.unravel_index(int(np.argmin(d)), d.shape)
         if d[i, j] >= delta_e:
             break
@@ -254,7 +254,14 @@ def merge_palette(palette: np.ndarray, counts: np.ndarray, delta_e: float) -> tu
         lab[i] = (lab[i] * wt[i] + lab[j] * wt[j]) / (wt[i] + wt[j])
         wt[i] += wt[j]
         groups[i] += groups[j]
-        del groups[j], lab[j], wt[j]
+        groups[j] = []
+        alive[j] = False
+        d[j, :] = d[:, j] = np.inf                     # j is gone; i moved: its distances anew
+        row = np.sqrt(((lab - lab[i]) ** 2).sum(-1))
+        row[~alive] = np.inf
+        row[i] = np.inf
+        d[i, :] = d[:, i] = row
+    groups = [g for g in groups if g]
     lut = np.zeros(len(pal), np.uint8)
     out = np.empty((len(groups), 3), np.uint8)
     for g, members in enumerate(groups):
