@@ -151,8 +151,11 @@ class MakeRun:
 
     def start(self) -> None:
         self.log = open(self.log_path, "wb")
+        # A terminal's Ctrl-C always reaches its foreground job; a test runner started in the
+        # background may run with SIGINT ignored, which children inherit: give make the default.
         self.proc = subprocess.Popen(["make", "run"], cwd=ROOT, env=self.env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -167,7 +170,11 @@ class MakeRun:
     def interrupt(self, timeout: float = 90) -> int:
         """Ctrl-C: SIGINT to the foreground process group (make and the script)."""
         os.killpg(self.proc.pid, signal.SIGINT)
-        return self.proc.wait(timeout=timeout)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"make run still running {timeout:.0f} s after SIGINT:\n"
+                                 f"{self.output()[-3000:]}") from None
 
     def kill_leftovers(self) -> None:
         """Finaliser: whatever the run left behind, by process group and by environment marker."""
