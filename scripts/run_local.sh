@@ -189,9 +189,14 @@ done
 # helper's write_config changes only those keys, so the run uses the pod's settings otherwise).
 TS_CONFIG=$RUN_DIR/config.properties
 # TorchServe puts its worker sockets at <java.io.tmpdir>/.ts.sock.<9000+n> (Java ignores TMPDIR): two
-# TorchServes with the same tmpdir steal each other's workers. Give this one its own short folder
-# (a unix socket path must stay under 108 bytes).
-TS_TMP=$(mktemp -d /tmp/doodlepod-ts.XXXXXX)
+# TorchServes with the same tmpdir steal each other's workers. Give this one its own folder, in the
+# run folder when the socket paths stay under the 108-byte limit of unix sockets, else in /tmp.
+TS_TMP=$RUN_DIR/ts-tmp
+if (( ${#TS_TMP} + 16 > 100 )); then
+  TS_TMP=$(mktemp -d /tmp/doodlepod-ts.XXXXXX)
+else
+  rm -rf "$TS_TMP" && mkdir -p "$TS_TMP"
+fi
 "$PY" - "$TS_CONFIG" "$TS_HOST" "$TS_PORT" "$MGMT_PORT" "$TS_METRICS_PORT" "$TS_GRPC_PORT" "$MODEL_STORE" "$TS_TMP" <<'EOF'
 import sys
 from pathlib import Path
