@@ -188,7 +188,11 @@ def archive(name: str, spec: dict[str, Any], checkpoint: Path, config_file: Path
            "--extra-files", f"{HANDLER_BASE},{config_file}",
            "--config-file", str(yaml_path),
            "--export-path", str(export), "--force"]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    # torch-model-archiver stages files in $TMPDIR/<model name> and deletes that folder after:
+    # two builds of the same model on one machine (make run beside a test run) would race there.
+    staging = stage / "archiver-tmp"
+    staging.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(staging)})
     built = export / f"{name}.mar"
     if res.returncode != 0 or not built.is_file():
         raise RuntimeError(f"torch-model-archiver failed for {name}:\n{res.stdout}\n{res.stderr}")
