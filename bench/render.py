@@ -90,10 +90,18 @@ def main() -> None:
         results[fps or "default"] = rows
     dab = results["native"][0]
     print("\nchar1 + dab, every frame, vs AnimatedDrawings (22 s, 745 MB, 4.2 MB GIF):")
-    print(f"  whole process {dab['wall_s']:.2f} s  -> {AD_REF['wall_s'] / dab['wall_s']:.1f}x faster   (target <= 1.0 s)")
-    print(f"  setup         {dab['setup_s']:.3f} s                  (target <= 0.3 s)")
-    print(f"  peak memory   {dab['peak_mb']:.0f} MB  -> {AD_REF['peak_mb'] / dab['peak_mb']:.1f}x less    (target <= 300 MB)")
-    print(f"  GIF           {dab['bytes'] / 1e6:.2f} MB -> {AD_REF['bytes'] / dab['bytes']:.1f}x smaller than AD's (target <= 1.4 MB)")
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    mb = dab["bytes"] / 1e6
+    print(f"  whole process {dab['wall_s']:.2f} s  -> {AD_REF['wall_s'] / dab['wall_s']:.1f}x faster   "
+          f"(target <= 1.0 s: {verdict(dab['wall_s'] <= 1.0)})")
+    print(f"  setup         {dab['setup_s']:.3f} s                  (target <= 0.3 s: {verdict(dab['setup_s'] <= 0.3)})")
+    print(f"  peak memory   {dab['peak_mb']:.0f} MB  -> {AD_REF['peak_mb'] / dab['peak_mb']:.1f}x less    "
+          f"(target <= 300 MB: {verdict(dab['peak_mb'] <= 300)})")
+    print(f"  GIF           {mb:.2f} MB -> {AD_REF['bytes'] / dab['bytes']:.1f}x smaller than AD's "
+          f"(target <= 1.4 MB: {verdict(mb <= 1.4)} at our default framing, character filling the canvas; "
+          f"the like-for-like row at AD's framing follows below)")
     print("  stage ms: " + ", ".join(f"{k} {v:.0f}" for k, v in dab["stages"].items()))
     # AnimatedDrawings frames char1 at roughly 40% of the canvas height (our reading of its default
     # camera, not a measurement) on a white background; ours fills the canvas, transparent. Like for like: a margin that gives our
@@ -115,6 +123,9 @@ def main() -> None:
         rows.append(r)
     table("char1 + dab: AD's framing (--margin 155: character about AD's size), on white, without the palette "
           "merge, and the app's default", rows)
+    like = rows[0]
+    print(f"  like for like with AD (its framing, transparent, every frame): GIF {like['bytes'] / 1e6:.2f} MB "
+          f"(target <= 1.4 MB: {verdict(like['bytes'] / 1e6 <= 1.4)})")
     for r in rows:
         ratio = (f"{AD_REF['bytes'] / r['bytes']:.1f}x smaller than" if r["bytes"] <= AD_REF["bytes"]
                  else f"{r['bytes'] / AD_REF['bytes']:.1f}x larger than")
