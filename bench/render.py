@@ -103,16 +103,18 @@ def main() -> None:
           f"(target <= 1.4 MB: {verdict(mb <= 1.4)} at our default framing, character filling the canvas; "
           f"the like-for-like row at AD's framing follows below)")
     print("  stage ms: " + ", ".join(f"{k} {v:.0f}" for k, v in dab["stages"].items()))
-    # AnimatedDrawings frames char1 at roughly 40% of the canvas height (our reading of its default
-    # camera, not a measurement) on a white background; ours fills the canvas, transparent. Like for like: a margin that gives our
-    # character AD's size, transparent and on white (opaque GIFs store only what changed). Then what the
-    # palette merge buys (--merge 0 keeps every shade) and the app's phone default (400x400, 15 fps).
+    # AnimatedDrawings' default camera (position (0, 0.7, 2), looking along (0, 0.5, 2), 35 degree
+    # vertical field of view, character plane at z = -0.5) shows one character unit, max(width, height)
+    # of the drawing, as about 317 px of a 500 px canvas: char1 (602 px) at 0.53 output px per drawing
+    # px, about 313 px tall at dab's first frame. Our --margin 80 draws that frame 315 px tall, so the
+    # "m80" rows are like for like (transparent, and on white as opaque GIFs store only what changed).
+    # Then what the palette merge buys (--merge 0 keeps every shade) and the app's phone default.
     variants = [
-        ("dab m155", "native", args.size, ("--margin", "155")),
-        ("dab m155 white", "native", args.size, ("--margin", "155", "--background", "white")),
+        ("dab m80", "native", args.size, ("--margin", "80")),
+        ("dab m80 white", "native", args.size, ("--margin", "80", "--background", "white")),
         ("dab white", "native", args.size, ("--background", "white")),
         ("dab merge 0", "native", args.size, ("--merge", "0")),
-        ("dab m155 merge 0", "native", args.size, ("--margin", "155", "--merge", "0")),
+        ("dab m80 merge 0", "native", args.size, ("--margin", "80", "--merge", "0")),
         ("dab app 400 15fps", "15", "400x400", ()),
     ]
     rows = []
@@ -121,7 +123,7 @@ def main() -> None:
                 key=lambda r: r["wall_s"])
         r["motion"] = name
         rows.append(r)
-    table("char1 + dab: AD's framing (--margin 155: character about AD's size), on white, without the palette "
+    table("char1 + dab: AD's framing (--margin 80: character at AD's size), on white, without the palette "
           "merge, and the app's default", rows)
     like = rows[0]
     print(f"  like for like with AD (its framing, transparent, every frame): GIF {like['bytes'] / 1e6:.2f} MB "
