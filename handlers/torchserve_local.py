@@ -7,8 +7,8 @@ Used by the handler tests and by ``make run`` (CPU, tiny or real archives)::
 
 It copies ``handlers/config.properties`` into a work directory, changing only the listen
 addresses/ports (and ``model_store``), starts ``torchserve --foreground --ncs
---disable-token-auth`` in its own process group (TMPDIR, logs and metrics in the work directory, so
-several instances never share TorchServe's pid file), waits until every model has a READY worker on
+--disable-token-auth`` in its own process group (TMPDIR, java.io.tmpdir, logs and metrics in the work directory, so
+several instances never share TorchServe's pid file or worker sockets), waits until every model has a READY worker on
 the management API, and stops the whole process group on exit, even after a failure.
 """
 from __future__ import annotations
@@ -60,9 +60,27 @@ class Ports:
         return cls(*sorted(ports))
 
 
+def java_tmpdir(preferred: Path) -> Path:
+    """A private folder for TorchServe's ``java.io.tmpdir``, where it puts its worker sockets.
+
+    TorchServe names them ``<java.io.tmpdir>/.ts.sock.<9000+n>`` and Java ignores TMPDIR, so two
+    TorchServes on one machine with the default tmpdir steal each other's workers. ``preferred`` is
+    used when the socket paths stay under the 108-byte limit of unix sockets, else a new folder in /tmp.
+    """
+    if len(str(preferred)) + len("/.ts.sock.65535") < 100:
+        preferred.mkdir(parents=True, exist_ok=True)
+        return preferred
+    return Path(tempfile.mkdtemp(prefix="doodlepod-ts-"))
+
+
 def write_config(dest: Path, ports: Ports, host: str = "127.0.0.1", model_store: Path | None = None,
-                 overrides: dict[str, str] | None = None, template: Path = CONFIG_TEMPLATE) -> Path:
-    """Write ``template`` to ``dest`` with the listen addresses/ports (and optional keys) replaced."""
+                 overrides: dict[str, str] | None = None, template: Path = CONFIG_TEMPLATE,
+                 tmpdir: Path | None = None) -> Path:
+    """Write ``template`` to ``dest`` with the listen addresses/ports (and optional keys) replaced.
+
+    ``tmpdir`` (see :func:`java_tmpdir`) is appended to the template's ``vmargs`` as
+    ``-Djava.io.tmpdir``.
+    """
     values = {
         "inference_address": f"http://{host}:{ports.inference}",
         "management_address": f"http://{host}:{ports.management}",
@@ -74,8 +92,11 @@ def write_config(dest: Path, ports: Ports, host: str = "127.0.0.1", model_store:
     }
     if model_store is not None:
         values["model_store"] = str(model_store)
-    values.update(overrides or {})
     text = template.read_text()
+    if tmpdir is not None:
+        vmargs = next((line.split("=", 1)[1].strip() for line in text.splitlines() if line.startswith("vmargs=")), "")
+        values["vmargs"] = f"{vmargs} -Djava.io.tmpdir={tmpdir}".strip()
+    values.update(overrides or {})
     for key, value in values.items():
         pattern = re.compile(rf"^{re.escape(key)}=.*$", re.M)
         if pattern.search(text):
@@ -132,7 +153,7 @@ class LocalTorchServe:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         overrides = {"load_models": ",".join(f"{m}.mar" for m in self.models), **self.overrides}
         config = write_config(self.workdir / "config.properties", self.ports, self.host,
-                              self.model_store, overrides)
+                              self.model_store, overrides, tmpdir=java_tmpdir(self.workdir / "tmp"))
         torchserve = shutil.which("torchserve", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
         if torchserve is None:
             raise FileNotFoundError("torchserve is not installed (pip install torchserve==0.12.0)")

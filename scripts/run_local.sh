@@ -188,27 +188,20 @@ done
 # TorchServe's config: handlers/config.properties with this run's ports and model store (the model
 # helper's write_config changes only those keys, so the run uses the pod's settings otherwise).
 TS_CONFIG=$RUN_DIR/config.properties
-# TorchServe puts its worker sockets at <java.io.tmpdir>/.ts.sock.<9000+n> (Java ignores TMPDIR): two
-# TorchServes with the same tmpdir steal each other's workers. Give this one its own folder, in the
-# run folder when the socket paths stay under the 108-byte limit of unix sockets, else in /tmp.
-TS_TMP=$RUN_DIR/ts-tmp
-if (( ${#TS_TMP} + 16 > 100 )); then
-  TS_TMP=$(mktemp -d /tmp/doodlepod-ts.XXXXXX)
-else
-  rm -rf "$TS_TMP" && mkdir -p "$TS_TMP"
-fi
-"$PY" - "$TS_CONFIG" "$TS_HOST" "$TS_PORT" "$MGMT_PORT" "$TS_METRICS_PORT" "$TS_GRPC_PORT" "$MODEL_STORE" "$TS_TMP" <<'EOF'
+# TorchServe's worker sockets go in a java.io.tmpdir of this run's own (see handlers/torchserve_local.py).
+rm -rf "$RUN_DIR/ts-tmp"
+TS_TMP=$("$PY" - "$TS_CONFIG" "$TS_HOST" "$TS_PORT" "$MGMT_PORT" "$TS_METRICS_PORT" "$TS_GRPC_PORT" "$MODEL_STORE" "$RUN_DIR/ts-tmp" <<'EOF'
 import sys
 from pathlib import Path
-from handlers.torchserve_local import CONFIG_TEMPLATE, Ports, write_config
+from handlers.torchserve_local import Ports, java_tmpdir, write_config
 dest, host, inference, management, metrics, grpc, store, tmp = sys.argv[1:]
 ports = Ports(int(inference), int(management), int(metrics), int(grpc), int(grpc) + 1)
-vmargs = next((line.split("=", 1)[1].strip() for line in CONFIG_TEMPLATE.read_text().splitlines()
-               if line.startswith("vmargs=")), "")
 write_config(Path(dest), ports, host, Path(store),
-             {"load_models": "drawn_humanoid_detector.mar,drawn_humanoid_pose_estimator.mar",
-              "vmargs": f"{vmargs} -Djava.io.tmpdir={tmp}".strip()})
+             {"load_models": "drawn_humanoid_detector.mar,drawn_humanoid_pose_estimator.mar"},
+             tmpdir=(chosen := java_tmpdir(Path(tmp))))
+print(chosen)
 EOF
+)
 
 
 log "starting TorchServe on $TS_HOST:$TS_PORT (management :$MGMT_PORT, metrics :$TS_METRICS_PORT); log: $RUN_DIR/logs/torchserve.out"
