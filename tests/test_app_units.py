@@ -247,13 +247,6 @@ def test_dockerfile_app_is_hadolint_clean_non_root_and_execs_gunicorn() -> None:
             assert "==" in line, f"unpinned requirement {line!r}"
 
 
-def test_docs_settings_table_matches_app_config() -> None:
-    text = (REPO / "docs" / "sections" / "app.md").read_text()
-    start = text.index("<!-- settings-table:start")
-    table = text[text.index("\n", start) + 1: text.index("<!-- settings-table:end -->")].strip()
-    assert table == config.markdown_table(), "regenerate with: python -m app.config --markdown"
-
-
 # --- the app in-process (Flask test client; the HTTP stack end to end is in test_app_e2e.py) --------
 
 def test_low_disk_refuses_work_and_fails_readiness(tmp_path: Path) -> None:
