@@ -102,34 +102,42 @@ def _motion_list(raw: list[str] | None) -> list:
     return [library[n] for n in seen]
 
 
+_ABSENT = object()
+
+
+def _json_field(raw: Any, name: str, shape: str = "") -> Any:
+    """A form/JSON field: absent or empty -> _ABSENT; JSON text is decoded; decoded values pass."""
+    if raw is None or raw == "":
+        return _ABSENT
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise BadRequest(f"'{name}' is not valid JSON{shape}") from None
+    return raw
+
+
 def _parse_joints(raw: Any) -> list | None:
     """Client joints: JSON text or an already decoded value, in uploaded-image pixels (see docs)."""
-    if raw is None or raw == "":
+    value = _json_field(raw, "joints")
+    if value is _ABSENT:
         return None
     from animator import CharacterError
     from animator.photo_skeleton import skeleton_from_client
 
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise BadRequest("'joints' is not valid JSON") from None
     try:
-        return skeleton_from_client(raw)
+        return skeleton_from_client(value)
     except CharacterError as exc:
         raise BadRequest(f"'joints': {exc.message}") from None
 
 
 def _parse_bbox(raw: Any) -> list[float] | None:
-    if raw is None or raw == "":
+    """Client box [left, top, right, bottom] in uploaded-image pixels."""
+    value = _json_field(raw, "bbox", " ([left, top, right, bottom])")
+    if value is _ABSENT:
         return None
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise BadRequest("'bbox' is not valid JSON ([left, top, right, bottom])") from None
     try:
-        box = [float(v) for v in raw]
+        box = [float(v) for v in value]
     except (TypeError, ValueError):
         box = []
     if len(box) != 4:
