@@ -176,19 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         ext = os.path.splitext(args.output)[1].lower().lstrip(".")
         fmt = ext if ext in ("gif", "webp", "mp4") else "gif"
     try:
-        kw = {}
-        if args.fps is not None:
-            kw["fps"] = args.fps
-        if args.colours is not None:
-            kw["colours"] = args.colours
-        if args.margin is not None:
-            kw["margin"] = args.margin
-        if args.merge is not None:
-            kw["merge"] = args.merge
-        if args.background is not None:
-            kw["background"] = args.background
-        if args.tolerance is not None:
-            kw["tolerance"] = args.tolerance
+        # options left unset on the command line keep RenderOptions' defaults
+        kw = {name: getattr(args, name) for name in ("fps", "colours", "margin", "merge", "background", "tolerance")
+              if getattr(args, name) is not None}
         options = animator.RenderOptions(width=args.size[0], height=args.size[1], max_frames=args.max_frames,
                                          format=fmt, **kw)
         t = time.perf_counter()
