@@ -69,14 +69,6 @@ TINY_DETECTOR_FOREGROUND_BIAS = 4.0
 log = logging.getLogger("build_archives")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -216,7 +208,7 @@ def build_one(name: str, out: Path, tiny: bool, weights_dir: Path | None, seed: 
         else:
             assert weights_dir is not None
             ckpt_src, legacy_cfg, ident = find_released(weights_dir, name, stage)
-            source = {"weights": "released", "file": ident.name, "sha256": _sha256(ident)}
+            source = {"weights": "released", "file": ident.name, "sha256": cc.sha256(ident)}
             key = _inputs_key(name, spec, source)
             legacy = (ckpt_src, legacy_cfg)
         stamp = out / f"{name}.mar.json"
