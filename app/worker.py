@@ -168,6 +168,7 @@ class Worker:
         period = max(0.2, self.queue.visibility_s / 3)
         alive = self.run_dir / HEARTBEAT_FILE
         while not self._stopped.wait(period):
+            alive.touch()  # liveness: this process' loops run (Redis being down is not a reason to restart)
             with self._lock:
                 working = {k: list(v) for k, v in self._working.items() if v}
             try:
@@ -176,7 +177,6 @@ class Worker:
                     kept = self.queue.heartbeat(consumer, ids, stream=stream, group=group)
                     for lost in set(ids) - kept:
                         log.warning("entry %s of %s was taken over by another worker", lost, consumer)
-                alive.touch()
             except Exception as exc:
                 log.warning("heartbeat failed: %s: %s", type(exc).__name__, exc)
 
@@ -301,7 +301,7 @@ def _age_s(job: dict) -> float:
     return max(0.0, time.time() - _created_epoch(job))
 
 
-def build(settings) -> Worker:
+def build(settings) -> Worker | None:
     """The worker of ``settings``: the same pipeline as the web app, and the pod's render slots."""
     from . import configure_logging, runtime_dir
 
@@ -316,7 +316,7 @@ def build(settings) -> Worker:
 
     queue = JobQueue.from_settings(settings)
     if queue is None:
-        raise SystemExit("app.worker: DOODLEPOD_REDIS_URL is not set: there is no queue to take jobs from")
+        return None
     pool = RenderPool(settings.render_processes, run_dir / f"spill-worker-{os.getpid()}")
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
@@ -340,6 +340,21 @@ def alive(settings, max_age_s: float = 0.0) -> bool:
         return False
 
 
+def _idle(settings) -> int:
+    """No DOODLEPOD_REDIS_URL: async jobs are off. Stay up (the pod's worker container must not crash-loop)
+    and keep the liveness file fresh until SIGTERM."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    log.warning("async jobs are off: DOODLEPOD_REDIS_URL is not set; this worker idles until it is")
+    alive_file = Path(settings.runtime_dir) / HEARTBEAT_FILE if settings.runtime_dir else None
+    while True:
+        if alive_file is not None:
+            alive_file.touch()
+        if stop.wait(10):
+            return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from .config import load_settings
 
@@ -351,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 0 if argv[0] in ("-h", "--help") else 2
     worker = build(settings)
+    if worker is None:
+        return _idle(settings)
     signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
     signal.signal(signal.SIGINT, lambda *_: worker.stop.set())
     worker.pool.warm()  # type: ignore[attr-defined]
