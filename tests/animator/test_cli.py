@@ -39,6 +39,12 @@ def test_renders_a_gif(tmp_path):
     assert "timings" in r.stderr or "ms" in r.stderr  # -v logs progress and timings
 
 
+def test_size_with_one_number_is_a_square(tmp_path):
+    r = run(CHAR, "-m", DAB, "-r", FAIR, "-o", tmp_path / "sq.gif", "--size", "96", "--max-frames", "2")
+    assert r.returncode == 0, r.stderr
+    assert Image.open(tmp_path / "sq.gif").size == (96, 96)
+
+
 def test_format_from_extension_and_flag(tmp_path):
     r = run(CHAR, "-m", DAB, "-r", FAIR, "-o", tmp_path / "a.webp", "--size", "64x64", "--max-frames", "3")
     assert r.returncode == 0, r.stderr
@@ -101,7 +107,7 @@ def test_bad_bvh_is_exit_1(tmp_path):
     assert "broken.bvh" in msg
 
 
-@pytest.mark.parametrize("args", [["--size", "big"], ["--fps", "-3"], ["--max-frames", "0"], ["--format", "avi"]])
+@pytest.mark.parametrize("args", [["--size", "big"], ["--size", "64x64x64"], ["--size", "8"], ["--fps", "-3"], ["--max-frames", "0"], ["--format", "avi"]])
 def test_bad_command_line_is_exit_2(tmp_path, args):
     r = run(CHAR, "-m", DAB, "-r", FAIR, "-o", tmp_path / "x.gif", *args)
     assert r.returncode == 2
