@@ -54,10 +54,12 @@ example (from tests/fixtures/animated_drawings):
 
 
 def _size(text: str) -> tuple[int, int]:
+    """``WxH``, or ``N`` for a square N x N canvas."""
     try:
-        w, h = (int(v) for v in text.lower().split("x"))
+        parts = [int(v) for v in text.lower().split("x")]
+        w, h = parts * 2 if len(parts) == 1 else parts
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 500x500, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 500x500 (or 500), got {text!r}") from None
     if not (16 <= w <= 4096 and 16 <= h <= 4096):
         raise argparse.ArgumentTypeError(f"width and height must be 16..4096, got {text!r}")
     return w, h
@@ -102,7 +104,9 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m animator", description=DESCRIPTION, epilog=EPILOG,
+    script = os.path.basename(sys.argv[0])  # doodlepod-animate, or __main__.py under python -m animator
+    prog = "python -m animator" if script in ("__main__.py", "") else script
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("character", metavar="CHARACTER_DIR",
                    help="character folder with char_cfg.yaml, texture.png and mask.png")
@@ -114,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", "-f", choices=("gif", "webp", "mp4"),
                    help="gif (transparent, default), webp (animated, lossless, transparent) or mp4 "
                         "(H.264 on a white background; needs imageio-ffmpeg)")
-    p.add_argument("--size", type=_size, default=(500, 500), metavar="WxH", help="canvas size in pixels (default 500x500)")
+    p.add_argument("--size", type=_size, default=(500, 500), metavar="WxH",
+                   help="canvas size in pixels: WIDTHxHEIGHT, or one number for a square (default 500x500)")
     p.add_argument("--fps", type=_fps, default=None, metavar="N|native",
                    help="output frame rate (default 25, true speed in GIFs) or 'native' for every BVH frame")
     p.add_argument("--max-frames", type=_positive_int, metavar="N", help="at most N frames (the duration is kept)")

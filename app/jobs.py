@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageOps
 
-from .errors import InvalidCharacter, NoCharacter, TooLarge, UnreadableImage, UnsupportedType
+from .errors import NoCharacter, TooLarge, UnreadableImage, UnsupportedType, from_animator
 
 #: Formats Pillow reports for the images we accept (MPO: the multi-picture JPEG some phones write).
 ACCEPTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg", "WEBP": "image/webp"}
@@ -173,7 +173,8 @@ def render_motion(character: Any, motion_path: str, retarget_path: str, options:
     """Render one motion for ``character`` (an :class:`animator.Character`) with ``RenderOptions(**options)``.
 
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
-    Bad input from the animator (e.g. a skeleton it cannot rig) becomes :class:`InvalidCharacter`.
+    The animator's errors (e.g. a skeleton it cannot rig) become API errors by
+    :func:`app.errors.from_animator` (422 for bad input).
     """
     import animator
 
@@ -183,8 +184,8 @@ def render_motion(character: Any, motion_path: str, retarget_path: str, options:
         motion_cfg, retarget_cfg = _load_configs(motion_path, retarget_path, mtimes)
         t1 = time.perf_counter()
         result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options))
-    except animator.CharacterError as exc:
-        raise InvalidCharacter(f"the character cannot be animated: {exc}") from None
+    except animator.AnimatorError as exc:
+        raise from_animator(exc, "the character cannot be animated") from None
     t2 = time.perf_counter()
     timings = {"load_configs": (t1 - t0) * 1e3, **{k: float(v) for k, v in result.timings_ms.items()},
                "total": (t2 - t0) * 1e3}

@@ -25,7 +25,7 @@ import numpy as np
 from . import jobs, metrics
 from .deadline import Deadline
 from .errors import (ApiError, InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter,
-                     NoSkeleton)
+                     NoSkeleton, from_animator)
 from .motions import Motion
 from .storage import LocalStorage, free_disk_mb
 
@@ -122,8 +122,8 @@ class Pipeline:
         import animator
         try:
             character = animator.Character(crop.texture, crop.mask, skeleton)
-        except animator.CharacterError as exc:
-            raise InvalidCharacter(f"the character cannot be rigged: {exc.message}") from None
+        except animator.AnimatorError as exc:
+            raise from_animator(exc, "the character cannot be rigged") from None
 
         animations = self._animate_and_store(job, character, timings)
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]

@@ -25,17 +25,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .deadline import Deadline
-from .errors import ApiError, DeadlineExceeded
+from .errors import DeadlineExceeded, RenderFailed
 
 log = logging.getLogger("doodlepod.render_pool")
 
 #: Niceness added to render processes so the web workers (and health checks) win the CPU.
 RENDER_NICENESS = 10
-
-
-class RenderFailed(ApiError):
-    """A render process died (e.g. killed for memory); the pool is restarted for the next request."""
-    status, code = 500, "render_failed"
 
 
 def _child_init(niceness: int) -> None:
