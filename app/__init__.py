@@ -49,7 +49,7 @@ def create_app(**overrides: Any):
     from .pipeline import Pipeline
     from .render_pool import InflightSlots, RenderPool
     from .routes import register_blueprints
-    from .services import EXTENSION, Services
+    from .services import EXTENSION, Services, redis_services
     from .storage import from_settings
     from .torchserve import TorchServeClient
 
@@ -62,6 +62,7 @@ def create_app(**overrides: Any):
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
+    jobs, limiter, idempotency = redis_services(settings)
     services = Services(
         settings=settings,
         motions=load_motions(settings.motions_dir or None),
@@ -70,6 +71,7 @@ def create_app(**overrides: Any):
         pool=pool,
         slots=InflightSlots(run_dir / "slots", settings.max_inflight),
         pipeline=Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir),
+        jobs=jobs, limiter=limiter, idempotency=idempotency,
     )
     app.extensions[EXTENSION] = services
     errors.register(app)

@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .errors import ApiError, BadRequest
+from .errors import BadRequest, ClientError
 
 log = logging.getLogger("doodlepod.idempotency")
 
@@ -28,14 +28,15 @@ HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
 
 
-class IdempotencyKeyReused(ApiError):
+class IdempotencyKeyReused(ClientError):
     """The key was used within its TTL for a different request."""
     status, code = 422, "idempotency_key_reused"
 
 
-class IdempotencyInProgress(ApiError):
+class IdempotencyInProgress(ClientError):
     """The first request with this key is still running; retry after it ends."""
     status, code = 409, "idempotency_in_progress"
+    retryable = True
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message, headers={"Retry-After": str(int(retry_after))})

@@ -29,7 +29,7 @@ from typing import Any
 
 import redis
 
-from .errors import ApiError
+from .errors import Unavailable
 
 log = logging.getLogger("doodlepod.jobs")
 
@@ -44,20 +44,14 @@ REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
                 redis.exceptions.ResponseError)
 
 
-class JobsUnavailable(ApiError):
+class JobsUnavailable(Unavailable):
     """Async jobs cannot be taken now: Redis is not configured or not reachable."""
     status, code = 503, "jobs_unavailable"
 
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message, headers={"Retry-After": str(int(retry_after))})
 
-
-class QueueFull(ApiError):
+class QueueFull(Unavailable):
     """DOODLEPOD_JOBS_MAX_QUEUED jobs are queued or running already."""
     status, code = 503, "queue_full"
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message, headers={"Retry-After": str(int(retry_after))})
 
 
 def now_iso() -> str:

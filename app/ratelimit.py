@@ -15,7 +15,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-from .errors import ApiError
+from .errors import ClientError
 
 # KEYS: bucket; ARGV: rate (tokens per second), burst, cost -> {allowed, tokens, retry_after_s, reset_s}
 _TAKE = """
@@ -39,9 +39,10 @@ return {allowed, tostring(tokens), tostring(retry), tostring((burst - tokens) / 
 """
 
 
-class RateLimited(ApiError):
+class RateLimited(ClientError):
     """The client used up its token bucket (DOODLEPOD_RATE_LIMIT_PER_MIN, DOODLEPOD_RATE_LIMIT_BURST)."""
     status, code = 429, "rate_limited"
+    retryable = True
 
 
 @dataclass

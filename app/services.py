@@ -12,8 +12,11 @@ from flask import current_app
 
 if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (see create_app)
     from .config import Settings
+    from .idempotency import SyncIdempotency
+    from .jobs_queue import JobQueue
     from .motions import Motion
     from .pipeline import Pipeline
+    from .ratelimit import RateLimiter
     from .render_pool import InflightSlots, RenderPool
     from .storage import Storage
     from .torchserve import TorchServeClient
@@ -30,6 +33,31 @@ class Services:
     pool: RenderPool                 # this worker's render processes
     slots: InflightSlots             # the pod-wide render slots (admission)
     pipeline: Pipeline
+    jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
+    limiter: RateLimiter | None = None           # per-client token buckets (None: no Redis, or limit 0)
+    idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
+
+
+def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:
+    """The job queue, rate limiter and idempotency records on DOODLEPOD_REDIS_URL (all None without it).
+
+    They share one connection pool; nothing connects until the first call, so a Redis that is down
+    at start only makes async requests answer 503.
+    """
+    from .idempotency import SyncIdempotency
+    from .jobs_queue import JobQueue
+    from .ratelimit import RateLimiter
+
+    queue = JobQueue.from_settings(settings)
+    if queue is None:
+        return None, None, None
+    limiter = None
+    if settings.rate_limit_per_min > 0:
+        limiter = RateLimiter(queue.redis, queue.key("rate", ""), settings.rate_limit_per_min,
+                              settings.rate_limit_burst)
+    idempotency = SyncIdempotency(queue.redis, settings.redis_prefix, settings.idempotency_ttl_s,
+                                  settings.request_deadline_s + 30, settings.retry_after_s)
+    return queue, limiter, idempotency
 
 
 def services() -> Services:

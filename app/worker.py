@@ -303,7 +303,8 @@ def _age_s(job: dict) -> float:
 
 def build(settings) -> Worker | None:
     """The worker of ``settings``: the same pipeline as the web app, and the pod's render slots."""
-    from . import configure_logging, runtime_dir
+    from . import runtime_dir
+    from .logs import configure_logging
 
     configure_logging(settings.log_level)
     run_dir = runtime_dir(settings)  # sets PROMETHEUS_MULTIPROC_DIR before metrics is imported

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from flask import Flask
 
-from . import animate, files, health, motions
+from . import animate, files, health, jobs, motions
 from .api import api
 
 #: Children of ``api``: bearer auth applies.
-API_CHILDREN = (animate.bp, motions.bp)
+API_CHILDREN = (animate.bp, motions.bp, jobs.bp)
 #: Registered on the app directly: no auth.
 PUBLIC = (health.bp, files.bp)
 

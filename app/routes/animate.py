@@ -1,7 +1,10 @@
 """POST /animate (multipart: the photo and its options) and POST / (the old mobile client's JSON).
 
-Both hold a render slot for the whole request (503 at once when the pod is full), read and check
-the request's fields, then run :class:`app.pipeline.Pipeline` under the request's deadline.
+Both take a token from the client's rate limit, hold a render slot for the whole request (503 at
+once when the pod is full), read and check the request's fields, then run
+:class:`app.pipeline.Pipeline` under the request's deadline; an ``Idempotency-Key`` makes a retry
+answer the first response (app/routes/jobs.py). With ``Prefer: respond-async`` POST /animate checks
+the fields the same way, then queues the work for a render worker and answers 202 at once.
 """
 from __future__ import annotations
 
@@ -15,10 +18,12 @@ from typing import Any
 from flask import Blueprint, g, jsonify, request
 
 from ..deadline import Deadline
-from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
+from ..errors import BadRequest, TooLarge, UnknownMotion, UnreadableImage, UnsupportedType
 from ..pipeline import Job, Result
 from ..services import services
+from ..webhooks import validate_callback_url
 from .api import base_url, render_slot, request_deadline
+from .jobs import admit_work, idempotent, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
@@ -29,13 +34,45 @@ FORMATS = ("gif", "webp", "mp4")
 
 @bp.post("/animate")
 def animate():
-    """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``."""
+    """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``; with
+    ``Prefer: respond-async`` also ``callback_url``."""
+    admit_work()
+    if wants_async():
+        return _animate_async()
     deadline = request_deadline()
+    return idempotent(lambda: _animate_now(deadline))
+
+
+def _animate_now(deadline: Deadline):
     with render_slot():
         return _animate(deadline)
 
 
 def _animate(deadline: Deadline):
+    image, fmt, motions = _photo_fields()
+    result = _run({"image": image, "motions": motions, "format": fmt,
+                   "joints": parse_joints(request.form.get("joints")),
+                   "bbox": parse_bbox(request.form.get("bbox")), "deadline": deadline})
+    return jsonify(id=result.id, animations=result.animations, character=result.character,
+                   timings_ms=result.timings_ms)
+
+
+def _animate_async():
+    """Check the request as the synchronous path would, then queue it (202 + Location)."""
+    image, fmt, motions = _photo_fields()
+    joints = _json_field(request.form.get("joints"), "joints")
+    joints = None if joints is _ABSENT else joints
+    if joints is not None:
+        parse_joints(joints)  # 400 now, not a failed job later
+    _check_image_header(image)
+    payload = {"motions": [m.name for m in motions], "format": fmt, "joints": joints,
+               "bbox": parse_bbox(request.form.get("bbox")), "base_url": base_url()}
+    callback = validate_callback_url(request.form.get("callback_url"), services().settings.webhook_secret)
+    return submit("animate", payload, image, callback)
+
+
+def _photo_fields() -> tuple[bytes, str, list]:
+    """The upload (multipart ``image`` or a raw image body), the format and the motions asked for."""
     upload = request.files.get("image")
     if upload is None:
         if request.mimetype.startswith("image/"):
@@ -49,17 +86,44 @@ def _animate(deadline: Deadline):
     fmt = (request.form.get("format") or services().settings.default_format).lower()
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
-    result = _run({"image": image, "motions": motion_list(request.form.getlist("motions")), "format": fmt,
-                   "joints": parse_joints(request.form.get("joints")),
-                   "bbox": parse_bbox(request.form.get("bbox")), "deadline": deadline})
-    return jsonify(id=result.id, animations=result.animations, character=result.character,
-                   timings_ms=result.timings_ms)
+    if request.form.get("callback_url") and not wants_async():
+        raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
+    return image, fmt, motion_list(request.form.getlist("motions"))
+
+
+def _check_image_header(data: bytes) -> None:
+    """What an async request can be refused for before it is queued: the image's type and pixel count,
+    read from its header (the decode itself happens in the worker)."""
+    from PIL import Image
+
+    from ..jobs import ACCEPTED_FORMATS, sniff_unsupported
+
+    if not data:
+        raise UnreadableImage("the uploaded file is empty")
+    other = sniff_unsupported(data)
+    if other:
+        raise UnsupportedType(f"{other} images are not supported; send PNG, JPEG or WebP")
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            fmt, (w, h) = im.format, im.size
+    except Exception:
+        raise UnreadableImage("the upload is not a readable PNG, JPEG or WebP image") from None
+    if fmt not in ACCEPTED_FORMATS:
+        raise UnsupportedType(f"{fmt} images are not supported; send PNG, JPEG or WebP")
+    limit = services().settings.max_image_pixels
+    if w * h > limit:
+        raise TooLarge(f"image of {w}x{h} = {w * h / 1e6:.1f} MP is over the limit of {limit / 1e6:.1f} MP")
 
 
 @bp.post("/")
 def legacy_animate():
     """The old mobile client: JSON ``{"file": <base64 image>}`` -> flat ``{motion: url}``."""
+    admit_work()
     deadline = request_deadline()
+    return idempotent(lambda: _legacy_now(deadline))
+
+
+def _legacy_now(deadline: Deadline):
     with render_slot():
         return _legacy_animate(deadline)
 
