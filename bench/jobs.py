@@ -66,6 +66,7 @@ def main() -> int:
     page, joints = stack.page_with_character("char1", (800, 600), (200, 60))
     photo = stack.encode(page, "PNG")
     server = jobstack.RedisServer(workdir / "redis")
+    (workdir / "ts").mkdir()
     ts = stack.FakeTorchServe(workdir / "ts")
     app = None
     workers: list[jobstack.WorkerProcess] = []
