@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from .errors import BadRequest, ClientError
 
@@ -36,7 +37,6 @@ class IdempotencyKeyReused(ClientError):
 class IdempotencyInProgress(ClientError):
     """The first request with this key is still running; retry after it ends."""
     status, code = 409, "idempotency_in_progress"
-    retryable = True
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message, headers={"Retry-After": str(int(retry_after))})

@@ -219,7 +219,7 @@ class JobQueue:
         self.last_error = ""
 
     @classmethod
-    def from_settings(cls, settings) -> "JobQueue | None":
+    def from_settings(cls, settings) -> JobQueue | None:
         """The queue of ``DOODLEPOD_REDIS_URL``, or None when it is empty (async jobs off)."""
         if not settings.redis_url:
             return None

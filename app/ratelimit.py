@@ -42,7 +42,6 @@ return {allowed, tostring(tokens), tostring(retry), tostring((burst - tokens) / 
 class RateLimited(ClientError):
     """The client used up its token bucket (DOODLEPOD_RATE_LIMIT_PER_MIN, DOODLEPOD_RATE_LIMIT_BURST)."""
     status, code = 429, "rate_limited"
-    retryable = True
 
 
 @dataclass

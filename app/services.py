@@ -6,6 +6,7 @@ service add a field here and build it in ``create_app``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flask import current_app
@@ -36,6 +37,30 @@ class Services:
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
     limiter: RateLimiter | None = None           # per-client token buckets (None: no Redis, or limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
+
+
+def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
+    """Every service of one process (an app worker or a render worker) from ``settings``.
+
+    ``run_dir`` is the pod's shared runtime folder (render slots); the render pool spills its
+    arguments and results into ``run_dir / spill_name``. Call after :func:`app.runtime_dir`, which
+    points the metrics at that folder before they are imported.
+    """
+    from .motions import load_motions
+    from .pipeline import Pipeline
+    from .render_pool import InflightSlots, RenderPool
+    from .storage import from_settings
+    from .torchserve import TorchServeClient
+
+    pool = RenderPool(settings.render_processes, run_dir / spill_name)
+    storage = from_settings(settings)
+    torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
+                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
+    jobs, limiter, idempotency = redis_services(settings)
+    return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
+                    torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
+                    pipeline=Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir),
+                    jobs=jobs, limiter=limiter, idempotency=idempotency)
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

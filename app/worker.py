@@ -29,27 +29,20 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .services import Services
 
 log = logging.getLogger("doodlepod.worker")
 
 HEARTBEAT_FILE = "worker.alive"
 
 
-@dataclass
-class WorkerContext:
-    """What a job handler may use."""
-
-    settings: Any
-    pipeline: Any
-    motions: dict
-    torchserve: Any
-    storage: Any
-
-
-#: kind -> handler(context, payload, input bytes, job id, deadline) -> result dict (merged into the job).
+#: kind -> handler(services, payload, input bytes, job id, deadline) -> result dict (merged into the job);
+#: ``services`` is the worker's :class:`app.services.Services` (the same objects the web app has).
 HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {}
 
 
@@ -62,7 +55,7 @@ def handler(kind: str):
 
 
 @handler("animate")
-def run_animate(ctx: WorkerContext, payload: dict[str, Any], image: bytes | None, job_id: str, deadline) -> dict:
+def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job_id: str, deadline) -> dict:
     """POST /animate's work: the photo pipeline, with the request's validated fields."""
     from .errors import UnknownMotion
     from .pipeline import Job
@@ -82,11 +75,12 @@ def run_animate(ctx: WorkerContext, payload: dict[str, Any], image: bytes | None
 
 
 class Worker:
-    def __init__(self, settings, queue, context: WorkerContext, slots, run_dir: Path) -> None:
-        self.settings = settings
-        self.queue = queue
-        self.ctx = context
-        self.slots = slots
+    def __init__(self, services: Services, run_dir: Path) -> None:
+        self.settings = services.settings
+        self.queue = services.jobs
+        self.ctx = services
+        self.slots = services.slots
+        self.pool = services.pool
         self.run_dir = run_dir
         self.stop = threading.Event()
         self._stopped = threading.Event()   # set after the job threads ended: the heartbeat stops last
@@ -308,25 +302,11 @@ def build(settings) -> Worker | None:
 
     configure_logging(settings.log_level)
     run_dir = runtime_dir(settings)  # sets PROMETHEUS_MULTIPROC_DIR before metrics is imported
-    from .jobs_queue import JobQueue
-    from .motions import load_motions
-    from .pipeline import Pipeline
-    from .render_pool import InflightSlots, RenderPool
-    from .storage import from_settings
-    from .torchserve import TorchServeClient
-
-    queue = JobQueue.from_settings(settings)
-    if queue is None:
+    if not settings.redis_url:
         return None
-    pool = RenderPool(settings.render_processes, run_dir / f"spill-worker-{os.getpid()}")
-    storage = from_settings(settings)
-    torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
-                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
-    ctx = WorkerContext(settings, Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir),
-                        load_motions(settings.motions_dir or None), torchserve, storage)
-    worker = Worker(settings, queue, ctx, InflightSlots(run_dir / "slots", settings.max_inflight), run_dir)
-    worker.pool = pool  # type: ignore[attr-defined]
-    return worker
+    from .services import build_services
+
+    return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}"), run_dir)
 
 
 def alive(settings, max_age_s: float = 0.0) -> bool:
@@ -371,11 +351,11 @@ def main(argv: list[str] | None = None) -> int:
         return _idle(settings)
     signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
     signal.signal(signal.SIGINT, lambda *_: worker.stop.set())
-    worker.pool.warm()  # type: ignore[attr-defined]
+    worker.pool.warm()
     try:
         worker.run()
     finally:
-        worker.pool.shutdown()  # type: ignore[attr-defined]
+        worker.pool.shutdown()
     return 0
 
 

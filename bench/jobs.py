@@ -28,14 +28,14 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-import requests
 import redis
+import requests
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
 sys.path.insert(0, str(REPO / "tests" / "jobs"))
-import jobstack  # noqa: E402
-import stack  # noqa: E402
+import jobstack
+import stack
 
 
 def pct(values: list[float], q: float) -> float:

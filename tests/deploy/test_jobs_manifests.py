@@ -7,8 +7,18 @@ import re
 import pytest
 
 from tests.conftest import REPO
-from tests.deploy.test_manifests import (DEPLOY_DIR, app_config, containers, deploy_docs, deployment, effective_env,
-                                         find, load_docs, on_mount, pod_specs)
+from tests.deploy.test_manifests import (
+    DEPLOY_DIR,
+    app_config,
+    containers,
+    deploy_docs,
+    deployment,
+    effective_env,
+    find,
+    load_docs,
+    on_mount,
+    pod_specs,
+)
 
 
 def _settings(container, docs):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from jobstack import RedisServer  # noqa: E402
+from jobstack import RedisServer
 
 
 def pytest_configure(config) -> None:

@@ -49,7 +49,7 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self, timeout: float = 20.0) -> "RedisServer":
+    def start(self, timeout: float = 20.0) -> RedisServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         args = [server_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
                 "--appendonly", "yes" if self.appendonly else "no", "--appendfsync", "everysec",
@@ -95,7 +95,7 @@ class RedisServer:
         if self._own_folder:
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __enter__(self) -> "RedisServer":
+    def __enter__(self) -> RedisServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -113,7 +113,7 @@ class WorkerProcess:
         self.log = self.workdir / f"{name}.log"
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 90.0) -> "WorkerProcess":
+    def start(self, timeout: float = 90.0) -> WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as fh:

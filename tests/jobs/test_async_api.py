@@ -24,8 +24,8 @@ import pytest
 import requests
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
-from jobstack import WorkerProcess  # noqa: E402
+import stack
+from jobstack import WorkerProcess
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -205,7 +205,7 @@ class _Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's name
+            def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.received.append((dict(self.headers), body))
                 self.send_response(500 if len(receiver.received) <= receiver.fail_first else 204)
@@ -290,7 +290,7 @@ def test_over_the_rate_limit_is_429_with_ratelimit_headers(tight, page):
 def test_metrics_show_queue_depth_oldest_age_outcomes_and_rejections(pod, tight):
     def values(server) -> dict[str, float]:
         text = requests.get(f"{server.url}/metrics", timeout=10).text
-        return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(doodlepod_[^ ]+) ([0-9.e+-]+)$", text, re.M)}
+        return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(doodlepod_[^ ]+) ([0-9.e+-]+)$", text, re.MULTILINE)}
 
     t = values(tight)
     assert t['doodlepod_jobs_queue_depth{state="queued"}'] == 2 and t["doodlepod_jobs_queue_limit"] == 2

@@ -6,9 +6,14 @@ import time
 import pytest
 import redis
 
-from app.idempotency import (IdempotencyInProgress, IdempotencyKeyReused, SyncIdempotency, fingerprint,
-                             validate_key)
 from app.errors import BadRequest
+from app.idempotency import (
+    IdempotencyInProgress,
+    IdempotencyKeyReused,
+    SyncIdempotency,
+    fingerprint,
+    validate_key,
+)
 from app.ratelimit import RateLimiter, client_id
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(60)]

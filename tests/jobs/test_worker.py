@@ -16,10 +16,10 @@ import pytest
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
-from jobstack import WorkerProcess  # noqa: E402
+import stack
+from jobstack import WorkerProcess
 
-from app.jobs_queue import JobQueue  # noqa: E402
+from app.jobs_queue import JobQueue
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
 
