@@ -187,8 +187,9 @@ SETTINGS: tuple[Setting, ...] = (
             "once; each also holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots.", _positive_int),
     Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
             _positive_int),
-    Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Requests that create work each client (bearer token, else "
-            "address) may make per minute, on average; 0: no rate limit. Needs DOODLEPOD_REDIS_URL.",
+    Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Async requests ('Prefer: respond-async') each client (its "
+            "address, and its bearer token when DOODLEPOD_AUTH_TOKEN is set) may make per minute, on average; "
+            "0: no rate limit. Needs DOODLEPOD_REDIS_URL.",
             _non_negative_float),
     Setting("DOODLEPOD_RATE_LIMIT_BURST", "20", "Requests a client may make at once before the per-minute rate "
             "applies (the token bucket's size).", _positive_int),

@@ -361,7 +361,12 @@ class JobQueue:
         stream = stream or self.stream
         self._ensure_groups()
         idle_ms = int(1000 * (visibility_s or self.visibility_s))
-        _, claimed, _deleted = self.redis.xautoclaim(stream, group, consumer, idle_ms, "0-0", count=1)
+        try:
+            _, claimed, _deleted = self.redis.xautoclaim(stream, group, consumer, idle_ms, "0-0", count=1)
+        except redis.exceptions.ResponseError as exc:
+            if "NOGROUP" in str(exc):  # Redis lost its data (no AOF, flushed): make the groups again
+                self._groups_made = False
+            raise
         if claimed:
             entry_id, fields = claimed[0]
             if fields:  # None when the entry was deleted meanwhile

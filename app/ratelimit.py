@@ -1,4 +1,4 @@
-"""Per-client token buckets in Redis: every request that creates work takes one token.
+"""Per-client token buckets in Redis: every request that queues work takes one token.
 
 A client's bucket holds up to ``burst`` tokens and refills at ``per_min / 60`` tokens per second;
 a request that finds it empty is answered 429 with ``Retry-After`` (seconds until a token is back).
@@ -63,9 +63,9 @@ class Decision:
 
 
 def client_id(bearer_token: str, address: str) -> str:
-    """Whose bucket: the bearer token's (hashed: tokens never reach Redis), else the client address."""
+    """Whose bucket: the bearer token (hashed: tokens never reach Redis) and the address, else the address."""
     if bearer_token:
-        return "t-" + hashlib.sha256(bearer_token.encode()).hexdigest()[:24]
+        return "t-" + hashlib.sha256(bearer_token.encode()).hexdigest()[:24] + "-" + (address or "unknown")
     return "a-" + (address or "unknown")
 
 

@@ -1,10 +1,10 @@
 """POST /animate (multipart: the photo and its options) and POST / (the old mobile client's JSON).
 
-Both take a token from the client's rate limit, hold a render slot for the whole request (503 at
-once when the pod is full), read and check the request's fields, then run
-:class:`app.pipeline.Pipeline` under the request's deadline; an ``Idempotency-Key`` makes a retry
-answer the first response (app/routes/jobs.py). With ``Prefer: respond-async`` POST /animate checks
-the fields the same way, then queues the work for a render worker and answers 202 at once.
+Both hold a render slot for the whole request (503 at once when the pod is full), read and check
+the request's fields, then run :class:`app.pipeline.Pipeline` under the request's deadline; an
+``Idempotency-Key`` makes a retry answer the first response (app/routes/jobs.py). With
+``Prefer: respond-async`` POST /animate takes a token from the client's rate limit, checks the
+fields the same way, then queues the work for a render worker and answers 202 at once.
 """
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ FORMATS = ("gif", "webp", "mp4")
 def animate():
     """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``; with
     ``Prefer: respond-async`` also ``callback_url``."""
-    admit_work()
     if wants_async():
+        admit_work()
         return _animate_async()
     deadline = request_deadline()
     return idempotent(lambda: _animate_now(deadline))
@@ -118,7 +118,6 @@ def _check_image_header(data: bytes) -> None:
 @bp.post("/")
 def legacy_animate():
     """The old mobile client: JSON ``{"file": <base64 image>}`` -> flat ``{motion: url}``."""
-    admit_work()
     deadline = request_deadline()
     return idempotent(lambda: _legacy_now(deadline))
 

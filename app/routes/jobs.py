@@ -5,13 +5,14 @@
   and ``Retry-After``; a worker (``python -m app.worker``) renders it.
 * ``GET /jobs/{id}``: ``{"id", "status": queued|running|succeeded|failed, "animations"?, "error"?,
   "timings_ms"?, "created", "updated", ...}``.
-* :func:`admit_work` (every POST that creates work, sync or async): the client's token bucket
-  (app/ratelimit.py), 429 with ``RateLimit-*`` and ``Retry-After`` when empty.
+* :func:`admit_work` (every request that queues work): the client's token bucket (app/ratelimit.py),
+  429 with ``RateLimit-*`` and ``Retry-After`` when empty. Synchronous requests are bounded by the
+  pod's render slots instead (503 at once), exactly as without Redis.
 * :func:`idempotent` (synchronous work) and :func:`submit` (async) honour ``Idempotency-Key``
   (app/idempotency.py).
 
 Without Redis (not configured, or down) async requests get a JSON 503 and GET /jobs too; synchronous
-requests go on exactly as without this module: no rate limit, no deduplication (logged).
+requests go on exactly as without this module (an Idempotency-Key is then not honoured: logged).
 """
 from __future__ import annotations
 
@@ -45,8 +46,11 @@ def wants_async() -> bool:
 
 def client() -> str:
     """Who is asking, for rate limits and idempotency keys: the bearer token (hashed) when the server
-    checks tokens (DOODLEPOD_AUTH_TOKEN), else the client's address (an unchecked token would let a
-    client pick a fresh bucket per request)."""
+    checks tokens, together with the client's address; else the address alone.
+
+    An unchecked token would let a client pick a fresh bucket per request; and one token is usually
+    shared by every install of the mobile app, so a token alone would let one phone use up everyone's
+    bucket."""
     token = ""
     if services().settings.auth_token:
         scheme, _, value = request.headers.get("Authorization", "").partition(" ")

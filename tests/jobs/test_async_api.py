@@ -283,6 +283,8 @@ def test_over_the_rate_limit_is_429_with_ratelimit_headers(tight, page):
     assert int(resp.headers["RateLimit-Reset"]) <= 10
     allowed = answers[0]
     assert allowed.status_code != 429 and allowed.headers["RateLimit-Limit"] == "5"
+    sync = _post(tight, page)          # synchronous requests are bounded by the render slots, as before
+    assert sync.status_code == 200 and "RateLimit-Limit" not in sync.headers, sync.text
     time.sleep(int(resp.headers["Retry-After"]) + 0.1)
     assert _post(tight, page, ASYNC).status_code != 429     # a token is back (the queue is still full: 503)
 
@@ -321,7 +323,7 @@ def test_redis_stopped_async_is_json_503_ping_says_why_sync_works_and_queued_job
         jobs = ping.json()["components"]["jobs"]
         assert ping.json()["status"] == "degraded" and jobs["ok"] is False and jobs["required"] is False
         assert "Redis" in jobs["detail"] and "not reachable" in jobs["detail"]
-        sync = _post(pod, page, {"Idempotency-Key": "k-while-redis-is-down"})   # rate limit and key: skipped
+        sync = _post(pod, page, {"Idempotency-Key": "k-while-redis-is-down"})   # key: not honoured without Redis
         assert sync.status_code == 200 and "dab" in sync.json()["animations"], sync.text
         metrics = requests.get(f"{pod.url}/metrics", timeout=10).text
         assert "doodlepod_jobs_redis_up 0.0" in metrics

@@ -42,8 +42,9 @@ def test_token_bucket_allows_the_burst_then_refuses_until_a_token_is_back(r):
     assert not limiter.take("c1").allowed
 
 
-def test_client_ids_hash_tokens_and_fall_back_to_the_address():
-    assert client_id("secret", "10.0.0.1") == client_id("secret", "10.0.0.2")
+def test_client_ids_hash_tokens_and_keep_addresses_apart():
+    assert client_id("secret", "10.0.0.1") != client_id("other", "10.0.0.1")
+    assert client_id("secret", "10.0.0.1") != client_id("secret", "10.0.0.2")   # one phone cannot drain all
     assert "secret" not in client_id("secret", "")
     assert client_id("", "10.0.0.1") == "a-10.0.0.1" != client_id("", "10.0.0.2")
 
