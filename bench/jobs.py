@@ -49,6 +49,56 @@ def epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
+def sync_phase(args, workdir: Path, common: dict[str, str], photo: bytes) -> None:
+    """The same renders as synchronous requests, on the same render capacity (render processes =
+    workers x render processes, slots = workers x concurrency): each client posts its share back to
+    back and, on 503, waits its Retry-After and posts again, as the mobile app does."""
+    app = stack.Gunicorn(workdir / "sync-app", {
+        **common, "DOODLEPOD_REDIS_URL": "", "DOODLEPOD_RUNTIME_DIR": str(workdir / "sync-run"),
+        "DOODLEPOD_RENDER_PROCESSES": str(args.workers * args.render_processes),
+        "DOODLEPOD_MAX_INFLIGHT": str(args.workers * args.concurrency)}).start()
+    try:
+        per_client = [args.jobs // args.clients + (1 if i < args.jobs % args.clients else 0)
+                      for i in range(args.clients)]
+        done: list[float] = []
+        refused = Counter()
+        lock = threading.Lock()
+        go = threading.Barrier(args.clients)
+
+        def client(n: int) -> None:
+            http = requests.Session()
+            go.wait()
+            for _ in range(n):
+                t0 = time.perf_counter()
+                while True:
+                    resp = http.post(f"{app.url}/animate", files={"image": ("p.png", photo, "image/png")},
+                                     data={"motions": args.motions}, timeout=300)
+                    if resp.status_code != 503:
+                        break
+                    with lock:
+                        refused[resp.json()["error"]] += 1
+                    time.sleep(float(resp.headers.get("Retry-After", "3")))
+                with lock:
+                    if resp.status_code == 200:
+                        done.append(time.perf_counter() - t0)
+                    else:
+                        refused[f"HTTP {resp.status_code}"] += 1
+
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=client, args=(n,)) for n in per_client]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - t0
+        print(f"\nsame renders, synchronous (A/B in this run): {len(done)} of {args.jobs} succeeded in {wall:.1f} s "
+              f"({len(done) / wall:.2f}/s); 503s answered and retried: {sum(refused.values())} {dict(refused)}")
+        print(f"  time to completion (first POST -> 200, retries included): p50 {pct(done, 50):.2f} s, "
+              f"p95 {pct(done, 95):.2f} s; a client holds a connection open for each render")
+    finally:
+        app.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=200)
@@ -60,6 +110,7 @@ def main() -> int:
     ap.add_argument("--motions", default="dab")
     ap.add_argument("--max-frames", type=int, default=24)
     ap.add_argument("--timeout", type=float, default=900, help="give up waiting for the jobs after this many s")
+    ap.add_argument("--no-sync", action="store_true", help="skip the synchronous comparison")
     args = ap.parse_args()
 
     workdir = stack.make_workdir("dp-bench-jobs-")
@@ -184,6 +235,10 @@ def main() -> int:
             print(f"  {'PASS' if ok else 'FAIL'}: {name}")
         if twice:
             print(f"    started other than once: {[(j, starts[j]) for j in twice[:5]]}")
+        if not args.no_sync:
+            for w in workers:
+                w.stop()
+            sync_phase(args, workdir, common, photo)
         return 0 if all(checks.values()) else 1
     finally:
         for w in workers:
