@@ -212,7 +212,7 @@ _IGNORED_PREFIXES = ("DOODLEPOD_RUN_",)
 
 
 def markdown_table() -> str:
-    """The settings as a Markdown table (name, default, description) for the README."""
+    """The settings as a Markdown table (name, default, description) for docs/configuration.md."""
     lines = ["| Variable | Default | Description |", "|---|---|---|"]
     for s in SETTINGS:
         default = f"`{s.default}`" if s.default else "(empty)"
