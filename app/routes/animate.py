@@ -14,6 +14,8 @@ from typing import Any
 
 from flask import Blueprint, g, jsonify, request
 
+from animator import FORMATS
+
 from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
 from ..pipeline import Job, Result
@@ -23,9 +25,6 @@ from .api import base_url, render_slot, request_deadline
 log = logging.getLogger("doodlepod.http")
 
 bp = Blueprint("animate", __name__)
-
-FORMATS = ("gif", "webp", "mp4")
-
 
 @bp.post("/animate")
 def animate():
