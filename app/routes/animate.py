@@ -160,7 +160,7 @@ def _reject_if_not_image(data: bytes, declared: str) -> None:
     """A part declared as, say, text/plain: accept it only if it really is an image we read."""
     from PIL import Image
 
-    from ..jobs import ACCEPTED_FORMATS
+    from ..jobs import ACCEPTED_FORMATS, ACCEPTED_TEXT
 
     try:
         with Image.open(io.BytesIO(data)) as im:
@@ -168,4 +168,4 @@ def _reject_if_not_image(data: bytes, declared: str) -> None:
                 return
     except Exception:
         pass
-    raise UnsupportedType(f"uploads of type {declared} are not supported; send PNG, JPEG or WebP")
+    raise UnsupportedType(f"uploads of type {declared} are not supported; send {ACCEPTED_TEXT}")

@@ -140,6 +140,24 @@ def test_unsupported_types_are_415(client) -> None:
     _error(_post(client, _encode(Image.new("RGB", (64, 64), "white"), "GIF"), "image/gif"), 415, "unsupported_type")
     _error(_post(client, b"hello, I am a text file", "text/plain"), 415, "unsupported_type")
     _error(_post(client, b"%PDF-1.4\n" + bytes(100), "application/pdf"), 415, "unsupported_type")
+    avif = b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf" + bytes(200)
+    _error(_post(client, avif, "image/avif"), 415, "unsupported_type")
+
+
+def test_heic_photo_from_a_phone_is_accepted_upright(client, page) -> None:
+    """iPhones upload HEIC, stored sideways with "rotate 90 deg clockwise" (EXIF orientation 6)."""
+    data, joints = page
+    upright = Image.open(io.BytesIO(data))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    upright.transpose(Image.Transpose.ROTATE_90).save(buf, format="HEIF", exif=exif.tobytes(), quality=90)
+    resp = _post(client, buf.getvalue(), "image/heic", motions="dab", joints=json.dumps(joints))
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    got = resp.json["character"]
+    assert max(abs(got["joints"][k][i] - joints[k][i]) for k in joints for i in (0, 1)) <= 2.0
+    l, t, r, b = got["bbox"]
+    assert r > l and b > t and r <= upright.width and b <= upright.height      # upright page coordinates
 
 
 def test_model_server_down_is_503_with_retry_after(client, page) -> None:
