@@ -33,6 +33,9 @@ log = logging.getLogger("animator")
 
 #: Palette index of transparent pixels is the first index after the colours (always <= 255).
 MAX_COLOURS = 255
+#: Most texels a sprite may have (4096 x 4096): the render's largest array is bounded whatever the
+#: scale asked for (the app's canvases need well under a tenth of it).
+MAX_SPRITE_TEXELS = 4096 * 4096
 
 
 @dataclass
@@ -116,12 +119,26 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     h, w = mask.shape
     tw, th = max(1, int(round(w * scale))), max(1, int(round(h * scale)))
     sx, sy = tw / w, th / h
+    # Only the texels around the mask are made (texel columns x0:x1, rows y0:y1 of the whole
+    # downsized texture): a small character on a large page costs its own size, not the page's.
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    if not len(rows):
+        raise RenderError("the character's mask is empty")
+    pad = 2 + max(int(smooth or 0), int(flatten or 0))  # filters see the same neighbourhood
+    x0, x1 = max(0, int(np.floor((cols[0] - 1) * sx)) - pad), min(tw, int(np.ceil((cols[-1] + 2) * sx)) + pad)
+    y0, y1 = max(0, int(np.floor((rows[0] - 1) * sy)) - pad), min(th, int(np.ceil((rows[-1] + 2) * sy)) + pad)
+    if (x1 - x0) * (y1 - y0) > MAX_SPRITE_TEXELS:
+        raise RenderError(f"the character at scale {scale:.3g} would take {(x1 - x0) * (y1 - y0)} texels, "
+                          f"over the limit of {MAX_SPRITE_TEXELS}")
     rgba = np.array(texture[..., :4], dtype=np.uint8, copy=True)
     rgba[..., 3] = np.where(mask, 255, 0)
     img = Image.fromarray(rgba, "RGBA")
     if (tw, th) != (w, h):
         # Pillow resizes RGBA premultiplied, so colours outside the mask do not bleed in
-        img = img.resize((tw, th), Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR)
+        img = img.resize((x1 - x0, y1 - y0), Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR,
+                         box=(x0 / sx, y0 / sy, x1 / sx, y1 / sy))
+    else:
+        img = img.crop((x0, y0, x1, y1))
     small = np.asarray(img)
     if smooth and smooth > 1:
         from PIL import ImageFilter
@@ -160,8 +177,8 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     ss = int(supersample)
     off = (np.arange(ss) + 0.5) / ss
     ox, oy = np.meshgrid(off, off)
-    px = (tx[:, None] + ox.ravel()[None, :]).ravel() / sx
-    py = (ty[:, None] + oy.ravel()[None, :]).ravel() / sy
+    px = (x0 + tx[:, None] + ox.ravel()[None, :]).ravel() / sx
+    py = (y0 + ty[:, None] + oy.ravel()[None, :]).ravel() / sy
     colour = np.repeat(tex_idx, ss * ss)
     pts = np.stack([px, py], 1)
     tri, _ = mesh.locate(pts)
