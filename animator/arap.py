@@ -23,7 +23,7 @@ import logging
 
 import numpy as np
 
-from .errors import RenderError
+from .errors import CharacterError, RenderError
 from .mesh import Mesh
 
 log = logging.getLogger("animator")
@@ -53,7 +53,9 @@ class ARAP:
         tri, bary = mesh.nearest_copy(handles, mesh.cell if snap is None else snap)
         self.used = tri >= 0
         if not self.used.any():
-            raise RenderError("no skeleton joint lies on the character's mesh: cannot deform it")
+            # the joints are input (a config, a client): theirs to fix
+            raise CharacterError(None, "skeleton", "no skeleton joint lies on the character's mesh: "
+                                 "cannot deform it")
         if not self.used.all():
             log.warning("arap: %d handle(s) off the mesh are ignored", int((~self.used).sum()))
         hv = tris[tri[self.used]]          # (H', 3) vertices of each used handle
