@@ -1,5 +1,4 @@
 """ARAP deformation (Igarashi 2005, two-step) driven by joints, on char1's mesh."""
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,7 +7,6 @@ from animator import CharacterError, RenderError, load_character
 from animator.arap import ARAP
 from animator.mesh import build_mesh
 from tests.conftest import CHAR1
-
 
 
 @pytest.fixture(scope="module")
