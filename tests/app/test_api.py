@@ -169,9 +169,17 @@ def test_model_server_down_is_503_with_retry_after(client, page) -> None:
 
 def test_client_joints_off_the_drawing_are_422_not_500(client, page) -> None:
     data, joints = page
-    off = {name: [x + 400, y + 300] for name, (x, y) in joints.items()}   # on blank paper
-    body = _error(_post(client, data, motions="dab", joints=json.dumps(off)), 422, "invalid_character")
+    texture = Image.open(CHAR1 / "texture.png").convert("RGB")
+    wide = Image.new("RGB", (2 * texture.width + 100, texture.height + 60), "white")
+    wide.paste(texture, (40, 30))
+    # inside the crop (the box is the whole page) but on the blank paper right of the drawing
+    off = {name: [x + texture.width + 20, y] for name, (x, y) in joints.items()}
+    body = _error(_post(client, _encode(wide), motions="dab", joints=json.dumps(off),
+                        bbox=json.dumps([0, 0, wide.width, wide.height])), 422, "invalid_character")
     assert "skeleton joint" in body["message"]
+    # far outside the drawing and the page
+    far = {name: [x + 400, y + 300] for name, (x, y) in joints.items()}
+    _error(_post(client, data, motions="dab", joints=json.dumps(far)), 422, "invalid_character")
 
 
 # --- the error families ------------------------------------------------------------------------------
