@@ -115,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="retarget config (how the BVH skeleton maps onto the drawing)")
     p.add_argument("--output", "-o", required=True, metavar="OUT",
                    help="output file; its extension picks the format unless --format is given")
-    p.add_argument("--format", "-f", choices=("gif", "webp", "mp4"),
+    from animator.encode import FORMATS
+
+    p.add_argument("--format", "-f", choices=tuple(FORMATS),
                    help="gif (transparent, default), webp (animated, lossless, transparent) or mp4 "
                         "(H.264 on a white background; needs imageio-ffmpeg)")
     p.add_argument("--size", type=_size, default=(500, 500), metavar="WxH",
@@ -147,23 +149,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write(path: str, data: bytes) -> None:
-    """Write atomically: a half-written file never takes the place of the output."""
-    tmp = f"{path}.part{os.getpid()}"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise OSError(exc.errno, exc.strerror, path) from exc
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     args = build_parser().parse_args(argv)
@@ -175,11 +160,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import animator
     from animator.errors import AnimatorError
+    from animator.files import write_atomic as _write
 
     fmt = args.format
     if fmt is None:
         ext = os.path.splitext(args.output)[1].lower().lstrip(".")
-        fmt = ext if ext in ("gif", "webp", "mp4") else "gif"
+        fmt = ext if ext in animator.FORMATS else "gif"
     try:
         # options left unset on the command line keep RenderOptions' defaults
         kw = {name: getattr(args, name) for name in ("fps", "colours", "margin", "merge", "background", "tolerance")

@@ -45,6 +45,7 @@ def create_app(**overrides: Any):
     # Imports that need PROMETHEUS_MULTIPROC_DIR set come after runtime_dir().
     from . import errors
     from .hooks import install_hooks
+    from .loop import under_gevent
     from .routes import register_blueprints
     from .services import EXTENSION, build_services
 
@@ -61,7 +62,7 @@ def create_app(**overrides: Any):
     register_blueprints(app)
 
     atexit.register(pool.shutdown)
-    if _under_gevent():
+    if under_gevent():
         import gevent
         gevent.spawn(_warm, pool, log)
     log.info("app ready: storage=%s motions=%s render_processes=%d max_inflight=%d deadline=%gs",
@@ -76,10 +77,3 @@ def _warm(pool, log) -> None:
     except Exception:  # a failed warm-up is not fatal: the pool starts on demand
         log.exception("render pool warm-up failed")
 
-
-def _under_gevent() -> bool:
-    try:
-        from gevent import monkey
-        return monkey.is_module_patched("socket")
-    except ImportError:
-        return False

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .deadline import Deadline
-from .errors import DeadlineExceeded, RenderFailed
+from .errors import RenderFailed
+from .loop import wait_future
 
 log = logging.getLogger("doodlepod.render_pool")
 
@@ -49,10 +50,10 @@ def _call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
         args = pickle.load(fh)
     os.unlink(in_path)
     result = fn(*args)
-    tmp = out_path + ".tmp"
-    with open(tmp, "wb") as fh:
+    # No temporary name needed: the parent opens the file only after this function has returned,
+    # and removes it, complete or not, whatever happened.
+    with open(out_path, "wb") as fh:
         pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, out_path)
     return out_path
 
 
@@ -70,11 +71,10 @@ class PoolJob:
 
 def _remove(*paths: str) -> None:
     for path in paths:
-        for p in (path, path + ".tmp"):
-            try:
-                os.unlink(p)
-            except FileNotFoundError:
-                pass
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 class RenderPool:
@@ -117,13 +117,13 @@ class RenderPool:
         """The job's result, waited for without blocking the gevent loop; raises past the deadline."""
         timeout = deadline.check(stage)
         try:
-            out_path = _result(job.future, timeout)
+            out_path = wait_future(job.future, timeout)
         except cf.TimeoutError:
             if not job.future.cancel():  # running: clean its files up when it finishes
                 job.future.add_done_callback(lambda _f: _remove(job.in_path, job.out_path))
             else:
                 _remove(job.in_path, job.out_path)
-            raise DeadlineExceeded(f"request deadline of {deadline.seconds:g} s passed during {stage}") from None
+            raise deadline.exceeded(stage) from None
         except cf.process.BrokenProcessPool:
             _remove(job.in_path, job.out_path)
             self._restart()
@@ -158,46 +158,6 @@ class RenderPool:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-
-
-def _result(future: cf.Future, timeout: float) -> Any:
-    """``future.result(timeout)`` without blocking the gevent loop when running under gevent.
-
-    The future's done-callback (run by the executor's result thread, whichever kind of thread that
-    is) wakes this greenlet through a loop ``async`` watcher, the thread-safe way to signal a gevent
-    hub. (Waiting in ``hub.threadpool.apply(future.result)`` works for one job at a time but was
-    measured to stall for tens of seconds with several jobs in flight: a native thread blocking on
-    monkey-patched locks.)
-    """
-    try:
-        from gevent import monkey
-        patched = monkey.is_module_patched("threading")
-    except ImportError:
-        patched = False
-    if not patched or future.done():
-        return future.result(timeout)
-    import gevent
-    from gevent.event import Event
-
-    hub = gevent.get_hub()
-    done = Event()
-    watcher = hub.loop.async_()
-    watcher.start(done.set)
-    live = [True]
-
-    def wake(_: cf.Future) -> None:
-        if live[0]:
-            watcher.send()
-
-    try:
-        future.add_done_callback(wake)
-        if not done.wait(timeout):
-            raise cf.TimeoutError()
-        return future.result(0)
-    finally:
-        live[0] = False
-        watcher.stop()
-        watcher.close()
 
 
 class InflightSlots:

@@ -15,7 +15,7 @@ from typing import Any
 import requests
 
 from .deadline import Deadline
-from .errors import DeadlineExceeded, ModelServerError, ModelServerUnavailable
+from .errors import ModelServerError, ModelServerUnavailable
 
 log = logging.getLogger("doodlepod.torchserve")
 
@@ -73,8 +73,7 @@ class TorchServeClient:
                 raise ModelServerUnavailable(problem + f"; gave up after {attempt + 1} attempts")
             pause = self.backoff_s * (2 ** attempt)
             if deadline.remaining() <= pause:
-                raise DeadlineExceeded(f"request deadline of {deadline.seconds:g} s passed during {stage} "
-                                       f"({problem})")
+                raise deadline.exceeded(stage, problem)
             log.warning("%s; retry %d/%d in %.2f s", problem, attempt + 1, self.retries, pause)
             time.sleep(pause)
             attempt += 1

@@ -17,6 +17,8 @@ from typing import Any
 
 from flask import Blueprint, g, jsonify, request
 
+from animator import FORMATS
+
 from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, UnreadableImage, UnsupportedType
 from ..pipeline import Job, Result
@@ -28,9 +30,6 @@ from .jobs import admit_work, idempotent, submit, wants_async
 log = logging.getLogger("doodlepod.http")
 
 bp = Blueprint("animate", __name__)
-
-FORMATS = ("gif", "webp", "mp4")
-
 
 @bp.post("/animate")
 def animate():
@@ -224,7 +223,7 @@ def _reject_if_not_image(data: bytes, declared: str) -> None:
     """A part declared as, say, text/plain: accept it only if it really is an image we read."""
     from PIL import Image
 
-    from ..jobs import ACCEPTED_FORMATS
+    from ..jobs import ACCEPTED_FORMATS, ACCEPTED_TEXT
 
     try:
         with Image.open(io.BytesIO(data)) as im:
@@ -232,4 +231,4 @@ def _reject_if_not_image(data: bytes, declared: str) -> None:
                 return
     except Exception:
         pass
-    raise UnsupportedType(f"uploads of type {declared} are not supported; send PNG, JPEG or WebP")
+    raise UnsupportedType(f"uploads of type {declared} are not supported; send {ACCEPTED_TEXT}")

@@ -9,7 +9,6 @@ from animator.mesh import build_mesh
 from tests.conftest import CHAR1
 
 
-
 @pytest.fixture(scope="module")
 def rig():
     ch = load_character(CHAR1)
@@ -89,7 +88,7 @@ def test_handle_off_the_mesh_is_snapped_or_ignored(rig):
     arap = ARAP(mesh, off)
     assert arap.used[:-1].all() and not arap.used[-1]
     np.testing.assert_allclose(arap.solve(off), mesh.vertices, atol=1e-3)
-    with pytest.raises(CharacterError, match="no skeleton joint lies"):  # the caller's joints: bad input
+    with pytest.raises(CharacterError, match="no skeleton joint lies"):
         ARAP(mesh, np.array([[-1000.0, -1000.0]]))
 
 
@@ -98,7 +97,7 @@ def test_mesh_piece_without_handle_fails_clearly():
     m[10:90, 10:90] = True
     m[40:70, 200:230] = True
     mesh = build_mesh(m, cell=16)  # no keep points: only the largest piece, no handle on it
-    with pytest.raises(CharacterError, match="no skeleton joint lies"):
+    with pytest.raises(CharacterError, match="no skeleton joint lies"):  # the joints are the input's fault
         ARAP(mesh, np.array([[215.0, 55.0], [216.0, 60.0]]))
     both = build_mesh(m, cell=16, keep_points=np.array([[50.0, 50.0], [215.0, 55.0]]))
     with pytest.raises(RenderError, match="hold no skeleton joint"):

@@ -140,6 +140,24 @@ def test_unsupported_types_are_415(client) -> None:
     _error(_post(client, _encode(Image.new("RGB", (64, 64), "white"), "GIF"), "image/gif"), 415, "unsupported_type")
     _error(_post(client, b"hello, I am a text file", "text/plain"), 415, "unsupported_type")
     _error(_post(client, b"%PDF-1.4\n" + bytes(100), "application/pdf"), 415, "unsupported_type")
+    avif = b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf" + bytes(200)
+    _error(_post(client, avif, "image/avif"), 415, "unsupported_type")
+
+
+def test_heic_photo_from_a_phone_is_accepted_upright(client, page) -> None:
+    """iPhones upload HEIC, stored sideways with "rotate 90 deg clockwise" (EXIF orientation 6)."""
+    data, joints = page
+    upright = Image.open(io.BytesIO(data))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    upright.transpose(Image.Transpose.ROTATE_90).save(buf, format="HEIF", exif=exif.tobytes(), quality=90)
+    resp = _post(client, buf.getvalue(), "image/heic", motions="dab", joints=json.dumps(joints))
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    got = resp.json["character"]
+    assert max(abs(got["joints"][k][i] - joints[k][i]) for k in joints for i in (0, 1)) <= 2.0
+    l, t, r, b = got["bbox"]
+    assert r > l and b > t and r <= upright.width and b <= upright.height      # upright page coordinates
 
 
 def test_model_server_down_is_503_with_retry_after(client, page) -> None:
@@ -151,9 +169,17 @@ def test_model_server_down_is_503_with_retry_after(client, page) -> None:
 
 def test_client_joints_off_the_drawing_are_422_not_500(client, page) -> None:
     data, joints = page
-    off = {name: [x + 400, y + 300] for name, (x, y) in joints.items()}   # on blank paper
-    body = _error(_post(client, data, motions="dab", joints=json.dumps(off)), 422, "invalid_character")
+    texture = Image.open(CHAR1 / "texture.png").convert("RGB")
+    wide = Image.new("RGB", (2 * texture.width + 100, texture.height + 60), "white")
+    wide.paste(texture, (40, 30))
+    # inside the crop (the box is the whole page) but on the blank paper right of the drawing
+    off = {name: [x + texture.width + 20, y] for name, (x, y) in joints.items()}
+    body = _error(_post(client, _encode(wide), motions="dab", joints=json.dumps(off),
+                        bbox=json.dumps([0, 0, wide.width, wide.height])), 422, "invalid_character")
     assert "skeleton joint" in body["message"]
+    # far outside the drawing and the page
+    far = {name: [x + 400, y + 300] for name, (x, y) in joints.items()}
+    _error(_post(client, data, motions="dab", joints=json.dumps(far)), 422, "invalid_character")
 
 
 # --- the error families ------------------------------------------------------------------------------

@@ -194,6 +194,27 @@ def test_prepare_image_honours_exif_orientation_and_downsizes() -> None:
     assert Image.open(io.BytesIO(prepared.png)).size == (50, 100)
 
 
+def test_prepare_image_reads_heic_with_its_orientation() -> None:
+    # What an iPhone uploads: HEIC (HEVC in HEIF), stored landscape, shown portrait. pillow-heif
+    # writes the EXIF orientation as the HEIF rotation that libheif applies when decoding.
+    stored = Image.new("RGB", (400, 200), "white")
+    stored.paste((0, 0, 0), (0, 0, 40, 40))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    data = _encode(stored, "HEIF", exif=exif.tobytes(), quality=90)
+    assert data[4:12] == b"ftypheic"
+    prepared = jobs.prepare_image(data, max_pixels=10**7, max_side=100)
+    assert prepared.format == "HEIF"
+    assert prepared.image_size == (200, 400)               # shown portrait
+    assert prepared.rgb.shape == (100, 50, 3)
+    assert prepared.rgb[2, -3].max() < 80                  # the square is now top-right
+    assert prepared.rgb[2, 2].min() > 200
+    with pytest.raises(TooLarge, match="0.1 MP"):          # the pixel limit holds, from the header
+        jobs.prepare_image(data, max_pixels=50_000, max_side=100)
+    with pytest.raises(UnreadableImage):                   # a truncated HEIC is a clear 400
+        jobs.prepare_image(data[: len(data) // 2], max_pixels=10**7, max_side=100)
+
+
 def test_prepare_image_flattens_transparency_onto_white() -> None:
     rgba = Image.new("RGBA", (20, 20), (0, 0, 0, 0))
     rgba.paste((10, 10, 10, 255), (5, 5, 10, 10))
@@ -209,8 +230,8 @@ def test_prepare_image_rejections() -> None:
         jobs.prepare_image(_encode(Image.new("RGB", (8, 8)), "GIF"), 10**6, 1000)
     with pytest.raises(UnsupportedType, match="BMP"):
         jobs.prepare_image(_encode(Image.new("RGB", (8, 8)), "BMP"), 10**6, 1000)
-    with pytest.raises(UnsupportedType, match="HEIC"):
-        jobs.prepare_image(b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00" + b"\x00" * 64, 10**6, 1000)
+    with pytest.raises(UnsupportedType, match="AVIF"):
+        jobs.prepare_image(b"\x00\x00\x00\x18ftypavif\x00\x00\x00\x00" + b"\x00" * 64, 10**6, 1000)
     with pytest.raises(UnreadableImage):
         jobs.prepare_image(b"", 10**6, 1000)
     with pytest.raises(UnreadableImage):

@@ -3,7 +3,7 @@
 Schemas: ``kubernetes-validate --strict`` (offline schemas shipped in the PyPI package) against the newest
 Kubernetes version the package ships and against the oldest one the manifests claim to support.
 Cross-checks against the rest of the repo: the app's settings table (app/config.py), TorchServe's
-config (handlers/config.properties), the Dockerfiles and README.md, so none of them can drift apart.
+config (handlers/config.properties), the Dockerfiles and the docs, so none of them can drift apart.
 No cluster is needed (none is available here).
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ MANIFESTS = [POD_FILE, *sorted(DEPLOY_DIR.rglob("*.yaml"))]
 #: fields are checked by their own tests (tests/deploy/test_jobs_manifests.py for KEDA).
 CUSTOM_GROUPS = ("keda.sh",)
 #: Native sidecars (beta, on by default) since 1.29; HPA ContainerResource and the preStop sleep action
-#: are on by default since 1.30. README "Deploying with kubectl" states the same floor.
+#: are on by default since 1.30. docs/deployment.md "Deploying with kubectl" states the same floor.
 OLDEST_KUBERNETES = "1.30.0"
 GPU = "nvidia.com/gpu"
 MODEL_NAMES = ("drawn_humanoid_detector", "drawn_humanoid_pose_estimator")
@@ -401,18 +401,23 @@ def test_every_doodlepod_variable_in_the_manifests_is_a_setting_of_the_app():
     assert not unknown, f"set in manifests but not declared in app/config.py: {unknown}"
 
 
-def test_every_variable_in_the_manifests_is_documented_in_the_readme():
-    readme = (REPO / "README.md").read_text()
-    missing = sorted(n for n in manifest_variables() if f"`{n}`" not in readme)
-    assert not missing, f"README.md does not document: {missing}"
+def docs_text() -> str:
+    """The README and every docs/ page: where a variable counts as documented."""
+    return "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
 
 
-def test_readme_configuration_table_is_the_apps_table():
-    readme = (REPO / "README.md").read_text()
-    m = re.search(r"<!-- settings-table:start[^>]*-->\n(.*?)\n<!-- settings-table:end -->", readme, re.S)
-    assert m, "README.md has no settings table block"
+def test_every_variable_in_the_manifests_is_documented():
+    docs = docs_text()
+    missing = sorted(n for n in manifest_variables() if f"`{n}`" not in docs)
+    assert not missing, f"neither README.md nor docs/ document: {missing}"
+
+
+def test_docs_configuration_table_is_the_apps_table():
+    page = (REPO / "docs" / "configuration.md").read_text()
+    m = re.search(r"<!-- settings-table:start[^>]*-->\n(.*?)\n<!-- settings-table:end -->", page, re.S)
+    assert m, "docs/configuration.md has no settings table block"
     assert m.group(1).strip() == app_config().markdown_table().strip(), (
-        "README settings table is stale: paste the output of `python -m app.config --markdown`")
+        "docs/configuration.md's settings table is stale: paste the output of `python -m app.config --markdown`")
 
 
 def test_no_undocumented_doodlepod_variable_is_read_anywhere():
@@ -423,9 +428,9 @@ def test_no_undocumented_doodlepod_variable_is_read_anywhere():
         if path.is_file() and path.suffix in (".py", ".sh", ""):
             for name in re.findall(r"\bDOODLEPOD_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(errors="replace")):
                 used.setdefault(name, set()).add(str(path.relative_to(REPO)))
-    readme = (REPO / "README.md").read_text()
-    undocumented = {n: sorted(p) for n, p in used.items() if n not in declared and f"`{n}`" not in readme}
-    assert not undocumented, f"read but neither in app/config.py nor in README.md: {undocumented}"
+    docs = docs_text()
+    undocumented = {n: sorted(p) for n, p in used.items() if n not in declared and f"`{n}`" not in docs}
+    assert not undocumented, f"read but neither in app/config.py nor in the docs: {undocumented}"
 
 
 # ----------------------------------------------------------------------------------------- safety

@@ -99,8 +99,47 @@ def test_readme_cli_example_runs_as_written() -> None:
                                  capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
         with Image.open(made) as im:
-            size = re.search(r"--size (\d+)x(\d+)", script)
+            size = re.search(r"--size (\d+)(?:x(\d+))?", script)
             assert im.format == "GIF" and im.n_frames > 10
-            assert size is None or im.size == (int(size.group(1)), int(size.group(2)))
+            assert size is None or im.size == (int(size.group(1)), int(size.group(2) or size.group(1)))
     finally:
         made.unlink(missing_ok=True)
+
+
+# --- the docs ------------------------------------------------------------------------------------
+
+DOCS = sorted((REPO / "docs").glob("*.md"))
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    return {_slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, re.M)}
+
+
+def test_readme_is_a_front_door_to_every_docs_page() -> None:
+    text = README.read_text()
+    assert len(text.encode()) < 10_000, "README.md is the front door: keep it under 10 KB, move detail to docs/"
+    unlinked = [p.name for p in DOCS if f"](docs/{p.name})" not in text]
+    assert not unlinked, f"README.md's docs table does not link {unlinked}"
+
+
+@pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: p.name)
+def test_relative_links_and_anchors_resolve(page: Path) -> None:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file_part, _, anchor = target.partition("#")
+        dest = (page.parent / file_part).resolve() if file_part else page
+        if not dest.exists():
+            broken.append(target)
+        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+            broken.append(target)
+    assert not broken, f"{page.name}: broken links {broken}"
