@@ -182,7 +182,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S", "60", "A job whose worker stopped renewing it (every third of "
             "this) for this long is taken over by another worker.", _positive_float),
     Setting("DOODLEPOD_JOBS_TTL_S", "604800", "How long an ended job stays readable at GET /jobs/{id}, in seconds "
-            "(at least DOODLEPOD_IDEMPOTENCY_TTL_S).", _positive_int),
+            "(never less than DOODLEPOD_IDEMPOTENCY_TTL_S: a repeated key must find its job).", _positive_int),
     Setting("DOODLEPOD_JOBS_POLL_AFTER_S", "2", "Retry-After sent with 202 and with unfinished jobs: how soon a "
             "client should poll.", _positive_int),
     Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.worker) renders at "

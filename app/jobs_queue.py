@@ -225,7 +225,8 @@ class JobQueue:
             return None
         return cls(settings.redis_url, settings.redis_prefix, timeout_s=settings.redis_timeout_s,
                    max_queued=settings.jobs_max_queued, max_attempts=settings.jobs_max_attempts,
-                   visibility_s=settings.jobs_visibility_timeout_s, job_ttl_s=settings.jobs_ttl_s,
+                   visibility_s=settings.jobs_visibility_timeout_s,
+                   job_ttl_s=max(settings.jobs_ttl_s, settings.idempotency_ttl_s),
                    retry_after_s=settings.retry_after_s)
 
     def key(self, *parts: str) -> str:
