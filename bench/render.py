@@ -36,14 +36,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from worktree import Baseline, load_avg
+
 REPO = Path(__file__).resolve().parents[1]
 AD = REPO / "tests" / "fixtures" / "animated_drawings"
 RETARGET = {"dab": "fair1_ppf", "zombie": "fair1_ppf", "wave_hello": "fair1_ppf", "jumping": "fair1_ppf",
             "jumping_jacks": "cmu1_pfp"}
-
-
-def load_avg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def timed(cmd: list[str] | str, cwd: Path, env: dict | None = None, shell: bool = False) -> dict:
@@ -106,22 +104,6 @@ def pillow_floor(gif: Path) -> dict:
     frames[0].save(buf, "GIF", **kw)
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "bytes": len(buf.getvalue()),
             "frames": len(frames), "mode": frames[-1].mode}
-
-
-class Baseline:
-    """The code at a git ref, checked out into a temporary worktree (removed by close())."""
-
-    def __init__(self, ref: str) -> None:
-        self.ref = ref
-        self.dir = Path(tempfile.mkdtemp(prefix="dp-baseline-"))
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "--quiet", str(self.dir), ref],
-                       check=True)
-        self.commit = subprocess.run(["git", "-C", str(self.dir), "rev-parse", "--short", "HEAD"], check=True,
-                                     capture_output=True, text=True).stdout.strip()
-
-    def close(self) -> None:
-        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(self.dir)], check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def median(rows: list[dict], key: str) -> float:
