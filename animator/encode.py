@@ -202,6 +202,10 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             nxt_box = _bbox(nxt != tr)
         except StopIteration:
             done, nxt, nxt_box = True, None, None
+        if screen_box is None:  # a clear screen: the frame is drawn whole, no comparison needed
+            screen_box = _draw_on_clear_screen(emit, screen, cur, cur_box, None if done else nxt, nxt_box, tr)
+            cur, cur_box = nxt, nxt_box
+            continue
         roi = _union(_union(screen_box, cur_box), nxt_box)
         if roi is None:  # nothing anywhere: one transparent pixel carries the delay
             emit(np.full((1, 1), tr, np.uint8), (0, 0, 1, 1), 1)
@@ -223,6 +227,30 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             if x0 + rx0 <= sx0 and y0 + ry0 <= sy0 and x1 + rx0 >= sx1 and y1 + ry0 >= sy1:
                 screen_box = None
         cur, cur_box = nxt, nxt_box
+
+
+def _draw_on_clear_screen(emit, screen: np.ndarray, cur: np.ndarray, cur_box, nxt: np.ndarray | None,
+                          nxt_box, tr: np.uint8):
+    """:func:`_frame_delta` when nothing is on screen (the usual case of a transparent clip, whose
+    every frame is disposed): every opaque pixel changed, so the rectangle is the frame's box and the
+    block the frame itself in it, "keep" and "screen" blocks being the same. Returns the new screen
+    box (None when the frame is disposed, which clears all it drew)."""
+    if cur_box is None:  # nothing to draw, nothing to clear: one transparent pixel carries the delay
+        emit(np.full((1, 1), tr, np.uint8), (0, 0, 1, 1), 1)
+        return None
+    x0, y0, x1, y1 = cur_box
+    C = cur[y0:y1, x0:x1]
+    if nxt is None:
+        disposal = 2  # last frame: dispose all it shows, so a loop restarts on a clear canvas
+    else:  # disposed when a pixel it draws is transparent in the next frame
+        v = nxt[y0:y1, x0:x1] == tr
+        v &= C != tr
+        disposal = 2 if v.any() else 1
+    emit(np.array(C), cur_box, disposal)
+    if disposal == 2:
+        return None
+    screen[y0:y1, x0:x1] = C
+    return cur_box
 
 
 def _frame_delta(S: np.ndarray, C: np.ndarray, N: np.ndarray | None, tr: np.uint8,
