@@ -22,7 +22,9 @@ MAX_JOINTS = 128
 #: Longest joint name, in characters.
 MAX_JOINT_NAME = 64
 
-#: The 16 joints of an AnimatedDrawings character skeleton, parents before children.
+#: The 16 joints of the skeleton made from COCO keypoints (:mod:`animator.photo_skeleton`) and of
+#: AnimatedDrawings' example characters, parents before children. Other skeletons work too: any tree
+#: under a joint called ``root`` that the retarget config maps.
 SKELETON_JOINTS: tuple[str, ...] = (
     "root", "hip", "torso", "neck",
     "right_shoulder", "right_elbow", "right_hand",
@@ -49,7 +51,9 @@ class Character:
         texture: RGBA uint8 array, shape (H, W, 4).
         mask: bool array, shape (H, W); True where the character is.
         skeleton: joints in any order (as AnimatedDrawings accepts); stored parents-first, siblings
-            kept in their given order (AnimatedDrawings visits children in that order).
+            kept in their given order (AnimatedDrawings visits children in that order). Any tree
+            works whose top joint is called ``root`` (AnimatedDrawings' rig starts there) with at
+            least one joint under it; which joints move is the retarget config's business.
     """
 
     texture: np.ndarray
@@ -65,11 +69,14 @@ class Character:
         if not self.mask.any():
             raise CharacterError(None, "mask", "mask is empty: no character pixels")
         check_joints(self.skeleton, self.size)
-        names = {j.name for j in self.skeleton}
-        missing = [n for n in SKELETON_JOINTS if n not in names]
-        if missing:
-            raise CharacterError(None, "skeleton", f"missing joints: {', '.join(missing)}")
         self.skeleton = parents_first(self.skeleton)
+        root = next((j for j in self.skeleton if j.name == "root"), None)
+        if root is None:
+            raise CharacterError(None, "skeleton", "missing joint 'root' (the top of the skeleton, as in AnimatedDrawings)")
+        if root.parent is not None:
+            raise CharacterError(None, "skeleton", f"joint 'root' must have no parent, has '{root.parent}'")
+        if len(self.skeleton) < 2:
+            raise CharacterError(None, "skeleton", "needs at least one joint under 'root' (a bone to move)")
 
     @property
     def size(self) -> tuple[int, int]:
@@ -163,9 +170,12 @@ def skeleton_from_config(entries: Sequence[Mapping[str, Any]], path: str | Path 
 
 
 def load_character(folder: str | Path) -> Character:
-    """Read an AnimatedDrawings character folder (``char_cfg.yaml``, ``texture.png``, ``mask.png``)."""
+    """Read an AnimatedDrawings character folder (``char_cfg.yaml``, ``texture.png``, ``mask.png``),
+    or its ``char_cfg.yaml`` given as a file (texture and mask beside it)."""
     folder = Path(folder)
     cfg_path = folder / "char_cfg.yaml"
+    if folder.is_file():  # a scene file names the char_cfg.yaml itself (any file name)
+        cfg_path, folder = folder, folder.parent
     try:
         cfg = yaml.safe_load(cfg_path.read_text())
     except FileNotFoundError as exc:
