@@ -167,3 +167,41 @@ def test_dump_joints_with_a_start_frame(tmp_path):
     d = json.loads(dump.read_text())
     assert len(d["frames"]) == 654 - 150
     assert d["source_frames"][0] == 150 and d["source_frames"][-1] == 653
+
+
+def test_without_retarget_the_config_is_derived_and_poses_like_the_hand_written_one(tmp_path):
+    r = run(CHAR, "-m", JJ, "-o", tmp_path / "a.gif", "--fps", "native", "--dump-joints", tmp_path / "a.json", "-v")
+    assert r.returncode == 0, r.stderr
+    assert "CMU (AnimatedDrawings' cmu1) joint names" in r.stderr  # the family it recognised
+    r = run(CHAR, "-m", JJ, "-r", CMU, "-o", tmp_path / "b.gif", "--fps", "native", "--dump-joints", tmp_path / "b.json")
+    assert r.returncode == 0, r.stderr
+    a = np.array(json.loads((tmp_path / "a.json").read_text())["frames"])
+    b = np.array(json.loads((tmp_path / "b.json").read_text())["frames"])
+    assert a.shape == b.shape and np.abs(a - b).max() < 0.01 * 602  # within 1% of char1's larger side
+
+
+def test_motion_may_be_a_bvh_file(tmp_path):
+    r = run(CHAR, "-m", "examples/bvh/fair1/dab.bvh", "-o", tmp_path / "dab.gif", "--max-frames", "10")
+    assert r.returncode == 0, r.stderr
+    with Image.open(tmp_path / "dab.gif") as im:
+        assert im.n_frames == 10
+
+
+def test_print_retarget_writes_animated_drawings_yaml_that_reads_back(tmp_path):
+    r = run("--motion", DAB, "--print-retarget")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("char_starting_location:") and "!!python/tuple" in r.stdout
+    (tmp_path / "derived.yaml").write_text(r.stdout)
+    r = run(CHAR, "-m", DAB, "-r", tmp_path / "derived.yaml", "-o", tmp_path / "x.gif", "--max-frames", "3")
+    assert r.returncode == 0, r.stderr
+    r = run("--print-retarget")
+    assert r.returncode == 2 and "--motion" in r.stderr
+
+
+def test_an_unrecognised_skeleton_without_retarget_is_exit_1_listing_what_is_missing(tmp_path):
+    text = (AD_ROOT / "examples/bvh/fair1/dab.bvh").read_text().replace("ForeArm", "Wing")
+    (tmp_path / "bird.bvh").write_text(text)
+    r = run(CHAR, "-m", tmp_path / "bird.bvh", "-o", tmp_path / "x.gif")
+    assert r.returncode == 1
+    assert "bird.bvh" in r.stderr and "no left forearm" in r.stderr and "no right forearm" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
