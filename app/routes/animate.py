@@ -31,6 +31,7 @@ log = logging.getLogger("doodlepod.http")
 
 bp = Blueprint("animate", __name__)
 
+
 @bp.post("/animate")
 def animate():
     """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``; with
