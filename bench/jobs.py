@@ -212,7 +212,8 @@ def main() -> int:
         twice = [j for j in ids if starts[j] != 1]
         attempts_off = [j for j, job in final.items() if job["attempts"] != 1]
         motions = args.motions.split(",")
-        files = sum(1 for j in final for m in motions if (workdir / "files" / j / f"{m}.gif").is_file())
+        files = sum(1 for job in final.values() for m, url in job.get("animations", {}).items()
+                    if m in motions and (workdir / "files" / url.split("/files/", 1)[-1]).is_file())
         load = os.getloadavg()
 
         print(f"\nasync jobs: {args.jobs} jobs by {args.clients} clients; {args.workers} worker process(es) x "
