@@ -163,6 +163,14 @@ def segment_crop(crop: np.ndarray, box: tuple[int, int, int, int]) -> SegmentedC
                          {"segment": (t1 - t0) * 1e3, "encode_crop": (t2 - t1) * 1e3})
 
 
+def segment_png(work_png: bytes, box: tuple[int, int, int, int]) -> SegmentedCrop:
+    """:func:`segment_crop` of ``box`` (work pixels) in a stored work image (PNG)."""
+    with Image.open(io.BytesIO(work_png)) as im:
+        rgb = np.asarray(im.convert("RGB"))
+    l, t, r, b = box
+    return segment_crop(np.ascontiguousarray(rgb[t:b, l:r]), box)
+
+
 @lru_cache(maxsize=64)
 def _load_configs(motion_path: str, retarget_path: str, _mtimes: tuple[float, float]):
     import animator
@@ -203,3 +211,158 @@ def warm(seconds: float = 0.2) -> int:
 
 def read_bytes(path: str | Path) -> bytes:
     return Path(path).read_bytes()
+
+
+# --- characters: the rig check and the files a person judges a character by ---------------------
+
+#: Fewer joints than this fraction on the drawing's mesh: the skeleton is refused (422).
+MIN_JOINTS_ON_DRAWING = 0.5
+
+
+def check_rig(mask: np.ndarray, joints: list[tuple[str, tuple[float, float]]], mesh_cells: int = 300) -> int:
+    """Check that a skeleton can drive the drawing: build the mesh the renderer builds and count the
+    joints within one mesh cell of it (the renderer's own snapping distance). Joints are texture
+    pixels. Returns how many lie on the drawing; raises :class:`InvalidCharacter` when fewer than
+    half do (e.g. joints placed on blank paper: the renderer could not deform anything).
+    """
+    from animator.mesh import build_mesh
+    from animator.errors import CharacterError
+
+    points = np.array([loc for _, loc in joints], dtype=np.float64).reshape(-1, 2)
+    try:
+        mesh = build_mesh(mask, keep_points=points, target_cells=mesh_cells)
+    except CharacterError as exc:
+        raise InvalidCharacter(f"the character cannot be rigged: {exc.message}") from None
+    tri, _ = mesh.nearest_copy(points, mesh.cell)
+    on = tri >= 0
+    if on.sum() < max(1, MIN_JOINTS_ON_DRAWING * len(joints)):
+        off = [name for (name, _), ok in zip(joints, on) if not ok]
+        raise InvalidCharacter(f"{len(off)} of {len(joints)} joints lie off the drawing ({', '.join(off)}): "
+                               "the skeleton cannot be rigged; place the joints on the character")
+    return int(on.sum())
+
+
+def encode_png(array: np.ndarray, compress_level: int = 1) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(array).save(buf, format="PNG", compress_level=compress_level)
+    return buf.getvalue()
+
+
+def mask_png(mask: np.ndarray) -> bytes:
+    """The mask as a greyscale PNG: white (255) on the character, black elsewhere."""
+    return encode_png(np.where(mask, 255, 0).astype(np.uint8), compress_level=6)
+
+
+def read_texture(data: bytes) -> np.ndarray:
+    """A stored texture PNG -> RGBA uint8 (alpha 255, as :func:`segment_crop` makes it)."""
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGBA"))
+
+
+def read_mask(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
+    """A mask image (PNG, or any image Pillow reads) -> bool array, True where it is white.
+
+    Grey levels above 127 count as white; transparent pixels count as black. ``size`` (width, height)
+    is the texture's: a mask of another size raises :class:`MaskWrongSize`; bytes that are not an
+    image raise :class:`BadMask`.
+    """
+    from .character_errors import BadMask, MaskWrongSize
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            if im.format not in ("PNG", "WEBP", "BMP", "TIFF"):
+                raise BadMask(f"the mask must be a PNG image, got {im.format or 'an unknown format'}")
+            im.load()
+            if size is not None and im.size != tuple(size):
+                raise MaskWrongSize(f"the mask is {im.size[0]}x{im.size[1]} but the texture is "
+                                    f"{size[0]}x{size[1]}: send a mask of the texture's size")
+            if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+                rgba = im.convert("RGBA")
+                grey = np.asarray(rgba.convert("L"), dtype=np.uint16) * np.asarray(rgba)[..., 3] // 255
+            else:
+                grey = np.asarray(im.convert("L"))
+    except (BadMask, MaskWrongSize):
+        raise
+    except Exception:
+        raise BadMask("the mask is not a readable PNG image") from None
+    return grey > 127
+
+
+#: Overlay colours (RGB): the mask tint, the box, and the skeleton by side of the figure.
+_TINT = (0, 170, 255)
+_BOX = (255, 140, 0)
+_SIDE_COLOURS = {"left": (40, 110, 255), "right": (235, 50, 50), "": (30, 190, 60)}
+
+
+def overlay_png(texture: np.ndarray, mask: np.ndarray, joints: list[tuple[str, tuple[float, float], str | None]]) -> bytes:
+    """A picture to judge a character at a glance: the crop, its mask tinted, the box (the crop's
+    border) and the skeleton (bones, and a dot per joint; the figure's left side blue, its right
+    side red). Everything in texture pixels."""
+    from PIL import ImageDraw
+
+    rgb = texture[..., :3].astype(np.float32)
+    tint = np.array(_TINT, np.float32)
+    rgb[mask] = rgb[mask] * 0.55 + tint * 0.45
+    im = Image.fromarray(rgb.round().astype(np.uint8))
+    draw = ImageDraw.Draw(im)
+    w, h = im.size
+    line = max(2, round(min(w, h) / 150))
+    draw.rectangle([0, 0, w - 1, h - 1], outline=_BOX, width=line)
+    where = {name: loc for name, loc, _ in joints}
+
+    def colour(name: str) -> tuple[int, int, int]:
+        side = name.split("_", 1)[0] if name.startswith(("left_", "right_")) else ""
+        return _SIDE_COLOURS[side]
+
+    for name, loc, parent in joints:
+        if parent in where:
+            draw.line([tuple(where[parent]), tuple(loc)], fill=colour(name), width=line)
+    r = line * 2
+    for name, (x, y), _ in joints:
+        draw.ellipse([x - r, y - r, x + r, y + r], fill=colour(name), outline=(255, 255, 255))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def character_files(texture: np.ndarray | None, texture_png: bytes | None, mask: np.ndarray | None,
+                    mask_bytes: bytes | None, joints: list[tuple[str, tuple[float, float], str | None]],
+                    new_mask: bool = False) -> dict[str, Any]:
+    """One render-process job for a character version: read what is given as PNG, check the rig,
+    and encode the files that changed. Returns ``{"texture", "mask", "overlay"}`` PNG bytes (None for
+    a stored file, which is unchanged; a ``new_mask`` sent by a client is stored binarised) plus
+    ``size`` (width, height) and ``joints_on``."""
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"texture": None, "mask": None}
+    if texture is None:
+        texture = read_texture(texture_png)  # type: ignore[arg-type]
+    else:
+        out["texture"] = encode_png(texture)
+    size = (texture.shape[1], texture.shape[0])
+    if mask is None:
+        mask = read_mask(mask_bytes, size)  # type: ignore[arg-type]
+        if new_mask:
+            out["mask"] = mask_png(mask)
+    else:
+        out["mask"] = mask_png(mask)
+    if not mask.any():
+        raise InvalidCharacter("the mask is empty: paint the character white")
+    out["joints_on"] = check_rig(mask, [(n, loc) for n, loc, _ in joints])
+    out["overlay"] = overlay_png(texture, mask, joints)
+    out["size"] = size
+    out["ms"] = (time.perf_counter() - t0) * 1e3
+    return out
+
+
+def render_stored(texture_png: bytes, mask_png_bytes: bytes, joints: list[tuple[str, tuple[float, float], str | None]],
+                  motion_path: str, retarget_path: str, options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`render_motion` for a stored character (its texture and mask PNGs, joints in texture pixels)."""
+    import animator
+
+    texture = read_texture(texture_png)
+    mask = read_mask(mask_png_bytes)
+    try:
+        character = animator.Character(texture, mask, [animator.Joint(n, tuple(loc), p) for n, loc, p in joints])
+    except animator.CharacterError as exc:
+        raise InvalidCharacter(f"the character cannot be animated: {exc.message}") from None
+    return render_motion(character, motion_path, retarget_path, options)
