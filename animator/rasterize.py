@@ -109,13 +109,36 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
             3 or 5 flatten paper grain and pen noise, which GIF compresses badly, and keep edges).
         flatten: size of a majority (mode) filter over the quantised colours (0: off).
     """
-    from PIL import Image
-
     if not (1 <= colours <= MAX_COLOURS):
         raise RenderError(f"palette size must be 1..{MAX_COLOURS}, got {colours}")
     h, w = mask.shape
+    small = _downsize_texture(texture, mask, scale, smooth)
+    ty, tx = np.nonzero(small[..., 3] >= 128)
+    if len(tx) == 0:
+        raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
+    pal, tex_idx = _quantise(small, ty, tx, colours, merge, flatten)
+    sx, sy = small.shape[1] / w, small.shape[0] / h
+    pts, colour, tri = _sample_points(mesh, tx, ty, tex_idx, sx, sy, supersample)
+    part, rank, n_ranks, bdist = _body_parts(mesh, pts, tri, joints, part_joints)
+    order, groups, key = _draw_order(part, rank, n_ranks, bdist, tri, len(mesh.triangles), len(part_joints))
+    tri_o = tri[order]
+    # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()
+    cut = np.flatnonzero(np.r_[True, (tri_o[1:] != tri_o[:-1]) | (key[1:] != key[:-1])])
+    run_len = np.diff(np.r_[cut, len(tri_o)]).astype(np.int64)
+    tv = mesh.triangles.astype(np.int32)
+    rv = mesh.vertices[tv]                                           # (T, 3, 2)
+    edges = np.stack([rv[:, 1] - rv[:, 0], rv[:, 2] - rv[:, 0]], axis=2)  # columns e1, e2
+    local = (pts[order] - rv[tri_o, 0]).T.astype(np.float32)
+    return Sprite(pal, len(pal), np.ascontiguousarray(colour[order]), groups, len(tx), np.ascontiguousarray(local),
+                  tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges), (sx + sy) / 2)
+
+
+def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smooth: int) -> np.ndarray:
+    """The drawing at output scale, (h, w, 4) uint8 RGBA, alpha = the mask; median-filtered if ``smooth``."""
+    from PIL import Image
+
+    h, w = mask.shape
     tw, th = max(1, int(round(w * scale))), max(1, int(round(h * scale)))
-    sx, sy = tw / w, th / h
     rgba = np.array(texture[..., :4], dtype=np.uint8, copy=True)
     rgba[..., 3] = np.where(mask, 255, 0)
     img = Image.fromarray(rgba, "RGBA")
@@ -132,12 +155,15 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
             rgb_full[~inside] = np.median(rgb_full[inside], axis=0).astype(np.uint8)
         rgb_full = np.asarray(Image.fromarray(rgb_full, "RGB").filter(ImageFilter.MedianFilter(int(smooth) | 1)))
         small = np.dstack([rgb_full, small[..., 3]])
-    ty, tx = np.nonzero(small[..., 3] >= 128)
-    if len(tx) == 0:
-        raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
-    rgb = small[ty, tx, :3]
+    return small
 
-    # palette indices per texel, one palette for the whole clip
+
+def _quantise(small: np.ndarray, ty: np.ndarray, tx: np.ndarray, colours: int, merge: float,
+              flatten: int) -> tuple[np.ndarray, np.ndarray]:
+    """One palette for the whole clip: ((K, 3) uint8 palette, palette index of each texel (ty, tx))."""
+    from PIL import Image
+
+    rgb = small[ty, tx, :3]
     q = Image.fromarray(rgb[None, :, :], "RGB").quantize(colours, method=Image.Quantize.MEDIANCUT,
                                                        dither=Image.Dither.NONE)
     tex_idx = np.asarray(q, dtype=np.uint8)[0]
@@ -153,10 +179,13 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         plane[ty, tx] = tex_idx
         plane = np.asarray(Image.fromarray(plane, "L").filter(ImageFilter.ModeFilter(int(flatten) | 1)))
         tex_idx = plane[ty, tx]
-    used = len(qpal)
-    pal = qpal
+    return qpal, tex_idx
 
-    # sample points: supersample x supersample per texel
+
+def _sample_points(mesh: Mesh, tx: np.ndarray, ty: np.ndarray, tex_idx: np.ndarray, sx: float, sy: float,
+                   supersample: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``supersample``^2 points per texel, in texture pixels: (points (N, 2), palette index (N,),
+    rest-mesh triangle (N,)); points in no triangle are dropped."""
     ss = int(supersample)
     off = (np.arange(ss) + 0.5) / ss
     ox, oy = np.meshgrid(off, off)
@@ -168,8 +197,17 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     ok = tri >= 0
     if not ok.all():
         pts, tri, colour = pts[ok], tri[ok], colour[ok]
+    return pts, colour, tri
 
-    # body part of each point: the nearest bone through the mesh -> its (child) joint -> part
+
+def _body_parts(mesh: Mesh, pts: np.ndarray, tri: np.ndarray,
+                joints: Sequence[tuple[str, tuple[float, float], str | None]],
+                part_joints: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """Body part of each point: the nearest bone through the mesh -> its (child) joint -> part.
+
+    Returns (part (N,), rank in the part's joint list + 1 (0: a joint in no group) (N,), number of
+    ranks, distance to the nearest bone (N,) in texture pixels).
+    """
     names = [j[0] for j in joints]
     loc = {j[0]: np.asarray(j[1], dtype=np.float64) for j in joints}
     parent = {j[0]: j[2] for j in joints}
@@ -191,18 +229,24 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         while k is not None and k not in part_of:
             k = parent[k]
         joint_part[b] = part_of.get(k, (0, -1)) if k is not None else (0, -1)
-    part = joint_part[bone, 0]
-    rank = joint_part[bone, 1] + 1  # 0: joints in no group, drawn first in their part
     n_ranks = max(len(js) for js in part_joints) + 1 if part_joints else 1
-    # draw order: by part, then the part's joint order, then triangles farthest from their bone
-    # first (AnimatedDrawings sorts a joint's triangles so); points of a triangle stay together
+    return joint_part[bone, 0], joint_part[bone, 1] + 1, n_ranks, bdist
+
+
+def _draw_order(part: np.ndarray, rank: np.ndarray, n_ranks: int, bdist: np.ndarray, tri: np.ndarray,
+                n_triangles: int, n_parts: int) -> tuple[np.ndarray, list[list[tuple[int, int]]], np.ndarray]:
+    """Order the points by part, then the part's joint order, then triangles farthest from their bone
+    first (AnimatedDrawings sorts a joint's triangles so); points of a triangle stay together.
+
+    Returns (order (N,), per part the (start, stop) spans of each rank, the sorted span keys (N,)).
+    """
     span_key = part * n_ranks + rank
-    tri_dist = np.bincount(tri, weights=bdist, minlength=len(mesh.triangles)) / np.maximum(
-        np.bincount(tri, minlength=len(mesh.triangles)), 1)
+    tri_dist = np.bincount(tri, weights=bdist, minlength=n_triangles) / np.maximum(
+        np.bincount(tri, minlength=n_triangles), 1)
     order = np.lexsort((tri, -tri_dist[tri], span_key))
     key = span_key[order]
     groups: list[list[tuple[int, int]]] = []
-    for p in range(max(1, len(part_joints))):
+    for p in range(max(1, n_parts)):
         spans = []
         for r in range(n_ranks):
             k = p * n_ranks + r
@@ -210,16 +254,7 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
             if b > a:
                 spans.append((int(a), int(b)))
         groups.append(spans)
-    tri_o = tri[order]
-    # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()
-    cut = np.flatnonzero(np.r_[True, (tri_o[1:] != tri_o[:-1]) | (key[1:] != key[:-1])])
-    run_len = np.diff(np.r_[cut, len(tri_o)]).astype(np.int64)
-    tv = mesh.triangles.astype(np.int32)
-    rv = mesh.vertices[tv]                                           # (T, 3, 2)
-    edges = np.stack([rv[:, 1] - rv[:, 0], rv[:, 2] - rv[:, 0]], axis=2)  # columns e1, e2
-    local = (pts[order] - rv[tri_o, 0]).T.astype(np.float32)
-    return Sprite(pal, used, np.ascontiguousarray(colour[order]), groups, len(tx), np.ascontiguousarray(local),
-                  tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges), (sx + sy) / 2)
+    return order, groups, key
 
 
 def srgb_to_lab(rgb: np.ndarray) -> np.ndarray:
