@@ -101,12 +101,18 @@ def create_app(**overrides: Any):
     app.register_blueprint(routes.api)
     app.register_blueprint(routes.health)
     app.register_blueprint(routes.files)
+    from .routes_characters import characters
+    app.register_blueprint(characters)
     routes.install_hooks(app)
 
     atexit.register(pool.shutdown)
     if _under_gevent():
         import gevent
         gevent.spawn(_warm, pool, log)
+        if storage.name == "local":
+            from . import sweep
+            gevent.spawn(sweep.run_forever, storage.root, settings.expiry_hours * 3600,
+                         settings.sweep_interval_s, run_dir / "sweep.lock")
     log.info("app ready: storage=%s motions=%s render_processes=%d max_inflight=%d deadline=%gs",
              storage.name, ",".join(app.extensions["doodlepod"]["motions"]), pool.processes,
              settings.max_inflight, settings.request_deadline_s)

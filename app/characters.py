@@ -228,7 +228,7 @@ class Characters:
         for _ in range(EDIT_TRIES):
             record, tag = self.load(cid, deadline)
             if if_match is not None and not version_matches(if_match, record.version):
-                raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match}; "
+                raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}; "
                                       "GET it again and reapply your change")
             new, written = self._apply(record, change, deadline, timings)
             try:
@@ -322,7 +322,7 @@ class Characters:
         record, ``{motion: url}`` in the asked order and the names that were cache hits."""
         record, _ = self.load(cid, deadline)
         if if_match is not None and not version_matches(if_match, record.version):
-            raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match}")
+            raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
         options = self.pipeline.render_options(fmt, size)
         keys = {m.name: self.animation_key(record, m.name, options) for m in motions}
         urls: dict[str, str] = {}

@@ -1,0 +1,188 @@
+"""HTTP endpoints of characters: POST/GET/PATCH/DELETE /characters, POST /characters/{id}/animations.
+
+The steps themselves are in :mod:`app.characters`; this module reads requests and writes answers.
+Every answer carrying a document has ``ETag: "<version>"``; PATCH and POST .../animations honour
+``If-Match`` (412 ``version_mismatch`` when stale), GET honours ``If-None-Match`` (304).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request
+
+from .character_errors import BadMask
+from .characters import Characters, Edit, parse_size
+from .errors import BadRequest
+
+log = logging.getLogger("doodlepod.http")
+
+characters = Blueprint("characters", __name__)
+
+
+def _routes():
+    from . import routes  # the shared request helpers (deadline, render slot, motions, joints)
+    return routes
+
+
+def _service() -> Characters:
+    ext = current_app.extensions["doodlepod"]
+    if "characters" not in ext:
+        ext["characters"] = Characters(ext["settings"], ext["pipeline"], ext["storage"])
+    return ext["characters"]
+
+
+def _answer(record, status: int = 200, timings: dict[str, float] | None = None) -> Response:
+    base = _routes()._base_url()
+    storage = _service().storage
+    response = jsonify(record.public(lambda key: storage.url(key, base)))
+    response.status_code = status
+    _tag(response, record.version, timings)
+    return response
+
+
+def _tag(response: Response, version: int, timings: dict[str, float] | None) -> None:
+    response.headers["ETag"] = f'"{version}"'
+    response.headers["Cache-Control"] = "no-cache"
+    if timings:
+        response.headers["Server-Timing"] = ", ".join(
+            f"{name.replace(':', '.')};dur={ms:.1f}" for name, ms in timings.items())
+
+
+def _read_image() -> bytes:
+    """The drawing: multipart field ``image`` or the raw body (an ``image/*`` content type)."""
+    r = _routes()
+    upload = request.files.get("image")
+    if upload is None:
+        if request.mimetype.startswith("image/"):
+            image, declared = request.get_data(), request.mimetype
+        else:
+            raise BadRequest("send the drawing as the multipart form field 'image' or as an image/* body")
+    else:
+        image, declared = upload.read(), upload.mimetype
+    if declared and not (declared.startswith("image/") or declared in ("application/octet-stream", "")):
+        r._reject_if_not_image(image, declared)
+    return image
+
+
+@characters.post("/characters")
+def create_character():
+    """Multipart ``image`` (or a raw image body), optional ``joints`` and ``bbox`` (image pixels)."""
+    r = _routes()
+    deadline = r._deadline()
+    with r._render_slot():
+        image = _read_image()
+        form = request.form if request.files or request.form else {}
+        joints = r._parse_joints(form.get("joints")) if form else None
+        bbox = r._parse_bbox(form.get("bbox")) if form else None
+        timings: dict[str, float] = {}
+        record = _service().create(image, joints, bbox, deadline, timings)
+    response = _answer(record, 201, timings)
+    response.headers["Location"] = f"/characters/{record.id}"
+    return response
+
+
+@characters.get("/characters/<cid>")
+def get_character(cid: str):
+    record, _ = _service().load(cid, _routes()._deadline())
+    if _none_match(request.headers.get("If-None-Match"), record.version):
+        response = Response(status=304)
+        _tag(response, record.version, None)
+        return response
+    return _answer(record)
+
+
+def _none_match(header: str | None, version: int) -> bool:
+    if not header:
+        return False
+    from .characters import version_matches
+    return version_matches(header, version)
+
+
+@characters.patch("/characters/<cid>")
+def edit_character(cid: str):
+    """JSON ``{"bbox"?, "joints"?}``, or multipart with a ``mask`` PNG (and optionally ``joints``)."""
+    r = _routes()
+    deadline = r._deadline()
+    change = _read_edit()
+    with r._render_slot():
+        timings: dict[str, float] = {}
+        record = _service().edit(cid, change, request.headers.get("If-Match"), deadline, timings)
+    return _answer(record, 200, timings)
+
+
+_EDIT_FIELDS = {"bbox", "joints"}
+
+
+def _read_edit() -> Edit:
+    r = _routes()
+    if request.mimetype == "application/json":
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            raise BadRequest('expected a JSON object {"bbox"?, "joints"?}')
+        fields: dict[str, Any] = body
+        mask = None
+    elif request.mimetype in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        fields = dict(request.form)
+        upload = request.files.get("mask")
+        mask = upload.read() if upload is not None else None
+        if upload is not None and not mask:
+            raise BadMask("the mask file is empty")
+        extra_files = set(request.files) - {"mask"}
+        if extra_files:
+            raise BadRequest(f"unknown file field(s): {', '.join(sorted(extra_files))}; send 'mask'")
+    else:
+        raise BadRequest("send JSON {\"bbox\"?, \"joints\"?} or a multipart form with a 'mask' PNG")
+    unknown = set(fields) - _EDIT_FIELDS
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}; a PATCH takes bbox, joints or "
+                         "a mask file")
+    change = Edit(bbox=r._parse_bbox(fields.get("bbox")), joints=r._parse_joints(fields.get("joints")), mask=mask)
+    if change.bbox is None and change.joints is None and change.mask is None:
+        raise BadRequest("nothing to change: send bbox, joints or a mask")
+    if change.bbox is not None and change.mask is not None:
+        raise BadRequest("a new bbox makes a new texture grid: send the bbox first, then a mask of the new "
+                         "texture's size")
+    return change
+
+
+@characters.delete("/characters/<cid>")
+def delete_character(cid: str):
+    _service().delete(cid, _routes()._deadline())
+    return Response(status=204)
+
+
+@characters.post("/characters/<cid>/animations")
+def animate_character(cid: str):
+    """``motions`` (names, repeated or comma-separated), ``format``, ``size``: form fields or JSON."""
+    r = _routes()
+    deadline = r._deadline()
+    settings = current_app.extensions["doodlepod"]["settings"]
+    if request.mimetype == "application/json":
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?}')
+        raw = body.get("motions")
+        motions = [raw] if isinstance(raw, str) else raw
+        if motions is not None and not (isinstance(motions, list) and all(isinstance(m, str) for m in motions)):
+            raise BadRequest("'motions' must be a list of motion names (GET /motions lists them)")
+        fmt, size = body.get("format"), body.get("size")
+    else:
+        motions, fmt, size = request.form.getlist("motions"), request.form.get("format"), request.form.get("size")
+    fmt = str(fmt or settings.default_format).lower()
+    if fmt not in r.FORMATS:
+        raise BadRequest(f"format must be one of {', '.join(r.FORMATS)}")
+    side = parse_size(size, settings)
+    if fmt == "mp4" and side % 2:
+        raise BadRequest(f"MP4 needs an even size, got {side}")
+    chosen = r._motion_list(motions)
+    timings: dict[str, float] = {}
+    record, urls, hits = _service().render(cid, chosen, fmt, side, request.headers.get("If-Match"), deadline,
+                                           timings, r._base_url(), r._render_slot)
+    log.info("character %s v%d animations %s: %d cached, %d rendered", cid, record.version,
+             ",".join(urls), len(hits), len(urls) - len(hits))
+    response = jsonify(id=record.id, version=record.version, format=fmt, size=side, animations=urls,
+                       cached=hits)
+    _tag(response, record.version, timings)
+    return response
+
