@@ -177,6 +177,19 @@ class _Clock:
         return ms
 
 
+#: A drawing is never drawn larger than this many canvases (its rest pose's larger side): a skeleton
+#: that folds the character to a point would otherwise ask for an unbounded scale.
+MAX_CANVASES = 2.0
+
+
+def max_scale(mask: np.ndarray, width: int, height: int) -> float:
+    """Largest scale (canvas pixels per drawing pixel) :func:`render` uses for ``mask``: the mask's
+    larger side at most :data:`MAX_CANVASES` times the canvas's larger side."""
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    extent = max(rows[-1] - rows[0] + 1, cols[-1] - cols[0] + 1) if len(rows) else 1
+    return MAX_CANVASES * max(width, height) / float(extent)
+
+
 def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
            options: RenderOptions | None = None) -> RenderResult:
     """Animate ``character`` with the clip of ``motion_cfg`` as ``retarget_cfg`` maps it.
@@ -205,7 +218,8 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     verts, bounds = rig.deform(motion)
     root = motion.positions[:, motion.joint_names.index("root")] if "root" in motion.joint_names \
         else (bounds[:, :2] + bounds[:, 2:]) / 2
-    placement = place(bounds, root, opts.width, opts.height, opts.margin)
+    placement = place(bounds, root, opts.width, opts.height, opts.margin,
+                      max_scale=max_scale(character.mask, opts.width, opts.height))
     canvas_verts = placement.to_canvas(verts)
     clock.lap("deform")
     log.info("deform: %d frames; scale %.3f canvas px per drawing px", motion.n_frames, placement.scale)

@@ -23,7 +23,7 @@ import logging
 
 import numpy as np
 
-from .errors import RenderError
+from .errors import CharacterError, RenderError
 from .mesh import Mesh
 
 log = logging.getLogger("animator")
@@ -105,7 +105,8 @@ def _bind_handles(mesh: Mesh, handles: np.ndarray, snap: float | None):
     tri, bary = mesh.nearest_copy(handles, mesh.cell if snap is None else snap)
     used = tri >= 0
     if not used.any():
-        raise RenderError("no skeleton joint lies on the character's mesh: cannot deform it")
+        # the joints are input (a config, a client): theirs to fix
+        raise CharacterError(None, "skeleton", "no skeleton joint lies on the character's mesh: cannot deform it")
     if not used.all():
         log.warning("arap: %d handle(s) off the mesh are ignored", int((~used).sum()))
     hv = tris[tri[used]]

@@ -33,6 +33,9 @@ log = logging.getLogger("animator")
 
 #: Palette index of transparent pixels is the first index after the colours (always <= 255).
 MAX_COLOURS = 255
+#: Most texels a sprite may have (4096 x 4096): the render's largest array is bounded whatever the
+#: scale asked for (the app's canvases need well under a tenth of it).
+MAX_SPRITE_TEXELS = 4096 * 4096
 
 
 @dataclass
@@ -111,14 +114,12 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     """
     if not (1 <= colours <= MAX_COLOURS):
         raise RenderError(f"palette size must be 1..{MAX_COLOURS}, got {colours}")
-    h, w = mask.shape
-    small = _downsize_texture(texture, mask, scale, smooth)
+    small, (x0, y0), (sx, sy) = _downsize_texture(texture, mask, scale, smooth, flatten)
     ty, tx = np.nonzero(small[..., 3] >= 128)
     if len(tx) == 0:
         raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
     pal, tex_idx = _quantise(small, ty, tx, colours, merge, flatten)
-    sx, sy = small.shape[1] / w, small.shape[0] / h
-    pts, colour, tri = _sample_points(mesh, tx, ty, tex_idx, sx, sy, supersample)
+    pts, colour, tri = _sample_points(mesh, tx + x0, ty + y0, tex_idx, sx, sy, supersample)
     part, rank, n_ranks, bdist = _body_parts(mesh, pts, tri, joints, part_joints)
     order, groups, key = _draw_order(part, rank, n_ranks, bdist, tri, len(mesh.triangles), len(part_joints))
     tri_o = tri[order]
@@ -133,18 +134,38 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
                   tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges), (sx + sy) / 2)
 
 
-def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smooth: int) -> np.ndarray:
-    """The drawing at output scale, (h, w, 4) uint8 RGBA, alpha = the mask; median-filtered if ``smooth``."""
+def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smooth: int,
+                      flatten: int = 0) -> tuple[np.ndarray, tuple[int, int], tuple[float, float]]:
+    """The drawing at output scale around its mask: ((h', w', 4) uint8 RGBA, alpha = the mask,
+    median-filtered if ``smooth``; (x0, y0) texel of its top-left corner in the whole texture at
+    that scale; (sx, sy) texels per texture pixel).
+
+    Only the texels around the mask are made, so a small character on a large page costs its own
+    size, not the page's; they are those of the whole resized texture, bit for bit.
+    """
     from PIL import Image
 
     h, w = mask.shape
     tw, th = max(1, int(round(w * scale))), max(1, int(round(h * scale)))
+    sx, sy = tw / w, th / h
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    if not len(rows):
+        raise RenderError("the character's mask is empty")
+    pad = 2 + max(int(smooth or 0), int(flatten or 0))  # the filters see the same neighbourhood
+    x0, x1 = max(0, int(np.floor((cols[0] - 1) * sx)) - pad), min(tw, int(np.ceil((cols[-1] + 2) * sx)) + pad)
+    y0, y1 = max(0, int(np.floor((rows[0] - 1) * sy)) - pad), min(th, int(np.ceil((rows[-1] + 2) * sy)) + pad)
+    if (x1 - x0) * (y1 - y0) > MAX_SPRITE_TEXELS:
+        raise RenderError(f"the character at scale {scale:.3g} would take {(x1 - x0) * (y1 - y0)} texels, "
+                          f"over the limit of {MAX_SPRITE_TEXELS}")
     rgba = np.array(texture[..., :4], dtype=np.uint8, copy=True)
     rgba[..., 3] = np.where(mask, 255, 0)
     img = Image.fromarray(rgba, "RGBA")
     if (tw, th) != (w, h):
         # Pillow resizes RGBA premultiplied, so colours outside the mask do not bleed in
-        img = img.resize((tw, th), Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR)
+        img = img.resize((x1 - x0, y1 - y0), Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR,
+                         box=(x0 / sx, y0 / sy, x1 / sx, y1 / sy))
+    else:
+        img = img.crop((x0, y0, x1, y1))
     small = np.asarray(img)
     if smooth and smooth > 1:
         from PIL import ImageFilter
@@ -155,7 +176,7 @@ def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smoot
             rgb_full[~inside] = np.median(rgb_full[inside], axis=0).astype(np.uint8)
         rgb_full = np.asarray(Image.fromarray(rgb_full, "RGB").filter(ImageFilter.MedianFilter(int(smooth) | 1)))
         small = np.dstack([rgb_full, small[..., 3]])
-    return small
+    return small, (x0, y0), (sx, sy)
 
 
 def _quantise(small: np.ndarray, ty: np.ndarray, tx: np.ndarray, colours: int, merge: float,

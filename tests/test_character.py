@@ -15,7 +15,7 @@ CHARS = Path(__file__).parent / "fixtures" / "animated_drawings" / "examples" / 
 
 
 @pytest.mark.parametrize("name", ["char1", "char2", "char3", "char4"])
-def test_fixture_characters_load_with_16_joints(name: str) -> None:
+def test_fixture_characters_load_with_their_joints(name: str) -> None:
     char = load_character(CHARS / name)
     cfg = yaml.safe_load((CHARS / name / "char_cfg.yaml").read_text())
     assert char.size == (cfg["width"], cfg["height"])
@@ -64,9 +64,10 @@ def test_bad_character_folders_name_the_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(CharacterError, match=r"field 'width'"):
         load_character(folder)
     cfg["width"] = 508
-    cfg["skeleton"] = [e for e in cfg["skeleton"] if e["name"] != "left_hand"]
+    for e in cfg["skeleton"]:  # the same tree with its top joint called 'base'
+        e["name"], e["parent"] = ("base" if e["name"] == "root" else e["name"]), ("base" if e["parent"] == "root" else e["parent"])
     (folder / "char_cfg.yaml").write_text(yaml.safe_dump(cfg))
-    with pytest.raises(CharacterError, match=r"missing joints: left_hand"):
+    with pytest.raises(CharacterError, match=r"field 'skeleton'.*missing joint 'root'"):
         load_character(folder)
     (folder / "mask.png").write_bytes(b"not a png")
     with pytest.raises(CharacterError, match=r"mask.png: not a readable image"):
@@ -80,3 +81,14 @@ def test_character_rejects_empty_mask_and_size_mismatch() -> None:
         Character(tex, np.zeros((4, 5), bool), joints)
     with pytest.raises(CharacterError, match="differs from texture size"):
         Character(tex, np.ones((5, 4), bool), joints)
+
+
+def test_any_tree_under_root_is_a_skeleton_but_root_and_a_bone_are_needed() -> None:
+    tex = np.zeros((4, 5, 4), np.uint8)
+    mask = np.ones((4, 5), bool)
+    tail = Character(tex, mask, [Joint("root", (1.0, 1.0), None), Joint("tail", (3.0, 2.0), "root")])
+    assert [j.name for j in tail.skeleton] == ["root", "tail"]
+    with pytest.raises(CharacterError, match="at least one joint under 'root'"):
+        Character(tex, mask, [Joint("root", (1.0, 1.0), None)])
+    with pytest.raises(CharacterError, match="'root' must have no parent"):
+        Character(tex, mask, [Joint("a", (1.0, 1.0), None), Joint("root", (2.0, 2.0), "a")])
