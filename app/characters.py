@@ -130,7 +130,7 @@ class Edit:
     """What a PATCH changes (each None when unchanged)."""
 
     bbox: list[float] | None = None
-    joints: list | None = None       # animator Joints in image pixels
+    joints: list | dict | None = None  # animator Joints (a new skeleton) or {name: (x, y)} moves; image pixels
     mask: bytes | None = None        # PNG, texture grid
 
     def kind(self) -> str:
@@ -255,8 +255,9 @@ class Characters:
         written = [new.rev]
         texture = mask = None
         texture_png = mask_bytes = None
-        if change.joints is not None:
-            _check_inside(change.joints, old.image)
+        joints = _edited_joints(old, change.joints)
+        if joints is not None:
+            _check_inside(joints, old.image)
         if change.bbox is not None:
             work_png = self.storage.get(old.files["image"], deadline)
             if work_png is None:
@@ -266,12 +267,12 @@ class Characters:
             crop = p.segment_stored(work_png, box, deadline, timings)
             new.box = [int(v) for v in box]
             texture, mask = crop.texture, crop.mask
-            skeleton = (_texture_joints(change.joints, old.work_scale, box) if change.joints is not None
+            skeleton = (_texture_joints(joints, old.work_scale, box) if joints is not None
                         else p.pose(crop.png, deadline, timings))
             new.skeleton = _skeleton_rows(skeleton)
         else:
-            if change.joints is not None:
-                new.skeleton = _skeleton_rows(_texture_joints(change.joints, old.work_scale, old.box))
+            if joints is not None:
+                new.skeleton = _skeleton_rows(_texture_joints(joints, old.work_scale, old.box))
             texture_png = self.storage.get(old.files["texture"], deadline)
             if change.mask is not None:
                 mask_bytes = change.mask
@@ -374,6 +375,19 @@ def _folders_of(record: Record) -> list[str]:
     names = {key[len(prefix):].split("/", 1)[0] for key in record.files.values() if key.startswith(prefix)}
     names.add(record.rev)
     return sorted(n for n in names if _folder_version(n) is not None)
+
+
+def _edited_joints(old: Record, joints: list | dict | None) -> list | None:
+    """The skeleton an edit asks for, in image pixels: a new one, or the old one with some joints moved."""
+    if not isinstance(joints, dict):
+        return joints
+    from animator import Joint
+    unknown = sorted(set(joints) - {name for name, _, _ in old.skeleton})
+    if unknown:
+        raise BadRequest(f"'joints': no joint named {', '.join(unknown)} in this character's skeleton")
+    k = old.work_scale
+    return [Joint(name, joints.get(name) or ((loc[0] + old.box[0]) / k, (loc[1] + old.box[1]) / k), parent)
+            for name, loc, parent in old.skeleton]
 
 
 def _skeleton_rows(skeleton: list) -> list[list[Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
 from flask import Blueprint, Response, current_app, jsonify, request
 
 from .character_errors import BadMask
@@ -137,13 +138,36 @@ def _read_edit() -> Edit:
     if unknown:
         raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}; a PATCH takes bbox, joints or "
                          "a mask file")
-    change = Edit(bbox=r._parse_bbox(fields.get("bbox")), joints=r._parse_joints(fields.get("joints")), mask=mask)
+    change = Edit(bbox=r._parse_bbox(fields.get("bbox")), joints=_parse_edit_joints(fields.get("joints")), mask=mask)
     if change.bbox is None and change.joints is None and change.mask is None:
         raise BadRequest("nothing to change: send bbox, joints or a mask")
     if change.bbox is not None and change.mask is not None:
         raise BadRequest("a new bbox makes a new texture grid: send the bbox first, then a mask of the new "
                          "texture's size")
     return change
+
+
+def _parse_edit_joints(raw: Any):
+    """PATCH joints: a mapping ``{name: [x, y]}`` moves the joints it names (any subset); a skeleton
+    list (``[{"name", "loc", "parent"}]``) replaces the skeleton."""
+    r = _routes()
+    value = r._json_field(raw, "joints")
+    if value is r._ABSENT:
+        return None
+    if isinstance(value, dict) and "skeleton" not in value:
+        moves: dict[str, tuple[float, float]] = {}
+        for name, xy in value.items():
+            try:
+                x, y = (float(v) for v in xy)
+            except (TypeError, ValueError):
+                raise BadRequest(f"'joints.{name}': expected [x, y] numbers, got {xy!r}") from None
+            if not (np.isfinite(x) and np.isfinite(y)):
+                raise BadRequest(f"'joints.{name}': coordinates must be finite numbers")
+            moves[str(name)] = (x, y)
+        if not moves:
+            raise BadRequest("'joints' is empty")
+        return moves
+    return r._parse_joints(value)
 
 
 @characters.delete("/characters/<cid>")

@@ -194,12 +194,14 @@ def test_correction_flow_across_two_instances(pods, s3, torchserve, page) -> Non
 
     # Move a joint on B, with If-Match: only the rig runs again (no model call), version 2.
     torchserve.calls_log.unlink()
-    moved = dict(doc["joints"], left_hand=[doc["joints"]["left_hand"][0] + 12, doc["joints"]["left_hand"][1] - 6])
-    resp = requests.patch(f"{b.url}/characters/{cid}", json={"joints": moved}, headers={"If-Match": '"1"'}, timeout=60)
+    hand = [doc["joints"]["left_hand"][0] + 12, doc["joints"]["left_hand"][1] - 6]
+    resp = requests.patch(f"{b.url}/characters/{cid}", json={"joints": {"left_hand": hand}},
+                          headers={"If-Match": '"1"'}, timeout=60)
     assert resp.status_code == 200, resp.text
     v2 = resp.json()
     assert v2["version"] == 2 and resp.headers["ETag"] == '"2"'
-    assert v2["joints"]["left_hand"] == pytest.approx(moved["left_hand"], abs=0.05)
+    assert v2["joints"]["left_hand"] == pytest.approx(hand, abs=0.05)
+    assert all(v2["joints"][k] == pytest.approx(doc["joints"][k], abs=0.05) for k in doc["joints"] if k != "left_hand")
     assert v2["bbox"] == doc["bbox"] and torchserve.calls() == []
     assert "rig;dur=" in resp.headers["Server-Timing"]
     # A stale If-Match on A changes nothing.
@@ -330,7 +332,10 @@ def test_errors_have_stable_codes(pods, page) -> None:
     _error(requests.patch(url, json={}, timeout=30), 400, "bad_request")
     _error(requests.patch(url, json={"joints": as_map, "colour": "red"}, timeout=30), 400, "bad_request")
     _error(requests.patch(url, data="joints", headers={"Content-Type": "text/plain"}, timeout=30), 400, "bad_request")
-    _error(requests.patch(url, json={"joints": {"root": [1, 2]}}, timeout=30), 400, "bad_request")
+    _error(requests.patch(url, json={"joints": {"tail": [1, 2]}}, timeout=30), 400, "bad_request")
+    _error(requests.patch(url, json={"joints": {"root": "here"}}, timeout=30), 400, "bad_request")
+    _error(requests.patch(url, json={"joints": [{"name": "root", "loc": [1, 2], "parent": None}]}, timeout=30), 400,
+           "bad_request")                                                   # a whole skeleton must be whole
     _error(requests.post(f"{url}/animations", json={"size": 4096}, timeout=30), 400, "bad_request")
     _error(requests.post(f"{url}/animations", json={"size": 32}, timeout=30), 400, "bad_request")
     _error(requests.post(f"{url}/animations", json={"size": 101, "format": "mp4"}, timeout=30), 400, "bad_request")
