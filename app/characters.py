@@ -27,7 +27,7 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Callable, ContextManager, Sequence
 
@@ -109,7 +109,9 @@ class Record:
 
     @classmethod
     def from_json(cls, data: bytes) -> "Record":
-        return cls(**json.loads(data))
+        """Read a stored document (fields a newer version of the app added are ignored)."""
+        values = json.loads(data)
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 
 def _iso(t: float) -> str:
@@ -225,6 +227,7 @@ class Characters:
              timings: dict[str, float]) -> Record:
         """Apply ``change`` as version + 1, running only the steps it affects. With ``if_match``, a
         document changed meanwhile answers 412; without, a lost race is retried on the new version."""
+        self.pipeline.check_disk()
         for _ in range(EDIT_TRIES):
             record, tag = self.load(cid, deadline)
             if if_match is not None and not version_matches(if_match, record.version):
@@ -334,6 +337,7 @@ class Characters:
         misses = [m for m in motions if m.name not in urls]
         if misses:
             metrics.ANIMATION_CACHE.labels(result="miss").inc(len(misses))
+            self.pipeline.check_disk()
             with slot():
                 texture_png = self.storage.get(record.files["texture"], deadline)
                 mask_bytes = self.storage.get(record.files["mask"], deadline)

@@ -272,10 +272,10 @@ def read_mask(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
         with Image.open(io.BytesIO(data)) as im:
             if im.format not in ("PNG", "WEBP", "BMP", "TIFF"):
                 raise BadMask(f"the mask must be a PNG image, got {im.format or 'an unknown format'}")
-            im.load()
-            if size is not None and im.size != tuple(size):
+            if size is not None and im.size != tuple(size):  # checked from the header, before decoding
                 raise MaskWrongSize(f"the mask is {im.size[0]}x{im.size[1]} but the texture is "
                                     f"{size[0]}x{size[1]}: send a mask of the texture's size")
+            im.load()
             if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
                 rgba = im.convert("RGBA")
                 grey = np.asarray(rgba.convert("L"), dtype=np.uint16) * np.asarray(rgba)[..., 3] // 255

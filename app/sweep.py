@@ -73,13 +73,14 @@ def _character_expired(folder: Path, ttl_s: float, now: float) -> bool:
         return float(json.loads((folder / "character.json").read_bytes())["expires_at"]) <= now
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    newest = 0.0
+    newest = None
     for path in folder.rglob("*"):
         try:
-            newest = max(newest, path.stat().st_mtime)
+            if path.is_file():
+                newest = max(newest or 0.0, path.stat().st_mtime)
         except FileNotFoundError:
             pass
-    return now - max(newest, folder.stat().st_mtime) >= ttl_s
+    return now - (newest if newest is not None else folder.stat().st_mtime) >= ttl_s
 
 
 def sweep_once(root: str | Path, ttl_s: float, lock_path: str | Path) -> dict[str, int] | None:
