@@ -29,6 +29,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Callable, ContextManager, Sequence
 
 import numpy as np
@@ -47,7 +48,10 @@ PREFIX = "characters/"
 DOCUMENT = "character.json"
 #: Tries of an edit that lost the race for the document to another edit (without If-Match).
 EDIT_TRIES = 3
-FILE_TYPES = {"image": "image/png", "texture": "image/png", "mask": "image/png", "overlay": "image/png"}
+#: Stored files of a character; the public ones appear in the document's ``urls``.
+FILE_NAMES = {"texture": "texture.png", "mask": "mask.png", "overlay": "overlay.png", "tinted": "tinted.npy"}
+CONTENT_TYPES = {"tinted": "application/octet-stream"}
+PUBLIC_FILES = ("image", "texture", "mask", "overlay")
 
 
 def new_id() -> str:
@@ -98,7 +102,7 @@ class Record:
             "joints": {name: self.to_image(*loc) for name, loc, _ in self.skeleton},
             "skeleton": [{"name": name, "loc": self.to_image(*loc), "parent": parent}
                          for name, loc, parent in self.skeleton],
-            "urls": {name: url(key) for name, key in self.files.items()},
+            "urls": {name: url(self.files[name]) for name in PUBLIC_FILES},
         }
 
     def joints(self) -> list[tuple[str, tuple[float, float], str | None]]:
@@ -197,30 +201,40 @@ class Characters:
                         texture_size=[int(crop.texture.shape[1]), int(crop.texture.shape[0])],
                         detections=detections, skeleton=_skeleton_rows(skeleton), files={},
                         rev=_folder("r", 1))
-        grid = _folder("g", 1)
         files = self._rig_files(record, deadline, timings, texture=crop.texture, mask=crop.mask)
         with p._stage(timings, "store"):
-            record.files = {"image": self._key(cid, "image.png"), "texture": self._key(cid, f"{grid}/texture.png"),
-                            "mask": self._key(cid, f"{grid}/mask.png"),
-                            "overlay": self._key(cid, f"{record.rev}/overlay.png")}
+            record.files["image"] = self._key(cid, "image.png")
             self._put(record.files["image"], img.png, deadline)
-            for name in ("texture", "mask", "overlay"):
-                self._put(record.files[name], files[name], deadline)
+            self._store_files(record, files, deadline)
             self.storage.put_if(self._key(cid, DOCUMENT), record.to_json(), "application/json", deadline, None)
         metrics.CHARACTER_EDITS.labels(change="create").inc()
         log.info("character %s created: box=%s detections=%d", cid, record.box, len(detections))
         return record
 
-    def _rig_files(self, record: Record, deadline: Deadline, timings: dict[str, float], *,
-                   texture: np.ndarray | None = None, texture_png: bytes | None = None,
-                   mask: np.ndarray | None = None, mask_bytes: bytes | None = None,
-                   new_mask: bool = False) -> dict[str, Any]:
-        """The rig step for a stored character: check the skeleton on the mask and draw the overlay."""
+    def _rig_files(self, record: Record, deadline: Deadline, timings: dict[str, float], **given: Any) -> dict[str, Any]:
+        """The rig step for a stored character: check the skeleton on the mask, make the overlay and
+        encode what changed (:func:`jobs.character_files` in a render process)."""
         with self.pipeline._stage(timings, "rig"):
-            out = self.pipeline.pool.run(jobs.character_files, texture, texture_png, mask, mask_bytes,
-                                         record.joints(), new_mask, deadline=deadline, stage="rig")
+            out = self.pipeline.pool.run(partial(jobs.character_files, **given), record.joints(),
+                                         deadline=deadline, stage="rig")
         record.texture_size = [int(out["size"][0]), int(out["size"][1])]
         return out
+
+    def _store_files(self, record: Record, files: dict[str, Any], deadline: Deadline) -> list[str]:
+        """Write the files the rig step made into new folders of ``record``'s version (texture, mask
+        and tinted crop into a grid folder when any changed; the overlay into the version's folder);
+        point ``record.files`` at them. Returns the folders written."""
+        written = [record.rev]
+        changed = [name for name in ("texture", "mask", "tinted") if files.get(name) is not None]
+        if changed:
+            grid = _folder("g", record.version)
+            written.append(grid)
+            for name in changed:
+                record.files[name] = self._key(record.id, f"{grid}/{FILE_NAMES[name]}")
+        record.files["overlay"] = self._key(record.id, f"{record.rev}/{FILE_NAMES['overlay']}")
+        for name in (*changed, "overlay"):
+            self._put(record.files[name], files[name], deadline, CONTENT_TYPES.get(name, "image/png"))
+        return written
 
     # -- edit ---------------------------------------------------------------------------------
     def edit(self, cid: str, change: Edit, if_match: str | None, deadline: Deadline,
@@ -255,50 +269,39 @@ class Characters:
         cid = old.id
         new = Record(**{**asdict(old), "version": old.version + 1, "rev": _folder("r", old.version + 1),
                         "files": dict(old.files), "keep": _folders_of(old)})
-        written = [new.rev]
-        texture = mask = None
-        texture_png = mask_bytes = None
+        given: dict[str, Any] = {}
         joints = _edited_joints(old, change.joints)
         if joints is not None:
             _check_inside(joints, old.image)
         if change.bbox is not None:
-            work_png = self.storage.get(old.files["image"], deadline)
-            if work_png is None:
-                raise CharacterNotFound(f"character {cid} lost its image (expired?)")
+            work_png = self._get(old, "image", deadline)
             wh = (round(old.image["width"] * old.work_scale), round(old.image["height"] * old.work_scale))
             box = _client_box(change.bbox, old.work_scale, *wh)
             crop = p.segment_stored(work_png, box, deadline, timings)
             new.box = [int(v) for v in box]
-            texture, mask = crop.texture, crop.mask
+            given = {"texture": crop.texture, "mask": crop.mask}
             skeleton = (_texture_joints(joints, old.work_scale, box) if joints is not None
                         else p.pose(crop.png, deadline, timings))
             new.skeleton = _skeleton_rows(skeleton)
         else:
             if joints is not None:
                 new.skeleton = _skeleton_rows(_texture_joints(joints, old.work_scale, old.box))
-            texture_png = self.storage.get(old.files["texture"], deadline)
-            if change.mask is not None:
-                mask_bytes = change.mask
-            else:
-                mask_bytes = self.storage.get(old.files["mask"], deadline)
-            if texture_png is None or mask_bytes is None:
-                raise CharacterNotFound(f"character {cid} lost its files (expired?)")
-        # the rig step reads a new mask (size, format, not empty), checks the joints on it, and
-        # encodes what changed
-        files = self._rig_files(new, deadline, timings, texture=texture, texture_png=texture_png, mask=mask,
-                                mask_bytes=mask_bytes, new_mask=change.mask is not None)
+            if change.mask is not None:  # read, checked against the texture and stored by the rig step
+                given = {"texture_png": self._get(old, "texture", deadline), "mask_bytes": change.mask,
+                         "new_mask": True}
+            else:                        # only the skeleton moved: no image to decode
+                given = {"tinted_npy": self._get(old, "tinted", deadline),
+                         "mask_bytes": self._get(old, "mask", deadline)}
+        files = self._rig_files(new, deadline, timings, **given)
         with p._stage(timings, "store"):
-            if files["texture"] is not None or files["mask"] is not None:
-                grid = _folder("g", new.version)
-                written.append(grid)
-                if files["texture"] is not None:
-                    new.files["texture"] = self._key(cid, f"{grid}/texture.png")
-                    self._put(new.files["texture"], files["texture"], deadline)
-                new.files["mask"] = self._key(cid, f"{grid}/mask.png")
-                self._put(new.files["mask"], files["mask"], deadline)
-            new.files["overlay"] = self._key(cid, f"{new.rev}/overlay.png")
-            self._put(new.files["overlay"], files["overlay"], deadline)
+            written = self._store_files(new, files, deadline)
         return new, written
+
+    def _get(self, record: Record, name: str, deadline: Deadline) -> bytes:
+        data = self.storage.get(record.files[name], deadline)
+        if data is None:
+            raise CharacterNotFound(f"character {record.id} lost its {name} (expired or deleted meanwhile)")
+        return data
 
     def _prune(self, record: Record, deadline: Deadline) -> None:
         """Delete folders of versions older than the previous one that neither version uses."""
@@ -339,11 +342,8 @@ class Characters:
             metrics.ANIMATION_CACHE.labels(result="miss").inc(len(misses))
             self.pipeline.check_disk()
             with slot():
-                texture_png = self.storage.get(record.files["texture"], deadline)
-                mask_bytes = self.storage.get(record.files["mask"], deadline)
-                if texture_png is None or mask_bytes is None:
-                    raise CharacterNotFound(f"character {cid} version {record.version} was replaced twice "
-                                            "while rendering, or expired; GET it again")
+                texture_png = self._get(record, "texture", deadline)
+                mask_bytes = self._get(record, "mask", deadline)
 
                 def store(motion: Motion, out: dict[str, Any]) -> str:
                     self.storage.put(keys[motion.name], out["data"], out["mime"], deadline)

@@ -294,15 +294,21 @@ _BOX = (220, 0, 220)
 _SIDE_COLOURS = {"left": (40, 110, 255), "right": (235, 50, 50), "": (30, 190, 60)}
 
 
-def overlay_png(texture: np.ndarray, mask: np.ndarray, joints: list[tuple[str, tuple[float, float], str | None]]) -> bytes:
-    """A picture to judge a character at a glance: the crop, its mask tinted, the box (the crop's
-    border) and the skeleton (bones, and a dot per joint; the figure's left side blue, its right
-    side red). Everything in texture pixels."""
-    from PIL import ImageDraw
-
+def tinted_crop(texture: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The crop (RGB uint8) with the mask tinted: the part of the overlay that only a new box or a
+    new mask changes (stored beside the mask, so that moving a joint decodes no PNG)."""
     rgb = texture[..., :3]
     tinted = ((rgb.astype(np.uint16) * 141 + np.array(_TINT, np.uint16) * 115) >> 8).astype(np.uint8)
-    im = Image.fromarray(np.where(mask[..., None], tinted, rgb))
+    return np.where(mask[..., None], tinted, rgb)
+
+
+def overlay_png(tinted: np.ndarray, joints: list[tuple[str, tuple[float, float], str | None]]) -> bytes:
+    """A picture to judge a character at a glance: the :func:`tinted_crop`, the box (the crop's
+    border) and the skeleton (bones, and a dot per joint; the figure's left side blue, its right
+    side red, the rest green). Everything in texture pixels."""
+    from PIL import ImageDraw
+
+    im = Image.fromarray(tinted)
     draw = ImageDraw.Draw(im)
     w, h = im.size
     line = max(2, round(min(w, h) / 150))
@@ -325,32 +331,47 @@ def overlay_png(texture: np.ndarray, mask: np.ndarray, joints: list[tuple[str, t
     return buf.getvalue()
 
 
-def character_files(texture: np.ndarray | None, texture_png: bytes | None, mask: np.ndarray | None,
-                    mask_bytes: bytes | None, joints: list[tuple[str, tuple[float, float], str | None]],
-                    new_mask: bool = False) -> dict[str, Any]:
-    """One render-process job for a character version: read what is given as PNG, check the rig,
-    and encode the files that changed. Returns ``{"texture", "mask", "overlay"}`` PNG bytes (None for
-    a stored file, which is unchanged; a ``new_mask`` sent by a client is stored binarised) plus
-    ``size`` (width, height) and ``joints_on``."""
-    t0 = time.perf_counter()
-    out: dict[str, Any] = {"texture": None, "mask": None}
-    if texture is None:
-        texture = read_texture(texture_png)  # type: ignore[arg-type]
+def _npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    return buf.getvalue()
+
+
+def character_files(joints: list[tuple[str, tuple[float, float], str | None]], *,
+                    texture: np.ndarray | None = None, texture_png: bytes | None = None,
+                    mask: np.ndarray | None = None, mask_bytes: bytes | None = None, new_mask: bool = False,
+                    tinted_npy: bytes | None = None) -> dict[str, Any]:
+    """One render-process job for a character version: check the rig and make the files that changed.
+
+    Given arrays (a new crop) are encoded; given bytes are stored files (or, with ``new_mask``, a
+    mask a client sent: read, checked against the texture's size, stored binarised). With
+    ``tinted_npy`` (the stored :func:`tinted_crop`) and the stored mask, only the skeleton changed:
+    nothing is decoded but the small mask. Returns PNG bytes ``texture``, ``mask``, ``overlay`` and
+    ``tinted`` (.npy) for the files to write (None: unchanged), ``size`` (width, height) and
+    ``joints_on``.
+    """
+    out: dict[str, Any] = {"texture": None, "mask": None, "tinted": None}
+    if tinted_npy is not None and mask is None and not new_mask:
+        tinted = np.load(io.BytesIO(tinted_npy), allow_pickle=False)
+        mask = read_mask(mask_bytes, (tinted.shape[1], tinted.shape[0]))  # type: ignore[arg-type]
     else:
-        out["texture"] = encode_png(texture)
-    size = (texture.shape[1], texture.shape[0])
-    if mask is None:
-        mask = read_mask(mask_bytes, size)  # type: ignore[arg-type]
-        if new_mask:
+        if texture is None:
+            texture = read_texture(texture_png)  # type: ignore[arg-type]
+        else:
+            out["texture"] = encode_png(np.ascontiguousarray(texture[..., :3]))
+        if mask is None:
+            mask = read_mask(mask_bytes, (texture.shape[1], texture.shape[0]))  # type: ignore[arg-type]
+            if new_mask:
+                out["mask"] = mask_png(mask)
+        else:
             out["mask"] = mask_png(mask)
-    else:
-        out["mask"] = mask_png(mask)
+        tinted = tinted_crop(texture, mask)
+        out["tinted"] = _npy(tinted)
     if not mask.any():
         raise InvalidCharacter("the mask is empty: paint the character white")
     out["joints_on"] = check_rig(mask, [(n, loc) for n, loc, _ in joints])
-    out["overlay"] = overlay_png(texture, mask, joints)
-    out["size"] = size
-    out["ms"] = (time.perf_counter() - t0) * 1e3
+    out["overlay"] = overlay_png(tinted, joints)
+    out["size"] = (tinted.shape[1], tinted.shape[0])
     return out
 
 

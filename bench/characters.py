@@ -55,7 +55,7 @@ def main() -> int:
 
     workdir = stack.make_workdir("dp-bench-char-")
     env = {"DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RENDER_FPS": "15",
-           "DOODLEPOD_LOG_LEVEL": "warning", "DOODLEPOD_ACCESS_LOG": "false"}
+           "DOODLEPOD_ACCESS_LOG": "false"}
     env = {**env, **{k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_")}}
     moto = None
     if args.s3:

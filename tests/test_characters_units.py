@@ -153,7 +153,8 @@ def test_rig_check_refuses_joints_off_the_drawing() -> None:
 def test_document_coordinates_round_trip() -> None:
     rec = Record(id="a" * 32, version=3, created_at=0.0, expires_at=86400.0, image={"width": 1200, "height": 900},
                  work_scale=1000 / 1200, box=[250, 125, 675, 627], texture_size=[425, 502], detections=[],
-                 skeleton=[["root", [100.0, 200.0], None]], files={"mask": "characters/x/g1-a/mask.png"}, rev="r3-b")
+                 skeleton=[["root", [100.0, 200.0], None]], rev="r3-b",
+                 files={n: f"characters/x/g1-a/{n}.png" for n in ("image", "texture", "mask", "overlay", "tinted")})
     doc = rec.public(lambda key: f"/files/{key}")
     tex = doc["texture"]
     x = tex["offset"][0] + 100.0 * tex["scale"]
@@ -161,6 +162,7 @@ def test_document_coordinates_round_trip() -> None:
     assert doc["joints"]["root"] == pytest.approx([x, y], abs=0.01)
     assert doc["joints"]["root"] == pytest.approx([420.0, 390.0], abs=0.01)
     assert doc["bbox"] == [300.0, 150.0, 810.0, 752.4] and doc["expires_at"] == "1970-01-02T00:00:00Z"
+    assert set(doc["urls"]) == {"image", "texture", "mask", "overlay"}              # internal files stay internal
     assert Record.from_json(rec.to_json()) == rec
 
 
