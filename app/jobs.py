@@ -220,26 +220,29 @@ MIN_JOINTS_ON_DRAWING = 0.5
 
 
 def check_rig(mask: np.ndarray, joints: list[tuple[str, tuple[float, float]]], mesh_cells: int = 300) -> int:
-    """Check that a skeleton can drive the drawing: build the mesh the renderer builds and count the
-    joints within one mesh cell of it (the renderer's own snapping distance). Joints are texture
-    pixels. Returns how many lie on the drawing; raises :class:`InvalidCharacter` when fewer than
-    half do (e.g. joints placed on blank paper: the renderer could not deform anything).
+    """Check that a skeleton can drive the drawing: count the joints within one mesh cell of the
+    character (the renderer attaches a joint to its mesh within that distance; the cell size is the
+    one :func:`animator.mesh.build_mesh` picks for ``mesh_cells`` cells). Joints are texture pixels.
+    Returns how many lie on the drawing; raises :class:`InvalidCharacter` when fewer than half do
+    (e.g. joints placed on blank paper: the renderer could not deform the drawing sensibly).
     """
-    from animator.mesh import build_mesh
-    from animator.errors import CharacterError
-
-    points = np.array([loc for _, loc in joints], dtype=np.float64).reshape(-1, 2)
-    try:
-        mesh = build_mesh(mask, keep_points=points, target_cells=mesh_cells)
-    except CharacterError as exc:
-        raise InvalidCharacter(f"the character cannot be rigged: {exc.message}") from None
-    tri, _ = mesh.nearest_copy(points, mesh.cell)
-    on = tri >= 0
-    if on.sum() < max(1, MIN_JOINTS_ON_DRAWING * len(joints)):
+    mask = np.asarray(mask, dtype=bool)
+    area = int(mask.sum())
+    if not area:
+        raise InvalidCharacter("the mask is empty: paint the character white")
+    cell = int(np.clip(round(np.sqrt(area / mesh_cells) / 2) * 2, 4, 256))
+    h, w = mask.shape
+    on: list[bool] = []
+    for _, (x, y) in joints:
+        l, t = max(0, int(np.floor(x - cell))), max(0, int(np.floor(y - cell)))
+        r, b = min(w, int(np.ceil(x + cell)) + 1), min(h, int(np.ceil(y + cell)) + 1)
+        ys, xs = np.nonzero(mask[t:b, l:r]) if r > l and b > t else (np.empty(0), np.empty(0))
+        on.append(bool(len(xs)) and bool((((xs + l - x) ** 2 + (ys + t - y) ** 2) <= cell * cell).any()))
+    if sum(on) < max(1, MIN_JOINTS_ON_DRAWING * len(joints)):
         off = [name for (name, _), ok in zip(joints, on) if not ok]
         raise InvalidCharacter(f"{len(off)} of {len(joints)} joints lie off the drawing ({', '.join(off)}): "
                                "the skeleton cannot be rigged; place the joints on the character")
-    return int(on.sum())
+    return int(sum(on))
 
 
 def encode_png(array: np.ndarray, compress_level: int = 1) -> bytes:
