@@ -155,14 +155,11 @@ class Characters:
     def _key(self, cid: str, name: str) -> str:
         return f"{PREFIX}{cid}/{name}"
 
-    def url(self, key: str, base_url: str) -> str:
-        return self.storage.url(key, base_url)
-
     def load(self, cid: str, deadline: Deadline) -> tuple[Record, str]:
         """The current document and its storage tag; :class:`CharacterNotFound` if unknown or expired."""
         got = self.storage.get_tagged(self._key(cid, DOCUMENT), deadline) if valid_id(cid) else None
         if got is None:
-            raise CharacterNotFound(f"no character {cid}: unknown, deleted, or expired")
+            raise CharacterNotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
         record = Record.from_json(got[0])
         if record.expires_at <= time.time():
             raise CharacterNotFound(f"character {cid} expired at {_iso(record.expires_at)} and is being deleted")
@@ -356,7 +353,7 @@ class Characters:
     # -- delete -------------------------------------------------------------------------------
     def delete(self, cid: str, deadline: Deadline) -> int:
         if not valid_id(cid) or not self.storage.exists(self._key(cid, DOCUMENT), deadline):
-            raise CharacterNotFound(f"no character {cid}: unknown, deleted, or expired")
+            raise CharacterNotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
         count = self.storage.delete_prefix(self._key(cid, ""), deadline)
         log.info("character %s deleted (%d files)", cid, count)
         return count

@@ -104,6 +104,24 @@ def main() -> int:
             moto.stop()
         stack.remove(workdir)
 
+    # The same render in this process, for context on a loaded machine: wall and CPU time of
+    # jobs.render_stored (what the render process runs), without the pool's niceness or HTTP.
+    from app import jobs
+    from app.motions import load_motions
+    import animator
+
+    char = animator.load_character(stack.CHARACTERS / args.character)
+    motion = load_motions()[args.motion]
+    files = jobs.character_files([(j.name, j.loc, j.parent) for j in char.skeleton], texture=char.texture,
+                                 mask=char.mask)
+    walls, cpus = [], []
+    for _ in range(4):
+        w0, c0 = time.perf_counter(), time.process_time()
+        jobs.render_stored(files["texture"], files["mask"], [(j.name, j.loc, j.parent) for j in char.skeleton],
+                           str(motion.motion_cfg), str(motion.retarget_cfg),
+                           {"width": 256, "height": 256, "format": "gif", "fps": 15.0})
+        walls.append((time.perf_counter() - w0) * 1e3)
+        cpus.append((time.process_time() - c0) * 1e3)
     load = os.getloadavg()
     print(f"characters API, {'S3 (moto)' if args.s3 else 'local disk'} storage, {args.character} + {args.motion}, "
           f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
@@ -115,6 +133,8 @@ def main() -> int:
         missed += not ok
         print(f"{name:26} {len(values):4d} {p50:8.1f} {pct(values, 95):8.1f} {TARGETS_MS[name]:8.0f}  "
               f"{'met' if ok else 'MISSED'}")
+    print(f"{'(in-process render, wall)':26} {3:4d} {pct(walls[1:], 50):8.1f} {max(walls[1:]):8.1f}")
+    print(f"{'(in-process render, CPU)':26} {3:4d} {pct(cpus[1:], 50):8.1f} {max(cpus[1:]):8.1f}")
     return 1 if missed else 0
 
 
