@@ -326,6 +326,27 @@ def derive_motion_config(bvh: BVH, bvh_path: str | Path, start_frame_idx: int = 
     )
 
 
+def configs_for(motion: str | Path, retarget: str | Path | None = None) -> tuple[MotionConfig, RetargetConfig]:
+    """The motion and retarget configs to use: ``motion`` is a motion config (YAML) or a BVH file
+    (its motion config then derived, whole clip); ``retarget`` a retarget config, or None to derive
+    one from the clip's skeleton."""
+    from .bvh import load_bvh
+    from .config import load_motion_config, load_retarget_config
+
+    if str(motion).lower().endswith(".bvh"):
+        bvh = load_bvh(motion)
+        body = find_body(bvh)
+        motion_cfg = derive_motion_config(bvh, motion, body=body)
+    else:
+        motion_cfg = load_motion_config(motion)
+        if retarget is not None:
+            return motion_cfg, load_retarget_config(retarget)
+        bvh, body = load_bvh(motion_cfg.bvh_path), None
+    if retarget is not None:
+        return motion_cfg, load_retarget_config(retarget)
+    return motion_cfg, derive_retarget_config(bvh, body)
+
+
 def retarget_config_yaml(cfg: RetargetConfig) -> str:
     """``cfg`` in AnimatedDrawings' retarget-config YAML (its key order; mappings as ``!!python/tuple``)."""
     def q(s: str) -> str:
@@ -362,5 +383,5 @@ def retarget_config_yaml(cfg: RetargetConfig) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["Body", "Limb", "derive_motion_config", "derive_retarget_config", "find_body", "retarget_config_yaml",
+__all__ = ["Body", "Limb", "configs_for", "derive_motion_config", "derive_retarget_config", "find_body", "retarget_config_yaml",
            "shared_prefix", "split_name"]

@@ -170,9 +170,12 @@ def skeleton_from_config(entries: Sequence[Mapping[str, Any]], path: str | Path 
 
 
 def load_character(folder: str | Path) -> Character:
-    """Read an AnimatedDrawings character folder (``char_cfg.yaml``, ``texture.png``, ``mask.png``)."""
+    """Read an AnimatedDrawings character folder (``char_cfg.yaml``, ``texture.png``, ``mask.png``),
+    or its ``char_cfg.yaml`` given as a file (texture and mask beside it)."""
     folder = Path(folder)
     cfg_path = folder / "char_cfg.yaml"
+    if folder.is_file():  # a scene file names the char_cfg.yaml itself (any file name)
+        cfg_path, folder = folder, folder.parent
     try:
         cfg = yaml.safe_load(cfg_path.read_text())
     except FileNotFoundError as exc:

@@ -27,18 +27,23 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Callable, ContextManager, Sequence
-
-import numpy as np
+from typing import Any
 
 from . import jobs, metrics
-from .character_errors import (BoxOutsideImage, CharacterNotFound, EditConflict, JointsOutsideImage,
-                               VersionMismatch)
 from .deadline import Deadline
-from .errors import BadRequest
+from .errors import (
+    BadRequest,
+    BoxOutsideImage,
+    CharacterNotFound,
+    EditConflict,
+    JointsOutsideImage,
+    VersionMismatch,
+)
 from .motions import Motion
 from .storage import Conflict
 
@@ -112,7 +117,7 @@ class Record:
         return json.dumps(asdict(self), separators=(",", ":")).encode()
 
     @classmethod
-    def from_json(cls, data: bytes) -> "Record":
+    def from_json(cls, data: bytes) -> Record:
         """Read a stored document (fields a newer version of the app added are ignored)."""
         values = json.loads(data)
         return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
@@ -263,7 +268,6 @@ class Characters:
     def _apply(self, old: Record, change: Edit, deadline: Deadline,
                timings: dict[str, float]) -> tuple[Record, list[str]]:
         p = self.pipeline
-        cid = old.id
         new = Record(**{**asdict(old), "version": old.version + 1, "rev": _folder("r", old.version + 1),
                         "files": dict(old.files), "keep": _folders_of(old)})
         given: dict[str, Any] = {}
@@ -320,7 +324,7 @@ class Characters:
 
     def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
                deadline: Deadline, timings: dict[str, float], base_url: str,
-               slot: Callable[[], ContextManager[Any]]) -> tuple[Record, dict[str, str], list[str]]:
+               slot: Callable[[], AbstractContextManager[Any]]) -> tuple[Record, dict[str, str], list[str]]:
         """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
         rendered in parallel in the process pool (holding ``slot()`` while rendering). Returns the
         record, ``{motion: url}`` in the asked order and the names that were cache hits."""
@@ -422,12 +426,13 @@ def parse_size(raw: Any, settings) -> int:
     """The ``size`` of a render request: an integer within the settings' bounds."""
     if raw is None or raw == "":
         return int(min(max(settings.render_size, settings.render_size_min), settings.render_size_max))
-    try:
-        value = int(str(raw).strip()) if not isinstance(raw, int) or isinstance(raw, bool) else raw
-        if isinstance(raw, bool):
-            raise ValueError
-    except ValueError:
-        raise BadRequest(f"'size' must be an integer number of pixels, got {raw!r}") from None
+    value = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw.strip())
+    if value is None:
+        raise BadRequest(f"'size' must be an integer number of pixels, got {str(raw)[:40]!r}")
     lo, hi = settings.render_size_min, settings.render_size_max
     if not lo <= value <= hi:
         raise BadRequest(f"'size' must be from {lo} to {hi} pixels, got {value}")

@@ -16,16 +16,23 @@ import logging
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import jobs, metrics
 from .deadline import Deadline
-from .errors import (ApiError, InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter,
-                     NoSkeleton)
+from .errors import (
+    InsufficientStorage,
+    InvalidCharacter,
+    ModelServerError,
+    NoCharacter,
+    NoSkeleton,
+    from_animator,
+)
 from .motions import Motion
 from .storage import LocalStorage, free_disk_mb
 
@@ -146,8 +153,8 @@ class Pipeline:
         import animator
         try:
             character = animator.Character(texture, mask, skeleton)
-        except animator.CharacterError as exc:
-            raise InvalidCharacter(f"the character cannot be rigged: {exc.message}") from None
+        except animator.AnimatorError as exc:
+            raise from_animator(exc, "the character cannot be rigged") from None
         with self._stage(timings, "rig"):  # about a millisecond of numpy: no render-process round trip
             jobs.check_rig(character.mask, [(j.name, j.loc) for j in character.skeleton])
         return character
@@ -175,9 +182,10 @@ class Pipeline:
                 with self._stage(timings, f"upload:{motion.name}"):
                     urls[motion.name] = store(motion, out)
                 metrics.ANIMATIONS.labels(motion=motion.name, format=options.get("format", "gif")).inc()
-        except ApiError:
-            for _, pending in futures:
-                pending.cancel()
+        except BaseException:
+            # an error, a passed deadline or a dropped client: the other motions' renders stop now,
+            # and the request (and its render slot) ends only once the render processes are free
+            self.pool.abandon([pending for _, pending in futures])
             raise
         timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
         return urls
@@ -213,8 +221,12 @@ class Pipeline:
             skeleton = self.pose(crop.png, job.deadline, timings)
         character = self.rig(crop.texture, crop.mask, skeleton, job.deadline, timings)
 
+        # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
+        # client can repeat or make up) stays in the logs and headers and never names a stored file.
+        set_id = new_storage_id()
+
         def store(motion: Motion, out: dict[str, Any]) -> str:
-            key = f"{job.request_id}/{motion.name}.{out['extension']}"
+            key = f"{set_id}/{motion.name}.{out['extension']}"
             self.storage.put(key, out["data"], out["mime"], job.deadline)
             return self.storage.url(key, job.base_url)
 
@@ -223,7 +235,7 @@ class Pipeline:
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
         bbox_img = [round(v / img.scale, 1) for v in box]
-        return Result(job.request_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings)
+        return Result(set_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings)
 
     def _detections(self, detections: Any, width: int, height: int) -> list[Detection]:
         if not isinstance(detections, list) or not all(isinstance(d, dict) for d in detections):
@@ -268,6 +280,11 @@ class Pipeline:
 
 
 def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def new_storage_id() -> str:
+    """The folder of one request's files in the storage: random, made by the server."""
     return uuid.uuid4().hex
 
 

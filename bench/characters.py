@@ -27,7 +27,7 @@ import requests
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
+import stack
 
 TARGETS_MS = {"patch joints": 150.0, "render 1 motion 256px": 400.0, "cache hit": 30.0}
 
@@ -106,9 +106,9 @@ def main() -> int:
 
     # The same render in this process, for context on a loaded machine: wall and CPU time of
     # jobs.render_stored (what the render process runs), without the pool's niceness or HTTP.
+    import animator
     from app import jobs
     from app.motions import load_motions
-    import animator
 
     char = animator.load_character(stack.CHARACTERS / args.character)
     motion = load_motions()[args.motion]
