@@ -240,7 +240,7 @@ def test_correction_flow_across_two_instances(pods, s3, torchserve, page) -> Non
     # A new box on B: re-segment and re-pose (the detector is not asked again).
     l, t, r, btm = doc["bbox"]
     box = [l - 40, t - 30, r + 40, btm + 10]
-    from stack import COCO_FROM_AD
+    from tests.fixtures.torchserve_fake.stack import COCO_FROM_AD
     torchserve.set_control(pose={"mode": "fractions", "fractions": [
         [(joints[j][0] - box[0]) / (box[2] - box[0]), (joints[j][1] - box[1]) / (box[3] - box[1])] for j in COCO_FROM_AD]})
     resp = requests.patch(f"{b.url}/characters/{cid}", json={"bbox": box}, timeout=60)
