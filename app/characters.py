@@ -39,9 +39,9 @@ from .deadline import Deadline
 from .errors import (
     BadRequest,
     BoxOutsideImage,
-    CharacterNotFound,
     EditConflict,
     JointsOutsideImage,
+    NotFound,
     VersionMismatch,
 )
 from .motions import Motion
@@ -161,13 +161,13 @@ class Characters:
         return f"{PREFIX}{cid}/{name}"
 
     def load(self, cid: str, deadline: Deadline) -> tuple[Record, str]:
-        """The current document and its storage tag; :class:`CharacterNotFound` if unknown or expired."""
+        """The current document and its storage tag; :class:`NotFound` if unknown or expired."""
         got = self.storage.get_tagged(self._key(cid, DOCUMENT), deadline) if valid_id(cid) else None
         if got is None:
-            raise CharacterNotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
+            raise NotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
         record = Record.from_json(got[0])
         if record.expires_at <= time.time():
-            raise CharacterNotFound(f"character {cid} expired at {_iso(record.expires_at)} and is being deleted")
+            raise NotFound(f"character {cid} expired at {_iso(record.expires_at)} and is being deleted")
         return record, got[1]
 
     def _put(self, key: str, data: bytes, deadline: Deadline, content_type: str = "image/png") -> None:
@@ -301,7 +301,7 @@ class Characters:
     def _get(self, record: Record, name: str, deadline: Deadline) -> bytes:
         data = self.storage.get(record.files[name], deadline)
         if data is None:
-            raise CharacterNotFound(f"character {record.id} lost its {name} (expired or deleted meanwhile)")
+            raise NotFound(f"character {record.id} lost its {name} (expired or deleted meanwhile)")
         return data
 
     def _prune(self, record: Record, deadline: Deadline) -> None:
@@ -357,7 +357,7 @@ class Characters:
     # -- delete -------------------------------------------------------------------------------
     def delete(self, cid: str, deadline: Deadline) -> int:
         if not valid_id(cid) or not self.storage.exists(self._key(cid, DOCUMENT), deadline):
-            raise CharacterNotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
+            raise NotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
         count = self.storage.delete_prefix(self._key(cid, ""), deadline)
         log.info("character %s deleted (%d files)", cid, count)
         return count

@@ -71,6 +71,7 @@ class Unauthorized(ClientError):
 
 
 class NotFound(ClientError):
+    """No such path, file, or character (a character also once deleted or expired)."""
     status, code = 404, "not_found"
 
 
@@ -97,11 +98,6 @@ class NoSkeleton(ClientError):
 class InvalidCharacter(ClientError):
     """The character cannot be animated (e.g. client joints that make no usable skeleton)."""
     status, code = 422, "invalid_character"
-
-
-class CharacterNotFound(NotFound):
-    """No character with this id: never made, deleted, or expired (DOODLEPOD_EXPIRY_HOURS)."""
-    status, code = 404, "not_found"
 
 
 class BadMask(ClientError):
@@ -132,7 +128,6 @@ class VersionMismatch(ClientError):
 class EditConflict(ClientError):
     """Without ``If-Match``, an edit lost every race to concurrent edits of the character; retry."""
     status, code = 409, "edit_conflict"
-    retryable = True
 
 
 class InvalidMotion(ClientError):

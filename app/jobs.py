@@ -268,7 +268,7 @@ def check_rig(mask: np.ndarray, joints: list[tuple[str, tuple[float, float]]], m
         on.append(bool(len(xs)) and bool((((xs + l - x) ** 2 + (ys + t - y) ** 2) <= cell * cell).any()))
     if sum(on) < max(1, MIN_JOINTS_ON_DRAWING * len(joints)):
         off = [name for (name, _), ok in zip(joints, on) if not ok]
-        raise InvalidCharacter(f"{len(off)} of {len(joints)} joints lie off the drawing ({', '.join(off)}): "
+        raise InvalidCharacter(f"{len(off)} of {len(joints)} skeleton joints lie off the drawing ({', '.join(off)}): "
                                "the skeleton cannot be rigged; place the joints on the character")
     return int(sum(on))
 

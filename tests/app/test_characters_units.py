@@ -140,7 +140,7 @@ def test_rig_check_refuses_joints_off_the_drawing() -> None:
     assert jobs.check_rig(char.mask, joints) == 16
     paper = [(name, (3.0 + i, 4.0)) for i, (name, _) in enumerate(joints)]   # the crop's paper corner
     assert not char.mask[:10, :30].any()
-    with pytest.raises(InvalidCharacter, match="16 of 16 joints lie off the drawing"):
+    with pytest.raises(InvalidCharacter, match="16 of 16 skeleton joints lie off the drawing"):
         jobs.check_rig(char.mask, paper)
     half = joints[:9] + paper[9:]
     assert jobs.check_rig(char.mask, half) == 9
