@@ -161,7 +161,8 @@ class LocalTorchServe:
         config = write_config(self.workdir / "config.properties", self.ports, self.host,
                               self.model_store, overrides, template=self.template,
                               tmpdir=java_tmpdir(self.workdir / "tmp"))
-        torchserve = shutil.which("torchserve", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        search = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        torchserve = shutil.which("torchserve", path=search)
         if torchserve is None:
             raise FileNotFoundError("torchserve is not installed (pip install torchserve==0.12.0)")
         env = {**os.environ, "TMPDIR": str(self.workdir / "tmp"), "LOG_LOCATION": str(self.log_dir),
