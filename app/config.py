@@ -84,6 +84,10 @@ SETTINGS: tuple[Setting, ...] = (
             "request id).", _bool),
     Setting("DOODLEPOD_RUNTIME_DIR", "", "Folder for state shared by the workers of one pod (render slots, "
             "Prometheus multiprocess files); empty: a fresh temporary folder made at start.", str),
+    Setting("DOODLEPOD_FORWARDED_ALLOW_IPS", "127.0.0.1,::1", "Addresses or networks (comma-separated, "
+            "e.g. 10.0.0.0/8) of the proxies trusted to set X-Forwarded-Proto, SCRIPT_NAME and the Host that "
+            "answers' URLs are built from (when DOODLEPOD_PUBLIC_URL is empty); '*' trusts every client. "
+            "Requests from other addresses get URLs relative to the server.", _csv),
     Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call except /ping, /healthz, /live and /metrics "
             "needs the header 'Authorization: Bearer <token>'.", str),
     # --- limits ---
@@ -92,6 +96,11 @@ SETTINGS: tuple[Setting, ...] = (
             _positive_float),
     Setting("DOODLEPOD_MAX_UPLOAD_MB", "20", "Largest accepted request body, in MiB (413 beyond).",
             _positive_float),
+    Setting("DOODLEPOD_BODY_TIMEOUT_S", "60", "Longest time to receive a request's body (the upload); past "
+            "it the app answers 408. The body is read before a render slot is taken, so slow uploads never "
+            "hold one.", _positive_float),
+    Setting("DOODLEPOD_MAX_FIELD_KB", "64", "Largest form or JSON field other than the image (joints, bbox, "
+            "motions), in KiB (413 beyond).", _positive_float),
     Setting("DOODLEPOD_MAX_IMAGE_PIXELS", "40000000", "Largest accepted image, in pixels (width x height; "
             "413 beyond), checked before the image is decoded.", int),
     Setting("DOODLEPOD_MAX_INFLIGHT", "6", "Requests being animated at once per pod (across all workers); "

@@ -111,8 +111,17 @@ def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
                          {"decode": (t1 - t0) * 1e3, "downsize": (t2 - t1) * 1e3, "encode_png": (t3 - t2) * 1e3})
 
 
+#: Modes of greyscale images with more than 8 bits per sample (16-bit PNG): their values run to
+#: 65535, which Pillow's convert("RGB") clips to white instead of scaling.
+_WIDE_GREY = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+
+
 def _flatten(im: Image.Image) -> Image.Image:
-    """RGB copy of ``im`` with any transparency composited onto white paper."""
+    """RGB copy of ``im`` with any transparency composited onto white paper; 16-bit greyscale is
+    scaled to 8 bits."""
+    if im.mode in _WIDE_GREY:
+        wide = np.asarray(im).astype(np.float64)
+        im = Image.fromarray(np.clip(np.round(wide / 257.0), 0, 255).astype(np.uint8), "L")
     if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
         rgba = im.convert("RGBA")
         page = Image.new("RGBA", rgba.size, (255, 255, 255, 255))

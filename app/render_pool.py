@@ -10,6 +10,12 @@ the render processes use the CPUs. Every wait is capped by the request's deadlin
 N lock files in the shared runtime folder, each held with ``flock`` by the request that owns it.
 Taking a slot never waits: when all are held the caller answers 503 + Retry-After at once. The
 kernel drops a dead process's locks, so a crashed worker cannot leak slots.
+
+Work never outlives its request: :meth:`PoolJob.cancel` stops a job that is queued (it never
+starts) or running (its process gets ``SIGUSR1`` and the job raises :class:`JobCancelled`; the
+process stays in the pool). Render processes die with the worker that started them
+(``PR_SET_PDEATHSIG`` plus a watchdog thread), so a worker killed by SIGKILL, the OOM killer or a
+SIGBUS leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -19,7 +25,11 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
+import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -38,7 +48,22 @@ class RenderFailed(ApiError):
     status, code = 500, "render_failed"
 
 
-def _child_init(niceness: int) -> None:
+#: Seconds an abandoned job gets to stop after its cancellation before its process is killed.
+CANCEL_GRACE_S = 5.0
+#: Seconds between a render process's checks that the worker that started it is still alive.
+WATCHDOG_PERIOD_S = 1.0
+_PR_SET_PDEATHSIG = 1
+
+
+class JobCancelled(Exception):
+    """Raised inside a render process when its request abandoned the job (see :meth:`PoolJob.cancel`)."""
+
+
+#: In a render process: the cancel-marker path of the job running now (None between jobs).
+_running_job: list[str | None] = [None]
+
+
+def _child_init(niceness: int, parent_pid: int | None = None) -> None:
     # One BLAS/OpenMP thread per process: the pool already has one process per CPU.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
@@ -46,14 +71,63 @@ def _child_init(niceness: int) -> None:
         os.nice(niceness)
     except OSError:
         pass
+    if parent_pid is not None:
+        _die_with(parent_pid)
+    signal.signal(signal.SIGUSR1, _on_cancel_signal)
+
+
+def _die_with(parent_pid: int) -> None:
+    """End this process when ``parent_pid`` (the worker) dies, however it dies.
+
+    The kernel sends SIGKILL on the parent's death (``PR_SET_PDEATHSIG``, Linux); a watchdog thread
+    covers what that misses (the parent dying before the call, other kernels).
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_PERIOD_S)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="doodlepod-parent-watchdog", daemon=True).start()
+
+
+def _on_cancel_signal(signum: int, frame: Any) -> None:
+    marker = _running_job[0]
+    if marker is not None and os.path.exists(marker):  # a late signal for a finished job is ignored
+        raise JobCancelled("the request abandoned this job")
 
 
 def _call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
-    """Child side of :meth:`RenderPool.submit`: read the arguments from a file, write the result to one."""
-    with open(in_path, "rb") as fh:
-        args = pickle.load(fh)
-    os.unlink(in_path)
-    result = fn(*args)
+    """Child side of :meth:`RenderPool.submit`: read the arguments from a file, write the result to one.
+
+    The job first publishes its pid (``<job>.pid``) so that :meth:`PoolJob.cancel` can signal it,
+    then checks its cancel marker (``<job>.cancel``): a job cancelled while queued never starts.
+    """
+    stem = in_path[:-3]
+    tmp_pid = stem + ".pid.tmp"
+    with open(tmp_pid, "w") as fh:
+        fh.write(str(os.getpid()))
+    os.replace(tmp_pid, stem + ".pid")
+    _running_job[0] = stem + ".cancel"
+    try:
+        if os.path.exists(stem + ".cancel"):
+            raise JobCancelled("the request abandoned this job before it started")
+        with open(in_path, "rb") as fh:
+            args = pickle.load(fh)
+        os.unlink(in_path)
+        result = fn(*args)
+    finally:
+        _running_job[0] = None
     tmp = out_path + ".tmp"
     with open(tmp, "wb") as fh:
         pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -69,8 +143,38 @@ class PoolJob:
     in_path: str
     out_path: str
 
+    @property
+    def stem(self) -> str:
+        return self.in_path[:-3]
+
     def cancel(self) -> None:
-        self.future.cancel()
+        """Stop the job: dropped if still queued, else its process is told to abandon it. The spill
+        files go once the future settles."""
+        if self.future.cancel():
+            self._remove_files()
+            return
+        if self.future.done():
+            return
+        with open(self.stem + ".cancel", "w"):
+            pass
+        self.future.add_done_callback(lambda _f: self._remove_files())
+        pid = self.pid()
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+
+    def pid(self) -> int | None:
+        """The render process running the job (None while it is queued)."""
+        try:
+            with open(self.stem + ".pid") as fh:
+                return int(fh.read())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _remove_files(self) -> None:
+        _remove(self.in_path, self.out_path, self.stem + ".pid", self.stem + ".cancel")
 
 
 def _remove(*paths: str) -> None:
@@ -102,7 +206,7 @@ class RenderPool:
         if self._executor is None:
             self._executor = cf.ProcessPoolExecutor(
                 max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_child_init, initargs=(RENDER_NICENESS,))
+                initializer=_child_init, initargs=(RENDER_NICENESS, os.getpid()))
         return self
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> PoolJob:
@@ -119,31 +223,52 @@ class RenderPool:
         return PoolJob(future, in_path, out_path)
 
     def wait(self, job: PoolJob, deadline: Deadline, stage: str) -> Any:
-        """The job's result, waited for without blocking the gevent loop; raises past the deadline."""
-        timeout = deadline.check(stage)
+        """The job's result, waited for without blocking the gevent loop; past the deadline the job
+        is cancelled and :class:`DeadlineExceeded` raised."""
         try:
+            timeout = deadline.check(stage)
             out_path = _result(job.future, timeout)
-        except cf.TimeoutError:
-            if not job.future.cancel():  # running: clean its files up when it finishes
-                job.future.add_done_callback(lambda _f: _remove(job.in_path, job.out_path))
-            else:
-                _remove(job.in_path, job.out_path)
+        except (cf.TimeoutError, DeadlineExceeded):
+            self.abandon([job])
             raise DeadlineExceeded(f"request deadline of {deadline.seconds:g} s passed during {stage}") from None
         except cf.process.BrokenProcessPool:
-            _remove(job.in_path, job.out_path)
+            job._remove_files()
             self._restart()
             raise RenderFailed(f"a render process died during {stage}; please retry") from None
         except BaseException:
-            _remove(job.in_path, job.out_path)
+            self.abandon([job])
             raise
         try:
             with open(out_path, "rb") as fh:
                 return pickle.load(fh)
         finally:
-            _remove(job.in_path, job.out_path)
+            job._remove_files()
 
     def run(self, fn: Callable[..., Any], *args: Any, deadline: Deadline, stage: str) -> Any:
         return self.wait(self.submit(fn, *args), deadline, stage)
+
+    def abandon(self, jobs: list[PoolJob], grace_s: float = CANCEL_GRACE_S) -> None:
+        """Cancel ``jobs`` and return once none of them runs any more: the render processes are
+        free again when this returns. A job still running ``grace_s`` after its cancellation
+        (stuck in native code) has its process killed; the pool restarts for the next request."""
+        live = [j for j in jobs if not j.future.done()]
+        for job in live:
+            job.cancel()
+        end = time.monotonic() + grace_s
+        for job in live:
+            try:
+                _result(job.future, max(0.0, end - time.monotonic()))
+            except cf.TimeoutError:
+                pid = job.pid()
+                log.error("render job %s ignored its cancellation for %.0f s; killing process %s",
+                          os.path.basename(job.stem), grace_s, pid)
+                if pid is not None:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            except BaseException:  # JobCancelled, or the job's own error: either way it has ended
+                pass
 
     def warm(self) -> None:
         """Start every process now (imports included) instead of on the first request."""

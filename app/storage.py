@@ -3,7 +3,8 @@
 Both backends make an object visible only once it is complete: the local one writes a temporary
 file in the target folder and renames it into place (atomic on POSIX); the S3 one sends each file
 with a single ``put_object`` call, which S3 applies all or nothing. Keys look like
-``<prefix><request id>/<motion>.<ext>``.
+``<prefix><id>/<motion>.<ext>``, the id random and made by the server (never the client's
+X-Request-ID), so no request can overwrite or guess another's files.
 """
 from __future__ import annotations
 
@@ -31,10 +32,17 @@ class Storage(Protocol):
     def check(self, timeout_s: float) -> dict[str, Any]: ...
 
 
+#: Longest storage key accepted (the server makes keys of about 50 characters).
+MAX_KEY_LENGTH = 512
+
+
 def _safe_key(key: str) -> str:
+    """``key`` if it is a relative path of plain names (no empty, ``.`` or ``..`` part, no control
+    character such as NUL), else ValueError."""
     parts = key.split("/")
-    if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise ValueError(f"bad storage key {key!r}")
+    if (not key or len(key) > MAX_KEY_LENGTH or key.startswith("/") or any(p in ("", ".", "..") for p in parts)
+            or any(ord(c) < 32 or ord(c) == 127 for c in key)):
+        raise ValueError(f"bad storage key {key[:80]!r}")
     return key
 
 

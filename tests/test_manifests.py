@@ -561,3 +561,33 @@ def test_scaled_deployment_uses_shared_storage():
 
 def test_kubectl_apply_of_deploy_does_not_ship_placeholder_credentials():
     assert not find(list(deploy_docs()), "Secret"), "Secrets belong in deploy/examples/, not deploy/"
+
+
+def volume_of(path: str, container: dict[str, Any]) -> str | None:
+    """The volume mounted at ``path`` (the deepest mount that holds it), or None."""
+    best = None
+    for m in container.get("volumeMounts", []):
+        mp = m["mountPath"].rstrip("/") or "/"
+        if path == mp or path.startswith(mp + "/"):
+            if best is None or len(mp) > len(best[0]):
+                best = (mp, m["name"])
+    return best[1] if best else None
+
+
+@pytest.mark.parametrize("label,spec,docs", [pytest.param(*s, id=s[0]) for s in pod_specs()])
+def test_runtime_folder_has_a_small_volume_of_its_own(label, spec, docs):
+    """Issue 8, finding 9: the metric files are memory-mapped, and writing to a mapped file on a full
+    disk kills the worker with SIGBUS. With them on the data volume a full disk crash-looped the
+    workers instead of answering 503; on a small in-memory volume of their own, it cannot."""
+    app = containers(spec)["app"]
+    settings = app_config().load_settings(environ=effective_env(app, docs))
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    runtime = volume_of(settings.runtime_dir, app)
+    assert runtime is not None, f"{label}: DOODLEPOD_RUNTIME_DIR is on no volume"
+    shared = {volume_of("/tmp", app)}
+    if settings.storage == "local":
+        shared.add(volume_of(str(Path(settings.local_dir)), app))
+    assert runtime not in shared, f"{label}: the runtime folder shares volume {runtime} with data or /tmp"
+    empty_dir = volumes[runtime]["emptyDir"]
+    assert empty_dir.get("medium") == "Memory", f"{label}: the runtime volume should be in memory"
+    assert bytes_of(empty_dir["sizeLimit"]) <= 256 * 2**20, f"{label}: the runtime volume should be small"
