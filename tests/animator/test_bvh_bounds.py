@@ -1,15 +1,14 @@
 """Bounds on untrusted BVH files: joints and frames are checked before the frames are read."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from animator.auto_retarget import configs_for
 from animator.bvh import parse_bvh
 from animator.errors import BVHError, ConfigError
+from tests.conftest import BVH_DIR
 
-DAB = Path(__file__).parent / "fixtures" / "animated_drawings" / "examples" / "bvh" / "fair1" / "dab.bvh"
+DAB = BVH_DIR / "fair1" / "dab.bvh"
 
 
 def test_joint_and_frame_limits_name_the_line():
