@@ -180,7 +180,8 @@ class Pipeline:
         if s.render_max_frames:
             options["max_frames"] = s.render_max_frames
         t0 = time.perf_counter()
-        futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg), str(m.retarget_cfg),
+        futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg),
+                                        None if m.retarget_cfg is None else str(m.retarget_cfg),
                                         options)) for m in job.motions]
         urls: dict[str, str] = {}
         try:
