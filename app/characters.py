@@ -316,11 +316,15 @@ class Characters:
             log.warning("character %s: pruning old versions failed", record.id, exc_info=True)
 
     # -- render -------------------------------------------------------------------------------
-    def animation_key(self, record: Record, motion: str, options: dict[str, Any]) -> str:
+    def animation_key(self, record: Record, motion: Motion, options: dict[str, Any]) -> str:
+        """Where the animation of ``motion`` for ``record``'s version is stored: the render cache's
+        key names everything the file depends on (a client's own clip by its content's hash)."""
         fps = options.get("fps", "default")
         fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
         cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
-        return self._key(record.id, f"{record.rev}/anim/{motion}-{options['width']}px-{fps}fps{cap}.{options['format']}")
+        clip = getattr(motion, "sha256", None)
+        name = f"{motion.name}-{clip[:16]}" if clip else motion.name
+        return self._key(record.id, f"{record.rev}/anim/{name}-{options['width']}px-{fps}fps{cap}.{options['format']}")
 
     def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
                deadline: Deadline, timings: dict[str, float], base_url: str,
@@ -332,7 +336,7 @@ class Characters:
         if if_match is not None and not version_matches(if_match, record.version):
             raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
         options = self.pipeline.render_options(fmt, size)
-        keys = {m.name: self.animation_key(record, m.name, options) for m in motions}
+        keys = {m.name: self.animation_key(record, m, options) for m in motions}
         urls: dict[str, str] = {}
         hits = [m.name for m in motions if self.storage.exists(keys[m.name], deadline)]
         for name in hits:

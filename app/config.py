@@ -132,6 +132,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_RENDER_MAX_FRAMES", "0", "Cap on frames per animation; 0: no cap.", _non_negative_int),
     Setting("DOODLEPOD_MOTIONS_DIR", "", "Extra motion library merged over the built-in one: a folder with a "
             "library.yaml (see docs) plus its BVH and config files.", str),
+    Setting("DOODLEPOD_BVH_MAX_MB", "4", "Largest BVH clip a client may upload (form field 'bvh'), in MiB "
+            "(413 beyond).", _positive_float),
+    Setting("DOODLEPOD_BVH_MAX_JOINTS", "256", "Most joints (end sites included) an uploaded BVH clip may have "
+            "(422 invalid_motion beyond).", int),
+    Setting("DOODLEPOD_BVH_MAX_FRAMES", "20000", "Most frames an uploaded BVH clip may have (422 invalid_motion "
+            "beyond), checked before its frames are read.", int),
+    Setting("DOODLEPOD_BVH_MAX_SECONDS", "120", "Longest stretch of an uploaded clip (its start_frame to "
+            "end_frame) that is rendered, in seconds (422 invalid_motion beyond).", _positive_float),
     # --- TorchServe ---
     Setting("DOODLEPOD_TORCHSERVE_URL", "http://127.0.0.1:8080", "TorchServe inference API."),
     Setting("DOODLEPOD_TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", "TorchServe management API "

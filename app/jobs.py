@@ -204,9 +204,21 @@ def _load_configs(motion_path: str, retarget_path: str, _mtimes: tuple[float, fl
     return animator.load_motion_config(motion_path), animator.load_retarget_config(retarget_path)
 
 
-def render_motion(character: Any, motion_path: str, retarget_path: str, options: dict[str, Any]) -> dict[str, Any]:
+def _configs(motion_path: str, retarget_path: str | None):
+    """A library motion's configs (cached by path and modification time), or, for a client's .bvh
+    clip (``retarget_path`` None), both configs derived from the clip."""
+    if retarget_path is None:
+        from animator.auto_retarget import configs_for
+
+        return configs_for(motion_path, None)
+    mtimes = (os.stat(motion_path).st_mtime, os.stat(retarget_path).st_mtime)
+    return _load_configs(motion_path, retarget_path, mtimes)
+
+
+def render_motion(character: Any, motion_path: str, retarget_path: str | None, options: dict[str, Any]) -> dict[str, Any]:
     """Render one motion for ``character`` (an :class:`animator.Character`) with ``RenderOptions(**options)``.
 
+    ``motion_path``/``retarget_path``: a library motion's configs, or a client's .bvh clip and None.
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
     The animator's errors (e.g. a skeleton it cannot rig) become API errors by
     :func:`app.errors.from_animator` (422 for bad input).
@@ -214,9 +226,8 @@ def render_motion(character: Any, motion_path: str, retarget_path: str, options:
     import animator
 
     t0 = time.perf_counter()
-    mtimes = (os.stat(motion_path).st_mtime, os.stat(retarget_path).st_mtime)
     try:
-        motion_cfg, retarget_cfg = _load_configs(motion_path, retarget_path, mtimes)
+        motion_cfg, retarget_cfg = _configs(motion_path, retarget_path)
         t1 = time.perf_counter()
         result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options))
     except animator.AnimatorError as exc:

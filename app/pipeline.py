@@ -167,7 +167,8 @@ class Pipeline:
         :func:`jobs.render_stored` for a stored one's files). ``store(motion, out)`` saves each file
         as soon as it is rendered and answers its URL. Returns ``{motion name: url}``."""
         t0 = time.perf_counter()
-        futures = [(m, self.pool.submit(job, *character, str(m.motion_cfg), str(m.retarget_cfg), options))
+        futures = [(m, self.pool.submit(job, *character, str(m.motion_cfg),
+                                        None if m.retarget_cfg is None else str(m.retarget_cfg), options))
                    for m in motions]
         urls: dict[str, str] = {}
         try:

@@ -154,7 +154,9 @@ def delete_character(cid: str):
 
 @bp.post("/characters/<cid>/animations")
 def animate_character(cid: str):
-    """``motions`` (names, repeated or comma-separated), ``format``, ``size``: form fields or JSON."""
+    """``motions`` (names, repeated or comma-separated), ``format``, ``size``: form fields or JSON; a
+    multipart request may add the client's own clip (file ``bvh``, optional ``start_frame``,
+    ``end_frame``), answered under ``upload``."""
     deadline = request_deadline()
     settings = services().settings
     if request.mimetype == "application/json":
@@ -168,16 +170,25 @@ def animate_character(cid: str):
         fmt, size = body.get("format"), body.get("size")
     else:
         motions, fmt, size = request.form.getlist("motions"), request.form.get("format"), request.form.get("size")
+        if request.files:
+            unknown = set(request.files) - {"bvh"}
+            if unknown:
+                raise BadRequest(f"unknown file field(s): {', '.join(sorted(unknown))}; send 'bvh'")
     fmt = str(fmt or settings.default_format).lower()
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
     side = parse_size(size, settings)
     if fmt == "mp4" and side % 2:
         raise BadRequest(f"MP4 needs an even size, got {side}")
-    chosen = motion_list(motions)
-    timings: dict[str, float] = {}
-    record, urls, hits = services().characters.render(cid, chosen, fmt, side, request.headers.get("If-Match"),
-                                                      deadline, timings, base_url(), render_slot)
+    clip = uploaded_clip() if request.files else None  # the client's own BVH clip, if any
+    try:
+        chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
+        timings: dict[str, float] = {}
+        record, urls, hits = services().characters.render(cid, chosen, fmt, side, request.headers.get("If-Match"),
+                                                          deadline, timings, base_url(), render_slot)
+    finally:
+        if clip is not None:
+            clip.remove()
     log.info("character %s v%d animations %s: %d cached, %d rendered", cid, record.version,
              ",".join(urls), len(hits), len(urls) - len(hits))
     response = jsonify(id=record.id, version=record.version, format=fmt, size=side, animations=urls,
