@@ -24,6 +24,7 @@ from .animate import (
     parse_bbox,
     parse_joints,
     read_drawing,
+    uploaded_clip,
 )
 from .api import base_url, render_slot, request_deadline
 
