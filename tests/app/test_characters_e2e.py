@@ -17,6 +17,7 @@ import pytest
 import requests
 from PIL import Image
 
+from tests.conftest import AD_EXAMPLES
 from tests.fixtures.torchserve_fake import stack
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.e2e]
@@ -240,9 +241,9 @@ def test_correction_flow_across_two_instances(pods, s3, torchserve, page) -> Non
     # A new box on B: re-segment and re-pose (the detector is not asked again).
     l, t, r, btm = doc["bbox"]
     box = [l - 40, t - 30, r + 40, btm + 10]
-    from tests.fixtures.torchserve_fake.stack import COCO_FROM_AD
+    w, h = box[2] - box[0], box[3] - box[1]
     torchserve.set_control(pose={"mode": "fractions", "fractions": [
-        [(joints[j][0] - box[0]) / (box[2] - box[0]), (joints[j][1] - box[1]) / (box[3] - box[1])] for j in COCO_FROM_AD]})
+        [(joints[j][0] - box[0]) / w, (joints[j][1] - box[1]) / h] for j in stack.COCO_FROM_AD]})
     resp = requests.patch(f"{b.url}/characters/{cid}", json={"bbox": box}, timeout=60)
     assert resp.status_code == 200, resp.text
     v4 = resp.json()
@@ -385,3 +386,24 @@ def test_characters_expire_from_local_storage(expiring, page) -> None:
     stack.wait_for(lambda: not folder.exists(), 60, "the expiry sweep")
     _error(requests.get(f"{expiring.url}/characters/{doc['id']}", timeout=30), 404, "not_found")
     assert _counter(expiring, "doodlepod_expired_total", 'kind="character"') >= 1
+
+
+def test_a_clients_own_clip_is_rendered_and_cached_by_its_content(pods, page) -> None:
+    a, b = pods
+    image, joints = page
+    cid = _create(a, stack.encode(image), joints=json.dumps({k: list(v) for k, v in joints.items()})).json()["id"]
+    clip = (AD_EXAMPLES / "bvh" / "fair1" / "jumping.bvh").read_bytes()
+
+    def post(server, data: bytes):
+        return requests.post(f"{server.url}/characters/{cid}/animations", files={"bvh": ("mine.bvh", data)},
+                             data={"size": "64"}, timeout=120)
+
+    first = post(a, clip)
+    assert first.status_code == 200, first.text
+    assert list(first.json()["animations"]) == ["upload"] and first.json()["cached"] == []
+    again = post(b, clip)
+    assert again.json()["cached"] == ["upload"]
+    # another clip under the same name is not served from the cache
+    other = post(b, (AD_EXAMPLES / "bvh" / "fair1" / "wave_hello.bvh").read_bytes())
+    assert other.status_code == 200 and other.json()["cached"] == []
+    _error(post(a, b"HIERARCHY\nnonsense"), 422, "invalid_motion")
