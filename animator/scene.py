@@ -42,7 +42,7 @@ import numpy as np
 from .api import RenderOptions, RenderResult, Rig, encode_frames
 from .character import Character
 from .config import MotionConfig, RetargetConfig, read_yaml, resolve_bvh_path
-from .errors import ConfigError, RenderError
+from .errors import ConfigError
 
 log = logging.getLogger("animator")
 
@@ -187,14 +187,16 @@ def load_scene(path: str | Path) -> Scene:
         raise ConfigError(p, "controller.MODE", f"must be 'interactive' or 'video_render', got {mode!r}")
     out = ctl["OUTPUT_VIDEO_PATH"]
     if out is not None and (not isinstance(out, str) or Path(out).suffix.lower() not in _OUTPUT_EXTS):
-        raise ConfigError(p, "controller.OUTPUT_VIDEO_PATH", f"must be a path ending in {', '.join(_OUTPUT_EXTS)}, got {out!r}")
+        raise ConfigError(p, "controller.OUTPUT_VIDEO_PATH",
+                          f"must be a path ending in {', '.join(_OUTPUT_EXTS)}, got {out!r}")
     background = None
     if view["BACKGROUND_IMAGE"] is not None:
         background = _background(p, view["BACKGROUND_IMAGE"], width, height)
 
     entries = scene.get("ANIMATED_CHARACTERS")
     if not isinstance(entries, list) or not entries:
-        raise ConfigError(p, "scene.ANIMATED_CHARACTERS", "must be a non-empty list of {character_cfg, motion_cfg, retarget_cfg}")
+        raise ConfigError(p, "scene.ANIMATED_CHARACTERS",
+                          "must be a non-empty list of {character_cfg, motion_cfg, retarget_cfg}")
     if len(entries) > MAX_CHARACTERS:
         raise ConfigError(p, "scene.ANIMATED_CHARACTERS", f"at most {MAX_CHARACTERS} characters, got {len(entries)}")
     characters = []
@@ -251,8 +253,8 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
     dt = fulls[0].frame_time_s
     plan = plan_frames(max(m.n_frames for m in fulls), dt, fps=opts.fps, max_frames=opts.max_frames)
     t_out = plan.indices * dt
-    motions = [m.select(np.minimum(np.round(t_out / m.frame_time_s).astype(np.int64), m.n_frames - 1), plan.frame_time_s)
-               for m in fulls]
+    motions = [m.select(np.minimum(np.round(t_out / m.frame_time_s).astype(np.int64), m.n_frames - 1),
+                        plan.frame_time_s) for m in fulls]
     F = len(plan.indices)
     clock.lap("retarget")
 
@@ -366,7 +368,8 @@ def _shared_palette(scene: Scene, opts: RenderOptions, n_chars: int):
 def _window(path: str, value: Any) -> tuple[int, int]:
     if (not isinstance(value, (list, tuple)) or len(value) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) and 16 <= v <= 4096 for v in value)):
-        raise ConfigError(path, "view.WINDOW_DIMENSIONS", f"must be [width, height], integers from 16 to 4096, got {value!r}")
+        raise ConfigError(path, "view.WINDOW_DIMENSIONS",
+                          f"must be [width, height], integers from 16 to 4096, got {value!r}")
     return int(value[0]), int(value[1])
 
 
@@ -389,7 +392,8 @@ def _background(path: str, name: Any, width: int, height: int) -> np.ndarray:
     try:
         with Image.open(found) as im:
             if im.width * im.height > 64_000_000:
-                raise ConfigError(path, "view.BACKGROUND_IMAGE", f"{im.width}x{im.height} is too large (64 megapixels at most)")
+                raise ConfigError(path, "view.BACKGROUND_IMAGE",
+                                  f"{im.width}x{im.height} is too large (64 megapixels at most)")
             img = ImageOps.exif_transpose(im).convert("RGB").resize((width, height), Image.Resampling.BILINEAR)
     except OSError as exc:
         raise ConfigError(path, "view.BACKGROUND_IMAGE", f"not a readable image: {exc}") from None
