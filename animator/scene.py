@@ -65,6 +65,8 @@ MAX_CHARACTERS = 16
 #: Vertical field of view of AnimatedDrawings' camera, degrees.
 FOV_DEG = 35.0
 _OUTPUT_EXTS = (".gif", ".mp4", ".webp")
+#: Extra canvas pixels on every side of a character's frames (cropped; see render_scene).
+_PAD = 2
 
 
 @dataclass
@@ -290,18 +292,22 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
              ", ".join(f"{scene.characters[i].source} at depth {placed[i][1]:.2f}" for i in order))
 
     def frames() -> Iterator[np.ndarray]:
+        # Characters may leave the window (a fixed camera): each is drawn on a canvas _PAD pixels
+        # larger on every side, where the rasterizer's clamp of off-canvas points lands, then cropped.
         gens = []
+        w, h = scene.width + 2 * _PAD, scene.height + 2 * _PAD
         for i in order:
             m, sprite = motions[i], sprites[i]
             part_order, rev = m.part_order, m.part_reversed
             if part_order is None or part_order.ndim != 2 or part_order.shape[1] != len(sprite.groups):
                 part_order, rev = None, None
-            gens.append((rasterize(sprite, placed[i][0], scene.width, scene.height, part_order, rev,
-                                   threads=opts.threads), sprite.transparent, bases[i]))
+            gens.append((rasterize(sprite, placed[i][0] + _PAD, w, h, part_order, rev, threads=opts.threads),
+                         sprite.transparent, bases[i]))
+        inner = (slice(_PAD, _PAD + scene.height), slice(_PAD, _PAD + scene.width))
         for _ in range(F):
             out = bg.copy()
             for gen, tr, b in gens:
-                fr = next(gen)
+                fr = next(gen)[inner]
                 drawn = fr != tr
                 out[drawn] = fr[drawn] + np.uint8(b)
             yield out

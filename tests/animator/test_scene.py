@@ -261,3 +261,21 @@ def test_animated_drawings_example_scene_as_written_renders_from_its_folder(tmp_
     assert x0 - grow <= xs.min() and xs.max() <= x1 + grow and y0 - grow <= ys.min() and ys.max() <= y1 + grow
     assert x0 <= xs.mean() <= x1 and y0 <= ys.mean() <= y1
     assert (xs.max() - xs.min()) > 0.5 * (x1 - x0) and (ys.max() - ys.min()) > 0.5 * (y1 - y0)
+
+
+def test_a_character_outside_the_window_leaves_no_trace_on_its_edge(tmp_path, monkeypatch):
+    """A fixed camera lets characters walk out of view: nothing of them is drawn then, not even
+    squeezed against the window's edge."""
+    monkeypatch.chdir(tmp_path)
+    scene = load_scene(_scene(tmp_path, starts=((-0.45, 0.0, -0.5), (3.0, 0.0, -0.5))))  # green: far right
+    rgb = _frames(render_scene(scene, animator.RenderOptions(max_frames=3)).data)[0]
+    green = (rgb[..., 1] > 120) & (rgb[..., 0] < 60) & (rgb[..., 2] < 60)
+    red = (rgb[..., 0] > 120) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60)
+    assert red.sum() > 1000 and green.sum() == 0
+    # half out of view: drawn up to the edge, no thicker there than just inside it
+    half = tmp_path / "half"
+    half.mkdir()
+    scene = load_scene(_scene(half, starts=((-0.45, 0.0, -0.5), (1.4, 0.0, -0.5))))
+    rgb = _frames(render_scene(scene, animator.RenderOptions(max_frames=3)).data)[0]
+    green = (rgb[..., 1] > 120) & (rgb[..., 0] < 60) & (rgb[..., 2] < 60)
+    assert green[:, -1].sum() > 0 and green[:, -1].sum() <= green[:, -8].sum() + 10
