@@ -215,7 +215,8 @@ def _configs(motion_path: str, retarget_path: str | None):
     return _load_configs(motion_path, retarget_path, mtimes)
 
 
-def render_motion(character: Any, motion_path: str, retarget_path: str | None, options: dict[str, Any]) -> dict[str, Any]:
+def render_motion(character: Any, motion_path: str, retarget_path: str | None,
+                  options: dict[str, Any]) -> dict[str, Any]:
     """Render one motion for ``character`` (an :class:`animator.Character`) with ``RenderOptions(**options)``.
 
     ``motion_path``/``retarget_path``: a library motion's configs, or a client's .bvh clip and None.
