@@ -65,6 +65,10 @@ def create_app(**overrides: Any):
     if under_gevent():
         import gevent
         gevent.spawn(_warm, pool, log)
+        if storage.name == "local":  # S3 expires objects with a lifecycle rule (docs/api.md)
+            from . import sweep
+            gevent.spawn(sweep.run_forever, storage.root, settings.expiry_hours * 3600,
+                         settings.sweep_interval_s, run_dir / "sweep.lock")
     log.info("app ready: storage=%s motions=%s render_processes=%d max_inflight=%d deadline=%gs",
              storage.name, ",".join(services.motions), pool.processes,
              settings.max_inflight, settings.request_deadline_s)

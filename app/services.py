@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from flask import current_app
 
 if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (see create_app)
+    from .characters import Characters
     from .config import Settings
     from .idempotency import SyncIdempotency
     from .jobs_queue import JobQueue
@@ -34,6 +35,7 @@ class Services:
     pool: RenderPool                 # this worker's render processes
     slots: InflightSlots             # the pod-wide render slots (admission)
     pipeline: Pipeline
+    characters: Characters           # the characters API's steps over the pipeline and the storage
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
     limiter: RateLimiter | None = None           # per-client token buckets (None: no Redis, or limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
@@ -46,6 +48,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     arguments and results into ``run_dir / spill_name``. Call after :func:`app.runtime_dir`, which
     points the metrics at that folder before they are imported.
     """
+    from .characters import Characters
     from .motions import load_motions
     from .pipeline import Pipeline
     from .render_pool import InflightSlots, RenderPool
@@ -56,10 +59,11 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
+    pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir)
     jobs, limiter, idempotency = redis_services(settings)
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
-                    pipeline=Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir),
+                    pipeline=pipeline, characters=Characters(settings, pipeline, storage),
                     jobs=jobs, limiter=limiter, idempotency=idempotency)
 
 

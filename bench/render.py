@@ -13,6 +13,9 @@ turn. This bench times, per row (default: char1 + dab, every BVH frame, 500x500 
   command, timed the same way; ``--peer-output FILE`` names the file it writes, for its size.
 * ``pillow``: the floor: the time Pillow alone needs to write our frames as a GIF
   (``Image.save(save_all=True)``, the frames decoded from our GIF beforehand, not timed).
+* ``scene`` (``--scene``): a scene file (AnimatedDrawings' mvc format): char1 doing the dab and
+  char2 the jumping jacks side by side on a background image, through AnimatedDrawings' default
+  camera, ``python -m animator scene.yaml`` whole processes, beside the single-character row.
 
 The contenders run in turn, the order rotating every repeat; medians are printed with the load
 average and the ratios. Asserts nothing; with ``--baseline-ref`` it prints whether ours is at least
@@ -106,6 +109,43 @@ def pillow_floor(gif: Path) -> dict:
             "frames": len(frames), "mode": frames[-1].mode}
 
 
+def write_scene(folder: Path, size: str) -> Path:
+    """A two-character scene file (char1 + dab, char2 + jumping jacks, a gradient background)."""
+    import numpy as np
+    from PIL import Image
+
+    w, h = (int(v) for v in size.lower().split("x"))
+    y, x = np.mgrid[0:h, 0:w]
+    sky = np.dstack([x * 0 + 90, 140 + y * 80 // h, 200 - x * 60 // w]).astype(np.uint8)
+    Image.fromarray(sky).save(folder / "sky.png")
+    ex = AD / "examples"
+    chars = []
+    for name, motion, retarget, x0 in (("char1", "dab", "fair1_ppf", -0.4),
+                                       ("char2", "jumping_jacks", "cmu1_pfp", 0.4)):
+        text = (ex / "config" / "retarget" / f"{retarget}.yaml").read_text()
+        (folder / f"{name}.yaml").write_text(text.replace("char_starting_location: [0.0, 0.0, -0.5]",
+                                                          f"char_starting_location: [{x0}, 0.0, -0.5]"))
+        chars.append({"character_cfg": str(ex / "characters" / name / "char_cfg.yaml"),
+                      "motion_cfg": str(ex / "config" / "motion" / f"{motion}.yaml"),
+                      "retarget_cfg": str(folder / f"{name}.yaml")})
+    scene = {"scene": {"ANIMATED_CHARACTERS": chars},
+             "view": {"WINDOW_DIMENSIONS": [w, h], "BACKGROUND_IMAGE": str(folder / "sky.png")},
+             "controller": {"MODE": "video_render", "OUTPUT_VIDEO_PATH": str(folder / "scene.gif")}}
+    (folder / "scene.yaml").write_text(json.dumps(scene, indent=1))  # JSON is YAML
+    return folder / "scene.yaml"
+
+
+def run_scene(scene: Path, fps: str, out_dir: Path) -> dict:
+    stats = out_dir / "scene_stats.json"
+    cmd = [sys.executable, "-m", "animator", str(scene), "-o", str(out_dir / "scene.gif"), "--stats", str(stats)]
+    if fps != "default":
+        cmd += ["--fps", fps]
+    r = timed(cmd, AD, dict(os.environ, PYTHONPATH=str(REPO)))
+    s = json.loads(stats.read_text())
+    r.update(bytes=s["bytes"], frames=s["frames"], stages={k: float(v) for k, v in s["timings_ms"].items()})
+    return r
+
+
 def median(rows: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in rows)
 
@@ -125,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-floor", action="store_true", help="skip Pillow's save_all floor")
     ap.add_argument("--keep", help="keep the outputs in this folder")
     ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--scene", action="store_true", help="also time a two-character scene file (see above)")
     args = ap.parse_args(argv)
 
     out_dir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="animator-bench-"))
@@ -201,6 +242,18 @@ def main(argv: list[str] | None = None) -> int:
                       f"{'met' if s['peak_mb'] <= o['peak_mb'] else 'MISSED'}")
             row["summary"] = summary
             report["rows"].append(row)
+            if args.scene and motion == motions[0]:
+                scene = write_scene(out_dir, args.size)
+                runs_s = [run_scene(scene, args.fps, out_dir) for _ in range(max(1, args.repeat))]
+                sc = {"wall_s": median(runs_s, "wall_s"), "cpu_s": median(runs_s, "cpu_s"),
+                      "peak_mb": max(r["peak_mb"] for r in runs_s), "bytes": runs_s[-1]["bytes"],
+                      "frames": runs_s[-1]["frames"],
+                      "stages_ms": {k: statistics.median(r["stages"][k] for r in runs_s) for k in runs_s[0]["stages"]}}
+                print(f"scene   {sc['wall_s']:>8.2f}{sc['cpu_s']:>8.2f}{sc['peak_mb']:>9.0f}{sc['bytes']:>12,}   "
+                      f"char1 + dab and char2 + jumping jacks on a background, {sc['frames']} frames "
+                      f"({sc['wall_s'] / s['wall_s']:.2f}x ours' wall for one character)")
+                print("  scene stage ms (median): " + ", ".join(f"{k} {v:.0f}" for k, v in sc["stages_ms"].items()))
+                row["scene"] = sc
     finally:
         if base:
             base.close()

@@ -13,12 +13,14 @@ import binascii
 import io
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, g, jsonify, request
 
 from animator import FORMATS
 
+from ..bvh_upload import read_bvh_upload
 from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
 from ..pipeline import Job, Result
@@ -34,8 +36,9 @@ bp = Blueprint("animate", __name__)
 
 @bp.post("/animate")
 def animate():
-    """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``; with
-    ``Prefer: respond-async`` also ``callback_url``."""
+    """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``, and a
+    client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``. With
+    ``Prefer: respond-async`` also ``callback_url`` (and no ``bvh``: clips are synchronous only)."""
     if wants_async():
         admit_work()
         return _animate_async()
@@ -48,18 +51,13 @@ def _animate_now(deadline: Deadline):
         return _animate(deadline)
 
 
-def _animate(deadline: Deadline):
-    image, fmt, motions = _photo_fields()
-    result = _run({"image": image, "motions": motions, "format": fmt,
-                   "joints": parse_joints(request.form.get("joints")),
-                   "bbox": parse_bbox(request.form.get("bbox")), "deadline": deadline})
-    return jsonify(id=result.id, animations=result.animations, character=result.character,
-                   timings_ms=result.timings_ms)
-
-
 def _animate_async():
     """Check the request as the synchronous path would, then queue it (202 + Location)."""
-    image, fmt, motions = _photo_fields()
+    image = read_drawing()
+    fmt = _format()
+    if "bvh" in request.files:
+        raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
+    motions = motion_list(request.form.getlist("motions"))
     joints = _json_field(request.form.get("joints"), "joints")
     joints = None if joints is _ABSENT else joints
     if joints is not None:
@@ -71,8 +69,17 @@ def _animate_async():
     return submit("animate", payload, image, callback)
 
 
-def _photo_fields() -> tuple[bytes, str, list]:
-    """The upload (multipart ``image`` or a raw image body), the format and the motions asked for."""
+def _check_image_header(data: bytes) -> None:
+    """What an async request can be refused for before it is queued (type, pixel count: the header);
+    the decode itself happens in the worker."""
+    from ..jobs import open_checked
+
+    open_checked(data, services().settings.max_image_pixels).close()
+
+
+def read_drawing() -> bytes:
+    """The uploaded drawing: the multipart field ``image``, or the raw body with an ``image/*`` type
+    (POST /animate and POST /characters take it the same way)."""
     upload = request.files.get("image")
     if upload is None:
         if request.mimetype.startswith("image/"):
@@ -83,20 +90,33 @@ def _photo_fields() -> tuple[bytes, str, list]:
         image, declared = upload.read(), upload.mimetype
     if declared and not (declared.startswith("image/") or declared in ("application/octet-stream", "")):
         _reject_if_not_image(image, declared)
+    return image
+
+
+def _animate(deadline: Deadline):
+    image = read_drawing()
+    fmt = _format()
+    clip = uploaded_clip()
+    try:
+        motions = motion_list(request.form.getlist("motions"), defaults=clip is None) + ([clip] if clip else [])
+        result = _run({"image": image, "motions": motions, "format": fmt,
+                       "joints": parse_joints(request.form.get("joints")),
+                       "bbox": parse_bbox(request.form.get("bbox")), "deadline": deadline})
+    finally:
+        if clip is not None:
+            clip.remove()
+    return jsonify(id=result.id, animations=result.animations, character=result.character,
+                   timings_ms=result.timings_ms)
+
+
+def _format() -> str:
+    """The ``format`` field (default DOODLEPOD_DEFAULT_FORMAT); ``callback_url`` only with async."""
     fmt = (request.form.get("format") or services().settings.default_format).lower()
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
     if request.form.get("callback_url") and not wants_async():
         raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
-    return image, fmt, motion_list(request.form.getlist("motions"))
-
-
-def _check_image_header(data: bytes) -> None:
-    """What an async request can be refused for before it is queued (type, pixel count: the header);
-    the decode itself happens in the worker."""
-    from ..jobs import open_checked
-
-    open_checked(data, services().settings.max_image_pixels).close()
+    return fmt
 
 
 @bp.post("/")
@@ -144,14 +164,15 @@ def _run(job_kwargs: dict[str, Any]) -> Result:
 
 # --- the request's fields -------------------------------------------------------------------------
 
-def motion_list(raw: list[str] | None) -> list:
-    """The motions asked for (repeated fields and/or comma lists), defaults when none, duplicates dropped."""
+def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
+    """The motions asked for (repeated fields and/or comma lists), duplicates dropped; the default
+    motions when none is named and ``defaults`` (False: the request brings its own clip)."""
     svc = services()
     library = svc.motions
     names: list[str] = []
     for item in raw or []:
         names += [n.strip() for n in item.split(",") if n.strip()]
-    if not names:
+    if not names and defaults:
         names = list(svc.settings.default_motions)
     unknown = [n for n in names if n not in library]
     if unknown:
@@ -159,6 +180,15 @@ def motion_list(raw: list[str] | None) -> list:
                             f"{len(library)} available")
     seen: dict[str, None] = dict.fromkeys(names)
     return [library[n] for n in seen]
+
+
+def uploaded_clip():
+    """The request's own BVH clip (form field ``bvh``, optional ``start_frame``/``end_frame``),
+    checked and saved for the render processes (:mod:`app.bvh_upload`), or None. The caller removes
+    it when the request ends."""
+    svc = services()
+    return read_bvh_upload(request.files, request.form, svc.settings, Path(svc.pipeline.scratch_dir) / "uploads",
+                           g.request_id)
 
 
 _ABSENT = object()
