@@ -334,8 +334,9 @@ class JobQueue:
         out: dict[str, Any] = {"id": h["id"], "status": h["status"], "kind": h.get("kind", ""),
                                "created": h["created"], "updated": h["updated"],
                                "attempts": int(h.get("attempts") or 0)}
-        if h.get("result"):
-            out.update(json.loads(h["result"]))
+        if h.get("result"):  # what the synchronous answer holds; never over the job's own fields
+            for key, value in json.loads(h["result"]).items():
+                out.setdefault(key, value)
         if h.get("error"):
             out["error"] = json.loads(h["error"])
         if h.get("callback_url"):

@@ -74,6 +74,25 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
     return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
 
 
+@handler("character_animations")
+def run_character_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
+                             deadline) -> dict:
+    """POST /characters/{id}/animations' work (app/characters.py), the render slot already held."""
+    from contextlib import nullcontext
+
+    from .errors import UnknownMotion
+
+    missing = [n for n in payload["motions"] if n not in ctx.motions]
+    if missing:
+        raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
+    timings: dict[str, float] = {}
+    record, urls, hits = ctx.characters.render(payload["character"], [ctx.motions[n] for n in payload["motions"]],
+                                               payload["format"], payload["size"], payload.get("if_match"),
+                                               deadline, timings, payload["base_url"], nullcontext)
+    return {"character": {"id": record.id, "version": record.version}, "format": payload["format"],
+            "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
+
+
 class Worker:
     def __init__(self, services: Services, run_dir: Path) -> None:
         self.settings = services.settings

@@ -334,3 +334,25 @@ def test_redis_stopped_async_is_json_503_ping_says_why_sync_works_and_queued_job
     pod.worker.start()
     assert _wait_ended(pod, queued.headers["Location"])["status"] == "succeeded"
     assert requests.get(f"{pod.url}/ping", timeout=10).json()["components"]["jobs"]["ok"] is True
+
+
+def test_character_animations_can_be_async_too(pod, page):
+    data = stack.encode(page[0], "PNG")
+    created = requests.post(f"{pod.url}/characters", files={"image": ("drawing.png", data, "image/png")},
+                            timeout=120)
+    assert created.status_code == 201, created.text
+    cid = created.json()["id"]
+    resp = requests.post(f"{pod.url}/characters/{cid}/animations", json={"motions": ["dab", "zombie"], "size": 128},
+                         headers={**ASYNC, "If-Match": '"1"'}, timeout=60)
+    assert resp.status_code == 202, resp.text
+    assert resp.headers["Location"] == f"/jobs/{resp.json()['id']}" and resp.json()["kind"] == "character_animations"
+    done = _wait_ended(pod, resp.headers["Location"])
+    assert done["status"] == "succeeded", done
+    assert done["id"] == resp.json()["id"] and done["character"] == {"id": cid, "version": 1}
+    assert set(done["animations"]) == {"dab", "zombie"} and done["size"] == 128 and done["cached"] == []
+    assert requests.get(done["animations"]["dab"], timeout=10).content[:6] == b"GIF89a"
+    # checked before queueing: a stale If-Match, an unknown character
+    _assert_error(requests.post(f"{pod.url}/characters/{cid}/animations", json={"motions": ["dab"]},
+                                headers={**ASYNC, "If-Match": '"7"'}, timeout=30), 412, "version_mismatch")
+    _assert_error(requests.post(f"{pod.url}/characters/{'0' * 32}/animations", json={"motions": ["dab"]},
+                                headers=ASYNC, timeout=30), 404, "not_found")
