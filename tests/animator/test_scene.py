@@ -7,6 +7,7 @@ animator.scene's code, and look for each character's own colour there in every f
 from __future__ import annotations
 
 import io
+import json
 import logging
 import math
 import os
@@ -214,8 +215,11 @@ def test_cli_renders_a_scene_file_to_its_output_path(tmp_path):
     assert "view.USE_MESA ignored" in r.stderr
     with Image.open(tmp_path / "video.gif") as im:
         assert im.size == (W, H) and im.n_frames == 8
-    r = _cli("scene.yaml", "--max-frames", "4", "-o", "other.webp", cwd=tmp_path)
+    r = _cli("scene.yaml", "--max-frames", "4", "-o", "other.webp", "--dump-joints", "joints.json", cwd=tmp_path)
     assert r.returncode == 0 and (tmp_path / "other.webp").stat().st_size > 0
+    doc = json.loads((tmp_path / "joints.json").read_text())
+    assert [c["character"].split("/")[-2] for c in doc["characters"]] == ["red", "green"]
+    assert all(len(c["frames"]) == 4 and len(c["frames"][0]) == 16 for c in doc["characters"])
     r = _cli("scene.yaml", "--size", "100x100", cwd=tmp_path)
     assert r.returncode == 2 and "WINDOW_DIMENSIONS" in r.stderr
 
