@@ -279,6 +279,7 @@ class Characters:
             wh = (round(old.image["width"] * old.work_scale), round(old.image["height"] * old.work_scale))
             box = _client_box(change.bbox, old.work_scale, *wh)
             crop = p.segment_stored(work_png, box, deadline, timings)
+            box = crop.box
             new.box = [int(v) for v in box]
             given = {"texture": crop.texture, "mask": crop.mask}
             skeleton = (_texture_joints(joints, old.work_scale, box) if joints is not None

@@ -195,7 +195,8 @@ def segment_png(work_png: bytes, box: tuple[int, int, int, int]) -> SegmentedCro
     with Image.open(io.BytesIO(work_png)) as im:
         rgb = np.asarray(im.convert("RGB"))
     l, t, r, b = box
-    return segment_crop(np.ascontiguousarray(rgb[t:b, l:r]), box)
+    r, b = min(r, rgb.shape[1]), min(b, rgb.shape[0])  # the caller's work size may be 1 px off (rounding)
+    return segment_crop(np.ascontiguousarray(rgb[t:b, l:r]), (l, t, r, b))
 
 
 @lru_cache(maxsize=64)

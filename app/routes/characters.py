@@ -114,8 +114,8 @@ def _read_edit() -> Edit:
         raise BadRequest("send JSON {\"bbox\"?, \"joints\"?} or a multipart form with a 'mask' PNG")
     unknown = set(fields) - _EDIT_FIELDS
     if unknown:
-        raise BadRequest(f"unknown field(s): {', '.join(sorted(unknown))}; a PATCH takes bbox, joints or "
-                         "a mask file")
+        names = ", ".join(str(n)[:40] for n in sorted(unknown, key=str)[:5])
+        raise BadRequest(f"unknown field(s): {names}; a PATCH takes bbox, joints or a mask file")
     change = Edit(bbox=parse_bbox(fields.get("bbox")), joints=_parse_edit_joints(fields.get("joints")), mask=mask)
     if change.bbox is None and change.joints is None and change.mask is None:
         raise BadRequest("nothing to change: send bbox, joints or a mask")
