@@ -10,8 +10,13 @@ import pytest
 import yaml
 
 import animator
-from animator.auto_retarget import (derive_motion_config, derive_retarget_config, find_body, retarget_config_yaml,
-                                    split_name)
+from animator.auto_retarget import (
+    derive_motion_config,
+    derive_retarget_config,
+    find_body,
+    retarget_config_yaml,
+    split_name,
+)
 from animator.bvh import load_bvh, parse_bvh
 from animator.config import load_motion_config, load_retarget_config, read_yaml
 from animator.errors import BVHError
