@@ -152,7 +152,9 @@ const WORDS = {
 /** A sentence (or two) for `err`, never raw JSON. */
 export function describe(err) {
   if (!(err instanceof ApiError)) return `Something went wrong in the page: ${err?.message || err}`;
-  const code = err.status === 412 ? "version_mismatch" : err.code;
+  // A proxy's own 401/413/412/504 page has no code: the status says enough.
+  const byStatus = { 401: "unauthorized", 412: "version_mismatch", 413: "too_large", 504: "deadline_exceeded" };
+  const code = WORDS[err.code] ? err.code : byStatus[err.status] || err.code;
   let text = WORDS[code] || `The server refused the request (${err.status || "no answer"}).`;
   if (err.message && !WORDS[code]?.includes(err.message)) text += ` ${capitalise(err.message)}.`;
   if (err.retryAfter) text += ` Try again in ${err.retryAfter} s.`;

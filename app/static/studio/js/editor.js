@@ -40,6 +40,7 @@ export class Editor extends EventTarget {
     stage.addEventListener("pointerleave", () => this.hideCursor());
     stage.addEventListener("keydown", (e) => this.onKey(e));
     new ResizeObserver(() => this.layout()).observe(stage.parentElement);
+    window.addEventListener("resize", () => this.layout());
   }
 
   // --- loading -------------------------------------------------------------------------------
@@ -98,11 +99,13 @@ export class Editor extends EventTarget {
       r = Math.max(r, x);
       b = Math.max(b, y);
     }
-    const pad = 0.15 * Math.max(r - l, b - t) + 10;
-    l = Math.max(0, l - pad);
-    t = Math.max(0, t - pad);
-    r = Math.min(W, r + pad);
-    b = Math.min(H, b + pad);
+    // A margin around them (past the photo's edge if need be, so edge handles stay grabbable),
+    // but never much more than the photo itself.
+    const pad = 0.12 * Math.max(r - l, b - t) + 10;
+    l = Math.max(-pad, l - pad);
+    t = Math.max(-pad, t - pad);
+    r = Math.min(W + pad, r + pad);
+    b = Math.min(H + pad, b + pad);
     return { x: l, y: t, w: Math.max(1, r - l), h: Math.max(1, b - t) };
   }
 
@@ -140,9 +143,10 @@ export class Editor extends EventTarget {
   drawPhoto() {
     const ctx = this.photoCanvas.getContext("2d");
     const { x, y, w, h } = this.view;
-    const k = this.photo.width / this.size.width; // photo px per image px
+    const c = this.photoCanvas.width / w; // canvas px per image px
     ctx.clearRect(0, 0, this.photoCanvas.width, this.photoCanvas.height);
-    ctx.drawImage(this.photo, x * k, y * k, w * k, h * k, 0, 0, this.photoCanvas.width, this.photoCanvas.height);
+    // The photo (any resolution) stretched over the image's size, placed in the view.
+    ctx.drawImage(this.photo, -x * c, -y * c, this.size.width * c, this.size.height * c);
   }
 
   drawTint() {
@@ -287,7 +291,8 @@ export class Editor extends EventTarget {
     if (!g || g.pointerId !== e.pointerId) return;
     this.gesture = null;
     if (this.stage.hasPointerCapture(e.pointerId)) this.stage.releasePointerCapture(e.pointerId);
-    if (cancelled) {
+    if (cancelled) { // the browser took the pointer (a scroll, a system gesture): drop this edit
+      if (g.kind === "stroke") this.maskStrokes += 1; // undo() takes it back
       this.undo();
       return;
     }
@@ -402,12 +407,9 @@ export class Editor extends EventTarget {
       return;
     }
     const names = Object.keys(this.joints);
-    if (e.key === "Tab" && this.tool === "move" && names.length && !e.altKey) {
-      // Tab walks the joints while the stage has focus; past the last one it leaves the stage.
-      const i = names.indexOf(this.selected) + (e.shiftKey ? -1 : 1);
-      if (i < 0 || i >= names.length) return;
-      e.preventDefault();
-      this.select(names[i]);
+    if ((e.key === "n" || e.key === "p") && names.length) { // next / previous joint
+      const i = names.indexOf(this.selected) + (e.key === "n" ? 1 : -1);
+      this.select(names[(i + names.length) % names.length]);
       return;
     }
     const dirs = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };

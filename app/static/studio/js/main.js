@@ -35,7 +35,7 @@ function showError(err) {
   }
   console.warn("studio:", err);
   const text = document.createElement("p");
-  text.textContent = describe(err);
+  text.textContent = typeof err === "string" ? err : describe(err);
   ui.error.append(text);
   if (err instanceof ApiError && (err.code !== "network" || err.requestId)) {
     const detail = document.createElement("small");
@@ -87,6 +87,7 @@ async function createFrom(file) {
         f === null ? progress("Finding the drawing, its mask and joints…", null) : progress(`Uploading ${Math.round(f * 100)} %`, f));
       progress("Loading the character…", null);
       await open(doc);
+      ui.fix.scrollIntoView({ block: "start", behavior: "smooth" });
     } finally {
       progress(null);
       ui.upload.value = "";
@@ -122,13 +123,16 @@ function showOverlay(doc) {
   ui.overlayCaption.textContent = `The server's overlay of version ${doc.version}: box, mask and skeleton as they will be animated.`;
 }
 
-/** Previews of every motion; the first checked one first. Resolves with when it began to play. */
-function startPreviews(doc) {
+/** Previews of every motion, the first checked one first: resolves with {answered, playing} times. */
+async function startPreviews(doc) {
   const first = picker.selected()[0] || state.defaults[0];
-  return picker.preview(doc, first).catch((err) => {
+  try {
+    const { answered, playing } = await picker.preview(doc, first);
+    return { answered, playing: await playing };
+  } catch (err) {
     if (doc === state.doc) showError(err);
     return null;
-  });
+  }
 }
 
 editor.addEventListener("change", (e) => {
@@ -142,7 +146,7 @@ editor.addEventListener("hint", (e) => {
   ui.hint.textContent = e.detail;
 });
 editor.addEventListener("select", (e) => {
-  ui.hint.textContent = `Joint: ${e.detail.replaceAll("_", " ")} (arrow keys move it; Shift for 10 px)`;
+  ui.hint.textContent = `Joint: ${e.detail.replaceAll("_", " ")}. Arrow keys move it (Shift: 10 px), N / P pick the next / previous joint.`;
 });
 
 async function save() {
@@ -150,37 +154,46 @@ async function save() {
   if (!Object.keys(edits).length) return;
   showError(null);
   const started = performance.now();
-  const saved = await busy(async () => {
+  const result = await busy(async () => {
     let doc = state.doc;
     ui.saveState.textContent = "Saving…";
     const path = `characters/${encodeURIComponent(doc.id)}`;
+    let sent;
     if (edits.mask) {
       // One multipart PATCH: the mask (painted on the current box) and any moved joints. The editor
       // never has a new box and mask strokes at once: a new box recomputes the mask.
       const form = new FormData();
       form.append("mask", await editor.maskPng(), "mask.png");
       if (edits.joints) form.append("joints", JSON.stringify(edits.joints));
+      sent = performance.now();
       doc = await call("PATCH", path, { form, ifMatch: etagOf(doc) });
     } else {
       const body = {};
       if (edits.bbox) body.bbox = edits.bbox;
       if (edits.joints) body.joints = edits.joints;
+      sent = performance.now();
       doc = await call("PATCH", path, { json: body, ifMatch: etagOf(doc) });
     }
+    const saved = { sent, answered: performance.now() };
     const previewing = startPreviews(doc);
     await open(doc, { previews: false });
-    return { previewing }; // wrapped: the page is not busy while the previews load
+    return { saved, previewing }; // wrapped: the page is not busy while the previews load
   });
-  if (saved === undefined) {
+  if (result === undefined) {
     editor.changed();
     return;
   }
-  const playing = await saved.previewing;
-  if (playing) {
-    const ms = Math.round(playing - started);
-    window.studio.timings.push({ what: "save_to_preview_ms", ms, version: state.doc.version });
-    console.info(`studio: save -> first preview frame ${ms} ms`);
-    ui.saveState.textContent = `Saved (version ${state.doc.version}) · preview in ${(ms / 1000).toFixed(2)} s`;
+  const preview = await result.previewing;
+  if (preview) {
+    // One figure per save: click -> first preview frame on screen, and where the time went.
+    const ms = (t) => Math.round(t - started);
+    const figure = {
+      what: "save_to_preview_ms", version: state.doc.version, ms: ms(preview.playing),
+      patch_sent: ms(result.saved.sent), patch_answered: ms(result.saved.answered), preview_answered: ms(preview.answered),
+    };
+    window.studio.timings.push(figure);
+    console.info(`studio: save -> first preview frame ${figure.ms} ms`, JSON.stringify(figure));
+    ui.saveState.textContent = `Saved (version ${state.doc.version}) · preview in ${(figure.ms / 1000).toFixed(2)} s`;
   }
 }
 
@@ -215,24 +228,26 @@ async function loadMotions() {
 async function render() {
   const motions = picker.selected();
   if (!motions.length) {
-    showError(new Error("pick at least one motion to render"));
+    showError("Pick at least one motion to render.");
     return;
   }
   showError(null);
-  if (Object.keys(editor.edits()).length) ui.renderState.textContent = "Note: unsaved edits are not in this render; Save first to include them.";
+  const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
   const t0 = performance.now();
-  const timer = setInterval(() => {
-    ui.renderState.textContent = `Rendering ${motions.join(", ").replaceAll("_", " ")}… ${((performance.now() - t0) / 1000).toFixed(0)} s`;
-  }, 250);
-  try {
-    await busy(async () => {
-      ui.results.hidden = false;
-      await gallery.render(state.doc, motions, ui.format.value);
-      ui.renderState.textContent = `Rendered version ${state.doc.version} in ${((performance.now() - t0) / 1000).toFixed(1)} s`;
-      ui.results.scrollIntoView({ block: "start", behavior: "smooth" });
-    });
-  } finally {
-    clearInterval(timer);
+  const tick = () => {
+    ui.renderState.textContent = `Rendering ${motions.join(", ").replaceAll("_", " ")}${note}… ${((performance.now() - t0) / 1000).toFixed(0)} s`;
+  };
+  tick();
+  const timer = setInterval(tick, 500);
+  const done = await busy(async () => {
+    await gallery.render(state.doc, motions, ui.format.value);
+    return true;
+  });
+  clearInterval(timer);
+  ui.renderState.textContent = done ? `Rendered version ${state.doc.version} in ${((performance.now() - t0) / 1000).toFixed(1)} s` : "";
+  if (done) {
+    ui.results.hidden = false;
+    ui.results.scrollIntoView({ block: "start", behavior: "smooth" });
   }
 }
 

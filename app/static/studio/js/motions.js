@@ -64,9 +64,10 @@ export class MotionPicker {
 
   /**
    * Render small previews of `doc` for every motion: `first` alone first (it should play at once),
-   * then the others in one request. Resolves with the time `first`'s preview began to play
-   * (performance.now()), or rejects with the first request's error. Older calls' answers are
-   * dropped when a newer call starts (the character changed meanwhile).
+   * then the others in one request. Resolves with `{answered, playing}`: when the API answered
+   * `first`'s URL, and a promise of when its preview began to play (performance.now() times); rejects
+   * with the first request's error. Older calls' answers are dropped when a newer call starts (the
+   * character changed meanwhile).
    */
   async preview(doc, first) {
     const generation = ++this.generation;
@@ -89,13 +90,14 @@ export class MotionPicker {
       return shown;
     };
     const head = urlsOf(await request(order.slice(0, 1)));
+    const answered = performance.now();
     const [firstPlaying] = show(head);
     if (order.length > 1) {
       request(order.slice(1)).then((rest) => show(urlsOf(rest)), () => {
         for (const name of order.slice(1)) this.cards.get(name).frame.dataset.state = "failed";
       });
     }
-    return firstPlaying ?? performance.now();
+    return { answered, playing: firstPlaying ?? Promise.resolve(answered) };
   }
 }
 
