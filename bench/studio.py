@@ -59,7 +59,7 @@ def main() -> int:
         ts.set_control(pose={"mode": "fractions", "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
         env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
                "DOODLEPOD_LOCAL_DIR": str(app_dir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
-               "DOODLEPOD_LOG_LEVEL": "warning"}
+               "DOODLEPOD_LOG_LEVEL": "info"}  # the stack waits for the pool's info line
         env.update({k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_") and k not in ("DOODLEPOD_CACHE", "DOODLEPOD_VENV")})
         app = stack.Gunicorn(app_dir, env).start()
         with sync_playwright() as pw:
@@ -96,7 +96,8 @@ def run_rounds(browser, url: str, args) -> list[dict]:
     page.set_default_timeout(120_000)
     page.goto(f"{url}/studio")
     page.wait_for_selector("body[data-ready=true]")
-    page.locator("#token-box summary").click()
+    if not page.get_by_test_id("token").is_visible():
+        page.locator("#token-box summary").click()
     page.get_by_test_id("token").fill(TOKEN)
     page.get_by_test_id("token").dispatch_event("change")
     page.get_by_test_id("upload").set_input_files(str(stack.CHARACTERS / "char1" / "texture.png"))
@@ -114,7 +115,7 @@ def run_rounds(browser, url: str, args) -> list[dict]:
         page.keyboard.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
         count = page.evaluate("window.studio.timings.length")
         page.get_by_test_id("save").click()
-        page.wait_for_function(f"window.studio.timings.length > {count}")
+        page.wait_for_function("n => window.studio.timings.length > n", arg=count)
         figure = page.evaluate("window.studio.timings.at(-1)")
         figure["kind"] = kind
         figures.append(figure)

@@ -82,6 +82,9 @@ def get_png(url: str) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(r.content)).convert("L"))
 
 
+# The page runs under its Content-Security-Policy (no eval): page functions are passed as
+# "() => ..." functions, which the DevTools protocol calls without evaluating a string in the page.
+
 def view_of(page) -> dict:
     """The stage's place on screen and the image rectangle it shows (from the DOM, as a person sees it)."""
     return page.evaluate("""() => {
@@ -136,10 +139,13 @@ def decode_frames(data: bytes) -> int:
 
 
 def paste_token(page) -> None:
-    page.locator("#token-box summary").click()
-    page.get_by_test_id("token").fill(TOKEN)
-    page.get_by_test_id("token").press("Enter")
-    page.get_by_test_id("token").dispatch_event("change")
+    """Open the token field (the page opens it itself after a 401) and paste the token."""
+    field = page.get_by_test_id("token")
+    if not field.is_visible():
+        page.locator("#token-box summary").click()
+    field.fill(TOKEN)
+    field.press("Enter")
+    field.dispatch_event("change")
 
 
 # --- tests ---------------------------------------------------------------------------------------
@@ -176,10 +182,10 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
 
     # 4. save: one PATCH, the new overlay and previews
     page.get_by_test_id("save").click()
-    page.wait_for_function("window.studio.timings.length > 0", timeout=120_000)
+    page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
     after = get_doc(server, cid)
     assert after["version"] == 2
-    page.wait_for_function(f"document.getElementById('overlay').src === {after['urls']['overlay']!r}")
+    page.wait_for_function("url => document.getElementById('overlay').src === url", arg=after["urls"]["overlay"])
     assert page.evaluate("document.getElementById('overlay').naturalWidth") > 0
     save_ms = page.evaluate("window.studio.timings[0].ms")
     print(f"studio: save -> first preview frame playing: {save_ms} ms (target <= 1000 ms)")
@@ -199,7 +205,7 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
     assert len(changed) > 0
     assert np.abs(changed[:, 0] - row).max() <= 12, "the mask changed away from the stroke"
     assert not ((mask_before > 127) & (mask_after <= 127)).any(), "the brush removed mask pixels"
-    page.wait_for_function("document.querySelector('[data-testid=motion-dab] ~ .preview img')?.complete")
+    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview').dataset.state === 'playing'")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.locator("#step-fix").scroll_into_view_if_needed()
     page.screenshot(path=str(SCREENSHOTS / "studio-1280x800.png"))
@@ -235,7 +241,7 @@ def test_phone_touch_drag_and_save(server, open_page):
     view = view_of(page)
     touch_drag(page, centre(page, f"joint-{JOINT}"), (20, 0))
     page.get_by_test_id("save").click()
-    page.wait_for_function("window.studio.timings.length > 0", timeout=120_000)
+    page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
     after = get_doc(server, doc["id"])
     assert after["version"] == doc["version"] + 1
     x, y = doc["joints"][JOINT]
@@ -259,7 +265,7 @@ def test_errors_are_shown_in_words(server, open_page):
     paste_token(page)
     page.get_by_test_id("upload").set_input_files(
         files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"this is not a drawing"}])
-    page.wait_for_function("document.querySelector('[data-testid=error] p')?.textContent.includes('not a photo')")
+    page.wait_for_function("() => document.querySelector('[data-testid=error] p')?.textContent.includes('not a photo')")
     text = error.inner_text()
     assert "{" not in text and "unsupported_type" in text  # the code in the small print, words above it
     assert page.get_by_test_id("upload").is_enabled()

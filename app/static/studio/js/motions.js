@@ -4,6 +4,7 @@
 import { call } from "./api.js";
 
 export const PREVIEW_SIZE = 128; // px, the previews' side: small renders answer fast
+export const PREVIEW_FRAMES = 30; // the first 2 s of the clip at 15 fps: a short loop answers fast
 const PREVIEW_FORMAT = "gif"; // every browser loops a GIF in an <img>
 const EXTENSIONS = { gif: "gif", webp: "webp", mp4: "mp4" };
 
@@ -74,7 +75,7 @@ export class MotionPicker {
     const names = [...this.cards.keys()];
     const order = names.includes(first) ? [first, ...names.filter((n) => n !== first)] : names;
     for (const name of order) this.cards.get(name).frame.dataset.state = "loading";
-    const request = (motions) => call("POST", animationsPath(doc), { json: { motions, format: PREVIEW_FORMAT, size: PREVIEW_SIZE } });
+    const request = (motions) => call("POST", animationsPath(doc), { json: { motions, format: PREVIEW_FORMAT, size: PREVIEW_SIZE, max_frames: PREVIEW_FRAMES } });
     const show = (urls) => {
       const shown = [];
       if (generation !== this.generation) return shown;
