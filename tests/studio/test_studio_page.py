@@ -133,6 +133,14 @@ def paper_beside_mask(mask: np.ndarray) -> tuple[int, int, int]:
     raise AssertionError("no paper right of the mask in the middle third of the texture")
 
 
+def screenshot(page, name: str) -> None:
+    """The viewport with the editor's section at its top (what a person sees after a save)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("() => { document.getElementById('step-fix').scrollIntoView({block: 'start'}); }")
+    page.wait_for_timeout(300)  # the previews' first frames
+    page.screenshot(path=str(SCREENSHOTS / name))
+
+
 def decode_frames(data: bytes) -> int:
     with Image.open(io.BytesIO(data)) as im:
         return getattr(im, "n_frames", 1)
@@ -206,9 +214,7 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
     assert np.abs(changed[:, 0] - row).max() <= 12, "the mask changed away from the stroke"
     assert not ((mask_before > 127) & (mask_after <= 127)).any(), "the brush removed mask pixels"
     page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview').dataset.state === 'playing'")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator("#step-fix").scroll_into_view_if_needed()
-    page.screenshot(path=str(SCREENSHOTS / "studio-1280x800.png"))
+    screenshot(page, "studio-1280x800.png")
 
     # 5. render dab: it plays inline with a download link
     for box in page.locator("[data-testid^=motion-]").all():
@@ -246,8 +252,7 @@ def test_phone_touch_drag_and_save(server, open_page):
     assert after["version"] == doc["version"] + 1
     x, y = doc["joints"][JOINT]
     assert math.dist(after["joints"][JOINT], (x + 20 / view["scale"], y)) < 1.5
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "studio-375x812.png"))
+    screenshot(page, "studio-375x812.png")
 
 
 def test_errors_are_shown_in_words(server, open_page):

@@ -14,7 +14,7 @@ const ui = {
   fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"),
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
-  motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), render: $("render"), renderState: $("render-state"),
+  motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
   results: $("step-results"), animations: $("animations"),
 };
 
@@ -240,7 +240,7 @@ async function render() {
   tick();
   const timer = setInterval(tick, 500);
   const done = await busy(async () => {
-    await gallery.render(state.doc, motions, ui.format.value);
+    await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null);
     return true;
   });
   clearInterval(timer);
@@ -272,6 +272,16 @@ function wire() {
     if (!state.motions.length) loadMotions();
   });
   ui.upload.addEventListener("change", () => createFrom(ui.upload.files[0]));
+  // A picture dropped anywhere on the page is uploaded like a chosen one.
+  document.addEventListener("dragover", (e) => {
+    if (e.dataTransfer?.types.includes("Files")) e.preventDefault();
+  });
+  document.addEventListener("drop", (e) => {
+    const file = e.dataTransfer?.files[0];
+    if (!file) return;
+    e.preventDefault();
+    createFrom(file);
+  });
   ui.camera.addEventListener("change", () => createFrom(ui.camera.files[0]));
   for (const button of document.querySelectorAll("[data-tool]")) {
     button.addEventListener("click", () => {

@@ -112,9 +112,11 @@ export class Gallery {
     this.root.replaceChildren();
   }
 
-  /** Ask the API for `motions` of `doc` in `format` and show them; resolves with the {motion: url}. */
-  async render(doc, motions, format) {
-    const urls = urlsOf(await call("POST", animationsPath(doc), { json: { motions, format } }));
+  /** Ask the API for `motions` of `doc` in `format` (at `size` px, or the server's default) and show them. */
+  async render(doc, motions, format, size) {
+    const body = { motions, format };
+    if (size) body.size = size;
+    const urls = urlsOf(await call("POST", animationsPath(doc), { json: body }));
     this.clear();
     for (const name of motions) {
       const url = urls[name];
