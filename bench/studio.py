@@ -92,7 +92,7 @@ def main() -> int:
 
 
 def run_rounds(browser, url: str, args) -> list[dict]:
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, reduced_motion="reduce")
     page.set_default_timeout(120_000)
     page.goto(f"{url}/studio")
     page.wait_for_selector("body[data-ready=true]")

@@ -60,13 +60,14 @@ def browser() -> Iterator[Any]:
 def open_page(browser) -> Iterator[Callable[..., Any]]:
     """``open_page(width, height, touch=False)``: a fresh browser context and page at that viewport.
 
-    Uncaught exceptions in the page fail the test at teardown (a broken page must not pass because
+    The context prefers reduced motion, so the page scrolls at once instead of smoothly (a smooth
+    scroll would move the elements a test is about to drag). Uncaught exceptions in the page fail the test at teardown (a broken page must not pass because
     the asserted element happened to render); console errors are printed for the log."""
     contexts, errors = [], []
 
     def open_(width: int, height: int, touch: bool = False):
         context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1,
-                                      has_touch=touch, is_mobile=touch)
+                                      has_touch=touch, is_mobile=touch, reduced_motion="reduce")
         contexts.append(context)
         page = context.new_page()
         page.on("pageerror", lambda exc: errors.append(str(exc)))

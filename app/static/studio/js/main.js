@@ -47,7 +47,13 @@ function showError(err) {
     ui.tokenBox.open = true;
     ui.token.focus();
   }
-  ui.error.scrollIntoView({ block: "nearest", behavior: "smooth" });
+  reveal(ui.error, "nearest");
+}
+
+/** Scroll `el` into view, smoothly unless the person asked for reduced motion. */
+function reveal(el, block) {
+  const smooth = !matchMedia("(prefers-reduced-motion: reduce)").matches;
+  el.scrollIntoView({ block, behavior: smooth ? "smooth" : "auto" });
 }
 
 function progress(text, fraction) {
@@ -87,7 +93,7 @@ async function createFrom(file) {
         f === null ? progress("Finding the drawing, its mask and joints…", null) : progress(`Uploading ${Math.round(f * 100)} %`, f));
       progress("Loading the character…", null);
       await open(doc);
-      ui.fix.scrollIntoView({ block: "start", behavior: "smooth" });
+      reveal(ui.fix, "start");
     } finally {
       progress(null);
       ui.upload.value = "";
@@ -247,7 +253,7 @@ async function render() {
   ui.renderState.textContent = done ? `Rendered version ${state.doc.version} in ${((performance.now() - t0) / 1000).toFixed(1)} s` : "";
   if (done) {
     ui.results.hidden = false;
-    ui.results.scrollIntoView({ block: "start", behavior: "smooth" });
+    reveal(ui.results, "start");
   }
 }
 
