@@ -109,7 +109,7 @@ async function open(doc, { previews = true } = {}) {
   const grid = maskGrid(doc);
   const photoUrl = doc.urls.image;
   const [photo, mask] = await Promise.all([
-    state.doc?.urls.image === photoUrl && state.photo ? state.photo : fetchBitmap(photoUrl),
+    state.doc?.id === doc.id && state.photo ? state.photo : fetchBitmap(photoUrl), // a character's photo never changes
     grid && doc.urls.mask ? fetchBitmap(doc.urls.mask).catch((err) => (showError(err), null)) : null,
   ]);
   state.doc = doc;
@@ -183,23 +183,25 @@ async function save() {
     const saved = { sent, answered: performance.now() };
     const previewing = startPreviews(doc);
     await open(doc, { previews: false });
-    return { saved, previewing }; // wrapped: the page is not busy while the previews load
+    return { saved, previewing, version: doc.version }; // wrapped: the page is not busy while the previews load
   });
   if (result === undefined) {
     editor.changed();
     return;
   }
   const preview = await result.previewing;
-  if (preview) {
+  if (preview?.playing) {
     // One figure per save: click -> first preview frame on screen, and where the time went.
     const ms = (t) => Math.round(t - started);
     const figure = {
-      what: "save_to_preview_ms", version: state.doc.version, ms: ms(preview.playing),
+      what: "save_to_preview_ms", version: result.version, ms: ms(preview.playing),
       patch_sent: ms(result.saved.sent), patch_answered: ms(result.saved.answered), preview_answered: ms(preview.answered),
     };
     window.studio.timings.push(figure);
     console.info(`studio: save -> first preview frame ${figure.ms} ms`, JSON.stringify(figure));
-    ui.saveState.textContent = `Saved (version ${state.doc.version}) · preview in ${(figure.ms / 1000).toFixed(2)} s`;
+    if (state.doc.version === result.version && !Object.keys(editor.edits()).length) {
+      ui.saveState.textContent = `Saved (version ${result.version}) · preview in ${(figure.ms / 1000).toFixed(2)} s`;
+    }
   }
 }
 

@@ -66,7 +66,8 @@ export class MotionPicker {
   /**
    * Render small previews of `doc` for every motion: `first` alone first (it should play at once),
    * then the others in one request. Resolves with `{answered, playing}`: when the API answered
-   * `first`'s URL, and a promise of when its preview began to play (performance.now() times); rejects
+   * `first`'s URL, and a promise of when its preview began to play (performance.now() times; null
+   * if a newer call replaced it meanwhile); rejects
    * with the first request's error. Older calls' answers are dropped when a newer call starts (the
    * character changed meanwhile).
    */
@@ -78,7 +79,7 @@ export class MotionPicker {
     const request = (motions) => call("POST", animationsPath(doc), { json: { motions, format: PREVIEW_FORMAT, size: PREVIEW_SIZE, max_frames: PREVIEW_FRAMES } });
     const show = (urls) => {
       const shown = [];
-      if (generation !== this.generation) return shown;
+      if (generation !== this.generation) return shown; // a newer version's previews are coming
       for (const [name, url] of Object.entries(urls)) {
         const card = this.cards.get(name);
         if (!card) continue;
@@ -98,7 +99,7 @@ export class MotionPicker {
         for (const name of order.slice(1)) this.cards.get(name).frame.dataset.state = "failed";
       });
     }
-    return { answered, playing: firstPlaying ?? Promise.resolve(answered) };
+    return { answered, playing: firstPlaying ?? Promise.resolve(null) };
   }
 }
 
