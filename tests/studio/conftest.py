@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-
 from tests.conftest import REPO
 
 #: Where the tests save their screenshots (build/ is not tracked).

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import requests
 from PIL import Image
-
 from tests.conftest import CHAR1
+
 from tests.fixtures.torchserve_fake import stack
 from tests.studio.conftest import SCREENSHOTS
 
@@ -96,6 +96,12 @@ def view_of(page) -> dict:
 
 def to_screen(view: dict, x: float, y: float) -> tuple[float, float]:
     return view["left"] + (x - view["x"]) * view["scale"], view["top"] + (y - view["y"]) * view["scale"]
+
+
+def texture_to_image(doc: dict, u: float, v: float) -> tuple[float, float]:
+    """The centre of texture pixel (u, v) in image pixels (the document's texture grid)."""
+    tex = doc["texture"]
+    return tex["offset"][0] + (u + 0.5) * tex["scale"], tex["offset"][1] + (v + 0.5) * tex["scale"]
 
 
 def centre(page, testid: str) -> tuple[float, float]:
@@ -179,12 +185,10 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
 
     # 3. one brush stroke from the figure's edge into the paper beside it
     row, edge, paper = paper_beside_mask(mask_before)
-    tex = before["texture"]
-    to_image = lambda u, v: (tex["offset"][0] + (u + 0.5) * tex["scale"], tex["offset"][1] + (v + 0.5) * tex["scale"])  # noqa: E731
     page.get_by_test_id("mask-size").fill("6")
     page.get_by_test_id("mask-brush").click()
-    start = to_screen(view, *to_image(edge - 3, row))
-    end = to_screen(view, *to_image(paper + 2, row))
+    start = to_screen(view, *texture_to_image(before, edge - 3, row))
+    end = to_screen(view, *texture_to_image(before, paper + 2, row))
     mouse_drag(page, start, (end[0] - start[0], end[1] - start[1]))
     page.get_by_test_id("tool-move").click()
 

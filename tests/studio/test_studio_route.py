@@ -4,7 +4,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from tests.conftest import REPO
 
 STATIC = REPO / "app" / "static" / "studio"
@@ -29,7 +28,7 @@ def _page_files() -> list[str]:
         seen.append(path)
         if path.endswith(".js"):
             folder = path.rsplit("/", 1)[0]
-            for rel in re.findall(r'^import .* from "\./([^"]+)";', (STATIC / path[len("studio/"):]).read_text(), re.M):
+            for rel in re.findall(r'^import .* from "\./([^"]+)";', (STATIC / path[len("studio/"):]).read_text(), re.MULTILINE):
                 todo.append(f"{folder}/{rel}")
     return sorted(seen)
 
