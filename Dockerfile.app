@@ -22,11 +22,13 @@ COPY app/ app/
 COPY motions/ motions/
 
 RUN useradd --system --uid 10001 --user-group --home-dir /srv/doodlepod --shell /usr/sbin/nologin doodlepod \
-    && mkdir -p /var/lib/doodlepod/files /var/lib/doodlepod/run \
-    && chown -R 10001:10001 /var/lib/doodlepod
+    && mkdir -p /var/lib/doodlepod/files /run/doodlepod \
+    && chown -R 10001:10001 /var/lib/doodlepod /run/doodlepod
 
+# The runtime folder (render slots, memory-mapped metric files) lives apart from the data: pod.yaml
+# mounts a small in-memory volume there, so a full data disk cannot SIGBUS the workers.
 ENV DOODLEPOD_LOCAL_DIR=/var/lib/doodlepod/files \
-    DOODLEPOD_RUNTIME_DIR=/var/lib/doodlepod/run \
+    DOODLEPOD_RUNTIME_DIR=/run/doodlepod \
     DOODLEPOD_PORT=8000
 
 USER 10001:10001

@@ -12,6 +12,10 @@ character (texture, mask, skeleton) -> motion (2D bone angles per frame) -> mesh
                              animator.RenderOptions(width=500, height=500, format="gif"))
     open("dab.gif", "wb").write(result.data)
 
+Without a hand-written retarget config: ``animator.derive_retarget_config(bvh)`` (see
+:mod:`animator.auto_retarget`); several characters in one picture: :func:`animator.load_scene` and
+:func:`animator.render_scene` (AnimatedDrawings' mvc config files, :mod:`animator.scene`).
+
 Threads: the matrices here are small, and a multi-threaded BLAS only fights other processes for
 the cores, so unless the caller chose otherwise (or numpy is already loaded) BLAS runs one thread.
 """
@@ -23,15 +27,18 @@ if "numpy" not in _sys.modules:
         _os.environ.setdefault(_var, "1")
 
 from .api import RenderOptions, RenderResult, render  # noqa: E402
+from .auto_retarget import derive_motion_config, derive_retarget_config  # noqa: E402
 from .character import Character, Joint, load_character  # noqa: E402
 from .config import MotionConfig, RetargetConfig, load_motion_config, load_retarget_config  # noqa: E402
+from .encode import FORMATS  # noqa: E402
 from .errors import AnimatorError, BVHError, CharacterError, ConfigError, RenderError  # noqa: E402
 from .prune import DEFAULT_FPS, frame_indices_for  # noqa: E402
 from .retarget import Motion2D, retarget  # noqa: E402
+from .scene import load_scene, render_scene  # noqa: E402
 
 __all__ = [
-    "AnimatorError", "BVHError", "Character", "CharacterError", "ConfigError", "DEFAULT_FPS", "Joint",
+    "AnimatorError", "BVHError", "Character", "CharacterError", "ConfigError", "DEFAULT_FPS", "FORMATS", "Joint",
     "Motion2D", "MotionConfig", "RenderError", "RenderOptions", "RenderResult", "RetargetConfig",
-    "frame_indices_for", "load_character", "load_motion_config", "load_retarget_config", "render",
-    "retarget",
+    "derive_motion_config", "derive_retarget_config", "frame_indices_for", "load_character", "load_motion_config",
+    "load_retarget_config", "load_scene", "render", "render_scene", "retarget",
 ]

@@ -1,4 +1,5 @@
-"""Command line: ``python -m animator CHARACTER_DIR --motion M.yaml --retarget R.yaml -o out.gif``.
+"""Command line: ``python -m animator CHARACTER_DIR --motion M.yaml [--retarget R.yaml] -o out.gif``,
+or ``python -m animator SCENE.yaml`` for an AnimatedDrawings scene (mvc config).
 
 Run ``python -m animator --help`` for the options. Exit codes: 0 done, 1 bad input or the output
 cannot be produced (one line on stderr), 2 bad command line, 3 the output file cannot be written.
@@ -20,6 +21,14 @@ the drawing's pixels, texture.png, mask.png), a motion config (BVH clip, frame r
 forward vectors, scale) and a retarget config (projection groups, body-part groups, root offset,
 joint mapping). A motion config's BVH path is tried relative to the working directory, then to the
 config's folder and its parents.
+
+Without --retarget, the retarget config is derived from the BVH's joint names and hierarchy
+(FAIR1/Rokoko/Mixamo, CMU, Daz, Unreal, Biped and Blender namings, any namespace prefix);
+--print-retarget writes it as YAML to adjust by hand. --motion may also be a .bvh file: its
+motion config (up axis, forward vector, whole clip) is then derived too.
+
+With a scene file (AnimatedDrawings' mvc config: several characters, background image, window
+size, camera) in place of CHARACTER_DIR, renders the scene to its OUTPUT_VIDEO_PATH (or -o).
 """
 
 EPILOG = """\
@@ -46,18 +55,23 @@ exit codes:
 environment:
   OPENBLAS_NUM_THREADS  BLAS threads (default 1: the matrices are small)
 
-example (from tests/fixtures/animated_drawings):
+examples (from tests/fixtures/animated_drawings):
   python -m animator examples/characters/char1 \\
       --motion examples/config/motion/dab.yaml \\
       --retarget examples/config/retarget/fair1_ppf.yaml -o dab.gif
+  python -m animator examples/characters/char1 --motion examples/bvh/fair1/dab.bvh -o dab.gif
+  python -m animator --motion examples/bvh/cmu1/jumping_jacks.bvh --print-retarget > cmu.yaml
+  python -m animator scene.yaml -o scene.gif
 """
 
 
 def _size(text: str) -> tuple[int, int]:
+    """``WxH``, or ``N`` for a square N x N canvas."""
     try:
-        w, h = (int(v) for v in text.lower().split("x"))
+        parts = [int(v) for v in text.lower().split("x")]
+        w, h = parts * 2 if len(parts) == 1 else parts
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 500x500, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 500x500 (or 500), got {text!r}") from None
     if not (16 <= w <= 4096 and 16 <= h <= 4096):
         raise argparse.ArgumentTypeError(f"width and height must be 16..4096, got {text!r}")
     return w, h
@@ -102,19 +116,29 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m animator", description=DESCRIPTION, epilog=EPILOG,
+    script = os.path.basename(sys.argv[0])  # doodlepod-animate, or __main__.py under python -m animator
+    prog = "python -m animator" if script in ("__main__.py", "") else script
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("character", metavar="CHARACTER_DIR",
-                   help="character folder with char_cfg.yaml, texture.png and mask.png")
-    p.add_argument("--motion", "-m", required=True, metavar="MOTION.yaml", help="motion config (BVH clip and frame range)")
-    p.add_argument("--retarget", "-r", required=True, metavar="RETARGET.yaml",
-                   help="retarget config (how the BVH skeleton maps onto the drawing)")
-    p.add_argument("--output", "-o", required=True, metavar="OUT",
-                   help="output file; its extension picks the format unless --format is given")
-    p.add_argument("--format", "-f", choices=("gif", "webp", "mp4"),
+    p.add_argument("character", metavar="CHARACTER_DIR|SCENE.yaml", nargs="?",
+                   help="character folder with char_cfg.yaml, texture.png and mask.png; or a scene file")
+    p.add_argument("--motion", "-m", metavar="MOTION.yaml|CLIP.bvh",
+                   help="motion config (BVH clip and frame range), or a BVH file (whole clip)")
+    p.add_argument("--retarget", "-r", metavar="RETARGET.yaml",
+                   help="retarget config (how the BVH skeleton maps onto the drawing); default: derived from the BVH")
+    p.add_argument("--print-retarget", action="store_true",
+                   help="write the retarget config derived from the --motion clip to stdout as YAML, and stop")
+    p.add_argument("--output", "-o", metavar="OUT",
+                   help="output file; its extension picks the format unless --format is given "
+                        "(a scene: default its OUTPUT_VIDEO_PATH)")
+    from animator.encode import FORMATS
+
+    p.add_argument("--format", "-f", choices=tuple(FORMATS),
                    help="gif (transparent, default), webp (animated, lossless, transparent) or mp4 "
                         "(H.264 on a white background; needs imageio-ffmpeg)")
-    p.add_argument("--size", type=_size, default=(500, 500), metavar="WxH", help="canvas size in pixels (default 500x500)")
+    p.add_argument("--size", type=_size, default=None, metavar="WxH",
+                   help="canvas size in pixels: WIDTHxHEIGHT, or one number for a square (default 500x500; "
+                        "a scene's is its WINDOW_DIMENSIONS)")
     p.add_argument("--fps", type=_fps, default=None, metavar="N|native",
                    help="output frame rate (default 25, true speed in GIFs) or 'native' for every BVH frame")
     p.add_argument("--max-frames", type=_positive_int, metavar="N", help="at most N frames (the duration is kept)")
@@ -142,57 +166,67 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write(path: str, data: bytes) -> None:
-    """Write atomically: a half-written file never takes the place of the output."""
-    tmp = f"{path}.part{os.getpid()}"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise OSError(exc.errno, exc.strerror, path) from exc
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("animator")
     log.setLevel(logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING)
 
-    import animator
     from animator.errors import AnimatorError
+    from animator.files import write_atomic as _write
 
-    fmt = args.format
-    if fmt is None:
-        ext = os.path.splitext(args.output)[1].lower().lstrip(".")
-        fmt = ext if ext in ("gif", "webp", "mp4") else "gif"
+    is_scene = args.character is not None and os.path.isfile(args.character) \
+        and args.character.lower().endswith((".yaml", ".yml"))
+    if args.print_retarget:
+        if not args.motion:
+            parser.error("--print-retarget needs --motion")
+        return _print_retarget(args.motion)
+    if args.character is None:
+        parser.error("CHARACTER_DIR or SCENE.yaml is required")
+    if is_scene:
+        if args.motion or args.retarget:
+            parser.error("a scene file names its own motions and retarget configs: drop --motion/--retarget")
+        if args.size:
+            parser.error("a scene file sets its size (view.WINDOW_DIMENSIONS): drop --size")
+    else:
+        if not args.motion:
+            parser.error("the following arguments are required: --motion/-m")
+        if not args.output:
+            parser.error("the following arguments are required: --output/-o")
     try:
-        # options left unset on the command line keep RenderOptions' defaults
-        kw = {name: getattr(args, name) for name in ("fps", "colours", "margin", "merge", "background", "tolerance")
-              if getattr(args, name) is not None}
-        options = animator.RenderOptions(width=args.size[0], height=args.size[1], max_frames=args.max_frames,
-                                         format=fmt, **kw)
         t = time.perf_counter()
-        character = animator.load_character(args.character)
-        motion_cfg = animator.load_motion_config(args.motion)
-        retarget_cfg = animator.load_retarget_config(args.retarget)
-        load_ms = (time.perf_counter() - t) * 1e3
-        result = animator.render(character, motion_cfg, retarget_cfg, options)
+        if is_scene:
+            from animator.scene import load_scene
+
+            scene = load_scene(args.character)
+            output = args.output or _scene_output(scene, log)
+        else:
+            output = args.output
+        fmt = args.format or _format_of(output)
+        options = _options(args, fmt, scene_size=(scene.width, scene.height) if is_scene else None)
+        if is_scene:
+            from animator.scene import render_scene
+
+            load_ms = (time.perf_counter() - t) * 1e3
+            result = render_scene(scene, options)
+        else:
+            import animator
+            from animator.auto_retarget import configs_for
+
+            character = animator.load_character(args.character)
+            motion_cfg, retarget_cfg = configs_for(args.motion, args.retarget)
+            load_ms = (time.perf_counter() - t) * 1e3
+            result = animator.render(character, motion_cfg, retarget_cfg, options)
     except AnimatorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     try:
-        _write(args.output, result.data)
-        if args.dump_joints:
+        _write(output, result.data)
+        if args.dump_joints and not is_scene:
             import json
 
             _write(args.dump_joints, json.dumps(result.motion.to_json()).encode())
@@ -205,12 +239,57 @@ def main(argv: list[str] | None = None) -> int:
                      "process_ms": (time.perf_counter() - t0) * 1e3}
             _write(args.stats, json.dumps(stats, indent=1).encode())
     except OSError as exc:
-        print(f"error: cannot write {exc.filename or args.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"error: cannot write {exc.filename or output}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_WRITE
     timings = {"load": load_ms, **result.timings_ms}
-    log.info("wrote %s: %d frames, %.2f s, %d bytes; %s; whole run %.0f ms", args.output, result.frame_count,
+    log.info("wrote %s: %d frames, %.2f s, %d bytes; %s; whole run %.0f ms", output, result.frame_count,
              result.duration_s, len(result.data), ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()),
              (time.perf_counter() - t0) * 1e3)
+    return EXIT_OK
+
+
+def _format_of(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    from animator.encode import FORMATS
+
+    return ext if ext in FORMATS else "gif"
+
+
+def _options(args: argparse.Namespace, fmt: str, scene_size: tuple[int, int] | None):
+    """RenderOptions from the command line; options left unset keep RenderOptions' defaults."""
+    import animator
+
+    kw = {name: getattr(args, name) for name in ("fps", "colours", "margin", "merge", "background", "tolerance")
+          if getattr(args, name) is not None}
+    width, height = scene_size or args.size or (500, 500)
+    return animator.RenderOptions(width=width, height=height, max_frames=args.max_frames, format=fmt, **kw)
+
+
+def _scene_output(scene, log) -> str:
+    """Where a scene goes without -o: its OUTPUT_VIDEO_PATH (relative to the working directory, as in
+    AnimatedDrawings); an interactive scene has no window here, so it needs -o or an explicit path."""
+    from animator.errors import ConfigError
+
+    if scene.mode == "interactive":
+        if scene.output_path is None or "controller.OUTPUT_VIDEO_PATH" not in scene.given:
+            raise ConfigError(scene.path, "controller.MODE", "'interactive' opens a window, which this renderer has "
+                              "not: pass -o OUT, or set MODE: video_render and OUTPUT_VIDEO_PATH")
+        log.warning("scene %s: controller.MODE interactive ignored: rendering to %s", scene.path, scene.output_path)
+    if scene.output_path is None:
+        raise ConfigError(scene.path, "controller.OUTPUT_VIDEO_PATH", "missing: set it or pass -o OUT")
+    return scene.output_path
+
+
+def _print_retarget(motion: str) -> int:
+    from animator.auto_retarget import configs_for, retarget_config_yaml
+    from animator.errors import AnimatorError
+
+    try:
+        _, cfg = configs_for(motion, None)
+    except AnimatorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    sys.stdout.write(retarget_config_yaml(cfg))
     return EXIT_OK
 
 

@@ -25,14 +25,12 @@ from typing import Any, Iterator, Union
 import numpy as np
 
 from .character import Character
+from .encode import FORMATS
 from .errors import ConfigError, RenderError
 
 log = logging.getLogger("animator")
 
 Fps = Union[float, int, str, None]
-
-_FORMATS = ("gif", "webp", "mp4")
-
 
 def _default_fps() -> float:
     from .prune import DEFAULT_FPS
@@ -95,8 +93,8 @@ class RenderOptions:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 16 <= int(v) <= 4096:
                 raise ConfigError("options", name, f"must be an integer from 16 to 4096, got {v!r}")
         fmt = str(self.format).lower().lstrip(".")
-        if fmt not in _FORMATS:
-            raise ConfigError("options", "format", f"must be one of {', '.join(_FORMATS)}, got {self.format!r}")
+        if fmt not in FORMATS:
+            raise ConfigError("options", "format", f"must be one of {', '.join(FORMATS)}, got {self.format!r}")
         self.format = fmt
         if isinstance(self.fps, str) and self.fps.strip().lower() == "native":
             self.fps = "native"
@@ -177,6 +175,19 @@ class _Clock:
         return ms
 
 
+#: A drawing is never drawn larger than this many canvases (its rest pose's larger side): a skeleton
+#: that folds the character to a point would otherwise ask for an unbounded scale.
+MAX_CANVASES = 2.0
+
+
+def max_scale(mask: np.ndarray, width: int, height: int) -> float:
+    """Largest scale (canvas pixels per drawing pixel) :func:`render` uses for ``mask``: the mask's
+    larger side at most :data:`MAX_CANVASES` times the canvas's larger side."""
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    extent = max(rows[-1] - rows[0] + 1, cols[-1] - cols[0] + 1) if len(rows) else 1
+    return MAX_CANVASES * max(width, height) / float(extent)
+
+
 def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
            options: RenderOptions | None = None) -> RenderResult:
     """Animate ``character`` with the clip of ``motion_cfg`` as ``retarget_cfg`` maps it.
@@ -190,65 +201,29 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         ConfigError, BVHError, CharacterError: bad input (the message names the file and field).
         RenderError: the output cannot be produced (e.g. no MP4 codec, canvas too small).
     """
-    from .arap import ARAP
     from .canvas import place
-    from .encode import FORMATS, encode_gif, encode_mp4, encode_webp, gif_delays
-    from .mesh import build_mesh
-    from .prune import plan_frames
-    from .rasterize import mask_outline, prepare_sprite, rasterize
-    from .retarget import retarget
 
-    opts = options if options is not None else RenderOptions()
-    if not isinstance(opts, RenderOptions):
-        raise ConfigError("options", None, f"expected RenderOptions, got {type(opts).__name__}")
+    opts = _check_options(options)
     clock = _Clock()
     t_start = time.perf_counter()
 
-    full = retarget(character, motion_cfg, retarget_cfg)
-    start = int(full.source_frames[0])
-    plan = plan_frames(full.n_frames, full.frame_time_s, start=start, fps=opts.fps, max_frames=opts.max_frames)
-    motion = full if len(plan.indices) == full.n_frames else full.select(plan.indices - start, plan.frame_time_s)
-    F = motion.n_frames
+    motion = pose_clip(character, motion_cfg, retarget_cfg, opts.fps, opts.max_frames)
     clock.lap("retarget")
-    log.info("retarget: %d of %d BVH frames, %.4g s per frame, %.2f s", F, full.n_frames,
-             motion.frame_time_s, motion.duration_s)
 
-    names = [j.name for j in character.skeleton]
-    rest = np.array([j.loc for j in character.skeleton], dtype=np.float64)
-    order = [names.index(n) for n in motion.joint_names]
-    rest_m = rest[order]
-    mesh = build_mesh(character.mask, keep_points=rest, target_cells=opts.mesh_cells)
-    arap = ARAP(mesh, rest_m)
+    rig = Rig.build(character, motion, opts.mesh_cells)
     clock.lap("setup")
-    log.info("setup: mesh of %d vertices, %d triangles (cell %d px); ARAP with %d handles",
-             len(mesh.vertices), len(mesh.triangles), mesh.cell, int(arap.used.sum()))
 
-    outline = mask_outline(character.mask, max_points=1000)
-    tri, bary = mesh.locate(outline)
-    ok = tri >= 0
-    ov = mesh.triangles[tri[ok]]                             # (n, 3)
-    ob = bary[ok]
-    verts = np.empty((F, len(mesh.vertices), 2))             # drawing pixels
-    lo = np.empty((F, 2))
-    hi = np.empty((F, 2))
-    for a in range(0, F, 128):                               # batches bound the temporary memory
-        b = min(F, a + 128)
-        verts[a:b] = arap.solve(motion.positions[a:b])
-        pts = np.einsum("fnkc,nk->fnc", verts[a:b][:, ov, :], ob)  # outline per frame
-        lo[a:b], hi[a:b] = pts.min(axis=1), pts.max(axis=1)
-    pad = 1.0
-    bounds = np.concatenate([lo - pad, hi + pad], axis=1)
-    root = motion.positions[:, motion.joint_names.index("root")] if "root" in motion.joint_names else (lo + hi) / 2
-    placement = place(bounds, root, opts.width, opts.height, opts.margin)
+    verts, bounds = rig.deform(motion)
+    root = motion.positions[:, motion.joint_names.index("root")] if "root" in motion.joint_names \
+        else (bounds[:, :2] + bounds[:, 2:]) / 2
+    placement = place(bounds, root, opts.width, opts.height, opts.margin,
+                      max_scale=max_scale(character.mask, opts.width, opts.height))
     canvas_verts = placement.to_canvas(verts)
     clock.lap("deform")
-    log.info("deform: %d frames; scale %.3f canvas px per drawing px", F, placement.scale)
+    log.info("deform: %d frames; scale %.3f canvas px per drawing px", motion.n_frames, placement.scale)
 
-    joints = [(j.name, j.loc, j.parent) for j in character.skeleton]
     opaque = opts.background is not None
-    sprite = prepare_sprite(character.texture, character.mask, mesh, placement.scale, joints,
-                            motion.part_joints, colours=min(opts.colours, 254) if opaque else opts.colours,
-                            smooth=opts.smooth, flatten=opts.flatten, merge=opts.merge)
+    sprite = rig.sprite(motion, placement.scale, opts, colours=min(opts.colours, 254) if opaque else opts.colours)
     palette, keep, fill = sprite.palette, sprite.transparent, None
     if opaque and opts.format != "mp4":
         # the background becomes one more palette colour; the index after it means "unchanged"
@@ -256,45 +231,140 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         palette = np.vstack([palette, np.array(opts.background, np.uint8)[None]])
         keep = fill + 1
     clock.lap("sprite")
-    log.info("sprite: %d texels, %d colours", sprite.texels, len(sprite.palette))
 
-    raster_ms = 0.0
-
-    def frames() -> Iterator[np.ndarray]:
-        nonlocal raster_ms
-        order, rev = motion.part_order, motion.part_reversed
-        if order is None or order.ndim != 2 or order.shape[1] != len(sprite.groups):
-            order, rev = None, None  # no body-part groups in the config: one group, drawn as is
-        gen = rasterize(sprite, canvas_verts, opts.width, opts.height, order, rev,
-                        threads=opts.threads, fill=fill)
-        while True:
-            t = time.perf_counter()
-            try:
-                fr = next(gen)
-            except StopIteration:
-                raster_ms += (time.perf_counter() - t) * 1e3
-                return
-            raster_ms += (time.perf_counter() - t) * 1e3
-            yield fr
-
-    if opts.format == "gif":
-        tol = opts.tolerance if opts.tolerance is not None else (16.0 if opaque else 0.0)
-        data = encode_gif(frames(), palette, keep, gif_delays(F, motion.frame_time_s),
-                          tolerance=tol, threads=opts.threads)
-    elif opts.format == "webp":
-        data = encode_webp(frames(), palette, keep, motion.frame_time_s, F)
-    else:
-        data = encode_mp4(frames(), palette, keep, motion.frame_time_s, opts.background or (255, 255, 255))
+    timed = _TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill))
+    data = encode_frames(timed, palette, keep, motion.n_frames, motion.frame_time_s, opts)
     both = clock.lap("encode")
-    clock.ms["rasterize"] = raster_ms
-    clock.ms["encode"] = both - raster_ms
+    clock.ms["rasterize"] = timed.ms
+    clock.ms["encode"] = both - timed.ms
     clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
     mime, ext = FORMATS[opts.format]
     log.info("rasterize: %.1f ms (%.2f ms/frame); encode: %.1f ms; %s %d bytes",
-             raster_ms, raster_ms / F, clock.ms["encode"], opts.format.upper(), len(data))
-    return RenderResult(data=data, mime=mime, extension=ext, frame_count=F, duration_s=motion.duration_s,
-                        timings_ms=dict(clock.ms), motion=motion, scale=placement.scale,
-                        offsets=placement.offsets)
+             timed.ms, timed.ms / motion.n_frames, clock.ms["encode"], opts.format.upper(), len(data))
+    return RenderResult(data=data, mime=mime, extension=ext, frame_count=motion.n_frames,
+                        duration_s=motion.duration_s, timings_ms=dict(clock.ms), motion=motion,
+                        scale=placement.scale, offsets=placement.offsets)
 
 
-__all__ = ["RenderOptions", "RenderResult", "render"]
+def _check_options(options: RenderOptions | None) -> RenderOptions:
+    opts = options if options is not None else RenderOptions()
+    if not isinstance(opts, RenderOptions):
+        raise ConfigError("options", None, f"expected RenderOptions, got {type(opts).__name__}")
+    return opts
+
+
+def pose_clip(character: Character, motion_cfg: Any, retarget_cfg: Any, fps: Fps = None,
+              max_frames: int | None = None):
+    """Step 1: the character's skeleton posed at the output frames (a :class:`Motion2D`, drawing pixels)."""
+    from .prune import plan_frames
+    from .retarget import retarget
+
+    full = retarget(character, motion_cfg, retarget_cfg)
+    start = int(full.source_frames[0])
+    plan = plan_frames(full.n_frames, full.frame_time_s, start=start, fps=fps, max_frames=max_frames)
+    motion = full if len(plan.indices) == full.n_frames else full.select(plan.indices - start, plan.frame_time_s)
+    log.info("retarget: %d of %d BVH frames, %.4g s per frame, %.2f s", motion.n_frames, full.n_frames,
+             motion.frame_time_s, motion.duration_s)
+    return motion
+
+
+@dataclass
+class Rig:
+    """Step 2, once per character: its mesh and ARAP deformer, handles in the motion's joint order."""
+
+    character: Character
+    mesh: Any
+    arap: Any
+
+    @classmethod
+    def build(cls, character: Character, motion: Any, mesh_cells: int = 300) -> "Rig":
+        from .arap import ARAP
+        from .mesh import build_mesh
+
+        names = [j.name for j in character.skeleton]
+        rest = np.array([j.loc for j in character.skeleton], dtype=np.float64)
+        rest_m = rest[[names.index(n) for n in motion.joint_names]]
+        mesh = build_mesh(character.mask, keep_points=rest, target_cells=mesh_cells)
+        arap = ARAP(mesh, rest_m)
+        log.info("setup: mesh of %d vertices, %d triangles (cell %d px); ARAP with %d handles",
+                 len(mesh.vertices), len(mesh.triangles), mesh.cell, int(arap.used.sum()))
+        return cls(character, mesh, arap)
+
+    def deform(self, motion: Any, pad: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """Step 3: mesh vertices per frame (F, V, 2) and the character's box per frame (F, 4:
+        xmin, ymin, xmax, ymax, padded by ``pad``), drawing pixels."""
+        from .rasterize import mask_outline
+
+        mesh, F = self.mesh, motion.n_frames
+        outline = mask_outline(self.character.mask, max_points=1000)
+        tri, bary = mesh.locate(outline)
+        ok = tri >= 0
+        ov = mesh.triangles[tri[ok]]                             # (n, 3)
+        ob = bary[ok]
+        verts = np.empty((F, len(mesh.vertices), 2))
+        lo = np.empty((F, 2))
+        hi = np.empty((F, 2))
+        for a in range(0, F, 128):                               # batches bound the temporary memory
+            b = min(F, a + 128)
+            verts[a:b] = self.arap.solve(motion.positions[a:b])
+            pts = np.einsum("fnkc,nk->fnc", verts[a:b][:, ov, :], ob)  # outline per frame
+            lo[a:b], hi[a:b] = pts.min(axis=1), pts.max(axis=1)
+        return verts, np.concatenate([lo - pad, hi + pad], axis=1)
+
+    def sprite(self, motion: Any, scale: float, opts: RenderOptions, colours: int):
+        """Step 4: the texture's sample points at ``scale`` canvas px per drawing px, one palette."""
+        from .rasterize import prepare_sprite
+
+        c = self.character
+        joints = [(j.name, j.loc, j.parent) for j in c.skeleton]
+        sprite = prepare_sprite(c.texture, c.mask, self.mesh, scale, joints, motion.part_joints, colours=colours,
+                                smooth=opts.smooth, flatten=opts.flatten, merge=opts.merge)
+        log.info("sprite: %d texels, %d colours", sprite.texels, len(sprite.palette))
+        return sprite
+
+
+def rasterize_frames(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: RenderOptions,
+                     fill: int | None) -> Iterator[np.ndarray]:
+    """Step 5: the palette-index frames, body parts in the motion's draw order."""
+    from .rasterize import rasterize
+
+    order, rev = motion.part_order, motion.part_reversed
+    if order is None or order.ndim != 2 or order.shape[1] != len(sprite.groups):
+        order, rev = None, None  # no body-part groups in the config: one group, drawn as is
+    return rasterize(sprite, canvas_verts, opts.width, opts.height, order, rev, threads=opts.threads, fill=fill)
+
+
+class _TimedFrames:
+    """Wraps a frame iterator and adds up the milliseconds spent producing frames."""
+
+    def __init__(self, frames: Iterator[np.ndarray]) -> None:
+        self._frames = frames
+        self.ms = 0.0
+
+    def __iter__(self) -> "_TimedFrames":
+        return self
+
+    def __next__(self) -> np.ndarray:
+        t = time.perf_counter()
+        try:
+            return next(self._frames)
+        finally:
+            self.ms += (time.perf_counter() - t) * 1e3
+
+
+def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, frame_time_s: float,
+                  opts: RenderOptions) -> bytes:
+    """Step 6: GIF / WebP / MP4 bytes of the palette-index frames (``keep``: transparent / unchanged index)."""
+    from .encode import encode_gif, encode_mp4, encode_webp, gif_delays
+
+    opaque = opts.background is not None
+    if opts.format == "gif":
+        tol = opts.tolerance if opts.tolerance is not None else (16.0 if opaque else 0.0)
+        return encode_gif(frames, palette, keep, gif_delays(n_frames, frame_time_s), tolerance=tol,
+                          threads=opts.threads)
+    if opts.format == "webp":
+        return encode_webp(frames, palette, keep, frame_time_s, n_frames)
+    return encode_mp4(frames, palette, keep, frame_time_s, opts.background or (255, 255, 255))
+
+
+__all__ = ["RenderOptions", "RenderResult", "Rig", "encode_frames", "pose_clip", "rasterize_frames", "render"]

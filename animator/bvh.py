@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -286,28 +286,73 @@ def axis_rotation(angle_rad: np.ndarray, axis: str) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # parsing
 
-def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
-    """Parse the text of a BVH file; raise :class:`BVHError` naming the line of any problem."""
+def parse_bvh(text: str, path: str | Path | None = None, *, max_joints: int | None = None,
+              max_frames: int | None = None) -> BVH:
+    """Parse the text of a BVH file; raise :class:`BVHError` naming the line of any problem.
+
+    Steps: the HIERARCHY block (:func:`_parse_hierarchy`), the MOTION header
+    (:func:`_parse_motion_header`), the frame rows (:func:`_parse_motion_rows`), then end sites get
+    names and each joint its first channel column. ``max_joints`` (end sites included) and
+    ``max_frames`` bound an untrusted file: each is checked as soon as it is known, before the
+    frames are read.
+    """
     where = str(path) if path is not None else None
     lines = text.splitlines()
+    skel, i = _parse_hierarchy(lines, where)
+    if max_joints is not None and len(skel.names) > max_joints:
+        raise BVHError(where, f"line {i + 1}", f"HIERARCHY has {len(skel.names)} joints (end sites included); "
+                       f"at most {max_joints} are accepted")
+    n_frames, frame_time, frames_line, data_start = _parse_motion_header(lines, i, where)
+    if max_frames is not None and n_frames > max_frames:
+        raise BVHError(where, f"line {frames_line}", f"'Frames: {n_frames}': at most {max_frames} frames are accepted")
+    motion = _parse_motion_rows(lines, data_start, n_frames, sum(len(c) for c in skel.channels), where, frames_line)
+    _name_end_sites(skel.names, skel.parents, skel.end_site)
+    return BVH(
+        path=where,
+        joint_names=tuple(skel.names),
+        parents=_readonly(np.asarray(skel.parents, dtype=np.int64)),
+        offsets=_readonly(np.asarray(skel.offsets, dtype=np.float64)),
+        channels=tuple(skel.channels),
+        channel_start=_readonly(_channel_starts(skel.channels)),
+        end_site=_readonly(np.asarray(skel.end_site, dtype=bool)),
+        motion=_readonly(motion),
+        frame_time=float(frame_time),
+    )
+
+
+@dataclass
+class _Skeleton:
+    """The HIERARCHY block as it is read: one entry per joint, depth-first file order."""
+
+    names: list[str] = field(default_factory=list)
+    parents: list[int] = field(default_factory=list)
+    offsets: list[tuple[float, float, float]] = field(default_factory=list)
+    channels: list[tuple[str, ...]] = field(default_factory=list)
+    end_site: list[bool] = field(default_factory=list)
+
+    def add(self, name: str, parent: int, is_end: bool) -> int:
+        self.names.append(name)
+        self.parents.append(parent)
+        self.offsets.append((0.0, 0.0, 0.0))
+        self.channels.append(())
+        self.end_site.append(is_end)
+        return len(self.names) - 1
+
+
+def _parse_hierarchy(lines: list[str], where: str | None) -> tuple[_Skeleton, int]:
+    """Read the HIERARCHY block; return the skeleton and the index of the 'MOTION' line."""
     i = _skip_blank(lines, 0)
     if i >= len(lines) or lines[i].strip().upper() != "HIERARCHY":
         raise BVHError(where, f"line {i + 1}", "expected 'HIERARCHY' as the first line")
     i += 1
-
-    names: list[str] = []
-    parents: list[int] = []
-    offsets: list[tuple[float, float, float]] = []
-    channels: list[tuple[str, ...]] = []
-    end_site: list[bool] = []
+    skel = _Skeleton()
     stack: list[int] = []      # joint indices whose '{' is open
     pending: int | None = None  # joint declared, its '{' not seen yet
     expect_offset: int | None = None
     saw_root = False
 
     while i < len(lines):
-        raw = lines[i]
-        s = raw.strip()
+        s = lines[i].strip()
         lineno = i + 1
         i += 1
         if not s:
@@ -319,84 +364,43 @@ def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
             break
         if upper in ("ROOT", "JOINT", "END"):
             if pending is not None:
-                raise BVHError(where, f"line {lineno}", f"expected '{{' after joint '{names[pending]}'")
-            is_end = upper == "END"
+                raise BVHError(where, f"line {lineno}", f"expected '{{' after joint '{skel.names[pending]}'")
             if upper == "ROOT":
                 if saw_root or stack:
                     raise BVHError(where, f"line {lineno}", "only one ROOT skeleton per file is supported")
                 saw_root = True
             elif not stack:
                 raise BVHError(where, f"line {lineno}", f"'{s}' outside of a joint block")
-            if is_end:
-                if not s.lower().startswith("end site"):
-                    raise BVHError(where, f"line {lineno}", f"expected 'End Site', got '{s}'")
-                name, opens = "", s[len("end site"):].strip().startswith("{")
-            else:
-                rest = s.split(None, 1)[1].strip() if len(s.split(None, 1)) > 1 else ""
-                opens = rest.endswith("{")
-                name = _MIXAMO_PREFIX.sub("", rest.rstrip("{").strip())
-                if not name:
-                    raise BVHError(where, f"line {lineno}", f"{word} without a name")
-            idx = len(names)
-            names.append(name)
-            parents.append(stack[-1] if stack else -1)
-            offsets.append((0.0, 0.0, 0.0))
-            channels.append(())
-            end_site.append(is_end)
-            pending = idx
+            name, opens = _joint_declaration(s, word, lineno, where)
+            pending = skel.add(name, stack[-1] if stack else -1, upper == "END")
             if opens:
-                stack.append(idx)
-                pending = None
-                expect_offset = idx
-            continue
-        if s.startswith("{"):
+                stack.append(pending)
+                expect_offset, pending = pending, None
+        elif s.startswith("{"):
             if pending is None:
                 raise BVHError(where, f"line {lineno}", "'{' without a joint")
             stack.append(pending)
-            expect_offset = pending
-            pending = None
-            continue
-        if s.startswith("}"):
+            expect_offset, pending = pending, None
+        elif s.startswith("}"):
             if not stack:
                 raise BVHError(where, f"line {lineno}", "unbalanced '}'")
             j = stack.pop()
             if expect_offset == j:
-                raise BVHError(where, f"line {lineno}", f"joint '{names[j] or 'End Site'}' has no OFFSET")
-            continue
-        if upper == "OFFSET":
+                raise BVHError(where, f"line {lineno}", f"joint '{skel.names[j] or 'End Site'}' has no OFFSET")
+        elif upper == "OFFSET":
             if not stack:
                 raise BVHError(where, f"line {lineno}", "OFFSET outside of a joint block")
-            parts = s.split()[1:]
-            try:
-                vals = tuple(float(v) for v in parts)
-            except ValueError:
-                raise BVHError(where, f"line {lineno}", f"OFFSET needs 3 numbers, got '{s}'") from None
-            if len(vals) != 3 or not np.all(np.isfinite(vals)):
-                raise BVHError(where, f"line {lineno}", f"OFFSET needs 3 finite numbers, got '{s}'")
-            offsets[stack[-1]] = vals  # type: ignore[assignment]
+            skel.offsets[stack[-1]] = _offset(s, lineno, where)
             if expect_offset == stack[-1]:
                 expect_offset = None
-            continue
-        if upper == "CHANNELS":
+        elif upper == "CHANNELS":
             if not stack:
                 raise BVHError(where, f"line {lineno}", "CHANNELS outside of a joint block")
-            j = stack[-1]
-            if end_site[j]:
+            if skel.end_site[stack[-1]]:
                 raise BVHError(where, f"line {lineno}", "an End Site cannot have CHANNELS")
-            parts = s.split()[1:]
-            try:
-                count = int(parts[0])
-            except (ValueError, IndexError):
-                raise BVHError(where, f"line {lineno}", f"CHANNELS needs a count, got '{s}'") from None
-            chans = tuple(parts[1:])
-            if count != len(chans):
-                raise BVHError(where, f"line {lineno}", f"CHANNELS says {count} channels but lists {len(chans)}")
-            for c in chans:
-                if len(c) != 9 or c[0].upper() not in _AXES or c[1:].lower() not in ("position", "rotation"):
-                    raise BVHError(where, f"line {lineno}", f"unknown channel '{c}' (expected e.g. Xposition, Zrotation)")
-            channels[j] = chans
-            continue
-        raise BVHError(where, f"line {lineno}", f"unexpected '{s[:60]}' in HIERARCHY")
+            skel.channels[stack[-1]] = _channel_list(s, lineno, where)
+        else:
+            raise BVHError(where, f"line {lineno}", f"unexpected '{s[:60]}' in HIERARCHY")
     else:
         if stack or pending is not None:
             raise BVHError(where, f"line {len(lines)}", "the file ends inside an unclosed joint block")
@@ -404,12 +408,53 @@ def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
 
     if pending is not None or stack:
         raise BVHError(where, f"line {i + 1}", "HIERARCHY ends with an unclosed joint block")
-    if not names:
+    if not skel.names:
         raise BVHError(where, f"line {i + 1}", "HIERARCHY has no ROOT joint")
+    return skel, i
 
-    # motion header
-    i += 1  # 'MOTION'
-    i = _skip_blank(lines, i)
+
+def _joint_declaration(s: str, word: str, lineno: int, where: str | None) -> tuple[str, bool]:
+    """Name (prefix stripped; '' for an end site) and whether the line also opens the block."""
+    if word.upper() == "END":
+        if not s.lower().startswith("end site"):
+            raise BVHError(where, f"line {lineno}", f"expected 'End Site', got '{s}'")
+        return "", s[len("end site"):].strip().startswith("{")
+    parts = s.split(None, 1)
+    rest = parts[1].strip() if len(parts) > 1 else ""
+    name = _MIXAMO_PREFIX.sub("", rest.rstrip("{").strip())
+    if not name:
+        raise BVHError(where, f"line {lineno}", f"{word} without a name")
+    return name, rest.endswith("{")
+
+
+def _offset(s: str, lineno: int, where: str | None) -> tuple[float, float, float]:
+    try:
+        vals = tuple(float(v) for v in s.split()[1:])
+    except ValueError:
+        raise BVHError(where, f"line {lineno}", f"OFFSET needs 3 numbers, got '{s}'") from None
+    if len(vals) != 3 or not np.all(np.isfinite(vals)):
+        raise BVHError(where, f"line {lineno}", f"OFFSET needs 3 finite numbers, got '{s}'")
+    return vals  # type: ignore[return-value]
+
+
+def _channel_list(s: str, lineno: int, where: str | None) -> tuple[str, ...]:
+    parts = s.split()[1:]
+    try:
+        count = int(parts[0])
+    except (ValueError, IndexError):
+        raise BVHError(where, f"line {lineno}", f"CHANNELS needs a count, got '{s}'") from None
+    chans = tuple(parts[1:])
+    if count != len(chans):
+        raise BVHError(where, f"line {lineno}", f"CHANNELS says {count} channels but lists {len(chans)}")
+    for c in chans:
+        if len(c) != 9 or c[0].upper() not in _AXES or c[1:].lower() not in ("position", "rotation"):
+            raise BVHError(where, f"line {lineno}", f"unknown channel '{c}' (expected e.g. Xposition, Zrotation)")
+    return chans
+
+
+def _parse_motion_header(lines: list[str], i: int, where: str | None) -> tuple[int, float, int, int]:
+    """From the 'MOTION' line at ``i``: (frames, frame time, 1-based line of 'Frames:', first data row index)."""
+    i = _skip_blank(lines, i + 1)
     frames_line = i + 1
     n_frames = _header_value(lines, i, "frames", int, where)
     i = _skip_blank(lines, i + 1)
@@ -418,29 +463,13 @@ def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
         raise BVHError(where, f"line {i}", f"'Frames: {n_frames}': a clip needs at least one frame")
     if not (frame_time > 0 and np.isfinite(frame_time)):
         raise BVHError(where, f"line {i + 1}", f"'Frame Time' must be a positive number of seconds, got {frame_time}")
-    data_start = i + 1
+    return n_frames, frame_time, frames_line, i + 1
 
-    n_channels = sum(len(c) for c in channels)
-    motion = _parse_motion_rows(lines, data_start, n_frames, n_channels, where, frames_line)
 
-    _name_end_sites(names, parents, end_site)
-    starts = np.zeros(len(names), dtype=np.int64)
-    col = 0
-    for j, c in enumerate(channels):
-        starts[j] = col
-        col += len(c)
-    bvh = BVH(
-        path=where,
-        joint_names=tuple(names),
-        parents=_readonly(np.asarray(parents, dtype=np.int64)),
-        offsets=_readonly(np.asarray(offsets, dtype=np.float64)),
-        channels=tuple(channels),
-        channel_start=_readonly(starts),
-        end_site=_readonly(np.asarray(end_site, dtype=bool)),
-        motion=_readonly(motion),
-        frame_time=float(frame_time),
-    )
-    return bvh
+def _channel_starts(channels: list[tuple[str, ...]]) -> np.ndarray:
+    """First MOTION column of each joint's channels."""
+    counts = np.array([len(c) for c in channels], dtype=np.int64)
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Motion and retarget configs, read from AnimatedDrawings' YAML formats unchanged.
 
 A *motion config* names a BVH clip and how to read it (frame range, up axis, forward vectors,
-ground-plane joint, scale); a *retarget config* says how the clip drives a 16-joint drawn character
+ground-plane joint, scale); a *retarget config* says how the clip drives a drawn character's skeleton
 (projection planes for BVH body-part groups, which BVH bone drives which character bone, draw-order
 groups, root-motion scaling, runtime checks). Field names and meanings follow AnimatedDrawings'
 ``examples/config/README.md``; the checks mirror its ``animated_drawings/config.py``.
@@ -388,6 +388,23 @@ def check_against_character(retarget: RetargetConfig, char_joints: Sequence[str]
             raise ConfigError(rp, f, f"'{char_joint}' has no parent joint, so it ends no bone to turn")
     for k, c in enumerate(retarget.char_runtime_checks):
         need(f"char_runtime_checks[{k}]", c[1:])
+    unmapped = unmapped_joints(retarget, char_joints, parents)
+    if unmapped:
+        raise ConfigError(rp, "char_joint_bvh_joints_mapping",
+                          f"character joint(s) {', '.join(repr(n) for n in unmapped)} not mapped: every joint at the "
+                          "end of a limb needs a (proximal, distal) BVH joint pair, or it never moves")
+
+
+def unmapped_joints(retarget: RetargetConfig, char_joints: Sequence[str], parents: Mapping[str, str | None]) -> list[str]:
+    """Character joints at the end of a limb (no children, not the root) that the mapping leaves out.
+
+    A mapped joint turns the bone that ends at it; a joint with no mapping below it stays rigid on its
+    parent forever, which is always a config mistake in AnimatedDrawings' examples (their every leaf
+    is mapped; runtime checks may still drop a mapping on purpose, see ``char_runtime_checks``).
+    """
+    has_child = {p for p in parents.values() if p is not None}
+    mapped = {name for name, _ in retarget.char_joint_bvh_joints_mapping}
+    return [n for n in char_joints if n not in has_child and parents.get(n) is not None and n not in mapped]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -423,6 +440,6 @@ def _is_number(v: Any) -> bool:
 
 __all__ = [
     "BodyPartGroup", "MotionConfig", "ProjectionGroup", "RetargetConfig", "RootOffset",
-    "check_against_bvh", "check_against_character", "load_motion_config", "load_retarget_config",
+    "check_against_bvh", "check_against_character", "load_motion_config", "unmapped_joints", "load_retarget_config",
     "read_yaml", "resolve_bvh_path",
 ]

@@ -113,8 +113,9 @@ def build_mesh(mask: np.ndarray, cell: int | None = None, keep_points: np.ndarra
 
     Args:
         mask: (H, W) bool, True on the character.
-        cell: cell side in texture pixels (a multiple of 8 is best); default: chosen so that the
-            mask is covered by about ``target_cells`` cells (more cells: smoother bends, slower ARAP).
+        cell: cell side in texture pixels (a multiple of 8 is best, at least :data:`SUB`, so that a
+            sub-cell is at least a pixel); default: chosen so that the mask is covered by about
+            ``target_cells`` cells (more cells: smoother bends, slower ARAP), fewer on a small mask.
         keep_points: (K, 2) (x, y) texture pixels, e.g. the skeleton joints. Mesh pieces that
             hold none of these points are dropped: nothing could move them (without points, or when
             none lies on the mask, only the largest piece is kept).
@@ -126,8 +127,10 @@ def build_mesh(mask: np.ndarray, cell: int | None = None, keep_points: np.ndarra
         raise CharacterError(None, "mask", "mask is empty: no character pixels")
     ys, xs = np.nonzero(mask)
     if cell is None:
-        cell = int(np.clip(round(np.sqrt(len(xs) / target_cells) / 2) * 2, 4, 256))
-    cell = int(cell)
+        cell = int(np.clip(round(np.sqrt(len(xs) / target_cells) / 2) * 2, SUB, 256))
+    # A sub-cell under one pixel would leave gaps between the pixels it samples and split the mask
+    # into per-pixel pieces: a small character gets fewer cells instead.
+    cell = max(int(cell), SUB)
     x0, y0 = int(xs.min()), int(ys.min())
     ncols = (int(xs.max()) - x0) // cell + 1
     nrows = (int(ys.max()) - y0) // cell + 1
@@ -325,9 +328,22 @@ def bone_distances(mesh: Mesh, bones: np.ndarray) -> np.ndarray:
     V, B = len(mesh.vertices), len(bones)
     dist = np.full((V, B), np.inf)
     step = max(mesh.sub, 0.5)
+    rows, cols = mesh.labels.shape
+    lo = np.asarray(mesh.origin, dtype=np.float64)
+    hi = lo + np.array([cols, rows]) * mesh.sub
     for b, (p, q) in enumerate(bones):
+        # samples every `step` pixels along the bone, generated only where the bone crosses the
+        # mesh's box: the work is bounded by the mesh's size, not by how long the bone is
         n = int(np.ceil(np.hypot(*(q - p)) / step)) + 1
-        pts = p + np.linspace(0.0, 1.0, n)[:, None] * (q - p)
+        t0, t1 = _clip_segment(p, q, lo, hi)
+        k0, k1 = 1, 0  # no samples
+        if t0 <= t1:  # one sample of slack on each side against rounding (samples off the mesh are ignored)
+            k0, k1 = max(0, int(np.ceil(t0 * (n - 1))) - 1), min(n - 1, int(np.floor(t1 * (n - 1))) + 1)
+        t = np.zeros(k1 - k0 + 1)  # np.linspace(0, 1, n)[k0:k1 + 1], bit for bit
+        if n > 1:
+            t = np.arange(k0, k1 + 1) * (1.0 / (n - 1))
+            t[np.arange(k0, k1 + 1) == n - 1] = 1.0
+        pts = p + t[:, None] * (q - p)
         tri, _ = mesh.locate(pts)
         ok = tri >= 0
         if not ok.any():  # a bone off the drawing: seed the vertex nearest to its middle
@@ -354,6 +370,21 @@ def bone_distances(mesh: Mesh, bones: np.ndarray) -> np.ndarray:
             break
         dist = new
     return dist
+
+
+def _clip_segment(p: np.ndarray, q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[float, float]:
+    """The parameter range [t0, t1] of the segment p + t (q - p), 0 <= t <= 1, inside the box
+    [lo, hi] (Liang-Barsky); t0 > t1 when the segment misses the box."""
+    t0, t1 = 0.0, 1.0
+    d = q - p
+    for axis in range(2):
+        if d[axis] == 0.0:
+            if not lo[axis] <= p[axis] <= hi[axis]:
+                return 1.0, 0.0
+            continue
+        a, c = (lo[axis] - p[axis]) / d[axis], (hi[axis] - p[axis]) / d[axis]
+        t0, t1 = max(t0, min(a, c)), min(t1, max(a, c))
+    return t0, t1
 
 
 def nearest_bone(mesh: Mesh, dist: np.ndarray, points: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -112,8 +112,10 @@ def transform_skeleton(joints: Sequence[Joint], offset: tuple[float, float] = (0
 def _xy(value: Any, name: str) -> tuple[float, float]:
     try:
         x, y = (float(v) for v in value)
-    except (TypeError, ValueError):
-        raise CharacterError(None, f"joints.{name}", f"expected [x, y] numbers, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        text = repr(value)
+        raise CharacterError(None, f"joints.{name}", "expected [x, y] numbers, got "
+                             + (text if len(text) <= 80 else text[:80] + "...")) from None
     if not (np.isfinite(x) and np.isfinite(y)):
         raise CharacterError(None, f"joints.{name}", "coordinates must be finite numbers")
     return x, y

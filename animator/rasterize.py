@@ -33,6 +33,9 @@ log = logging.getLogger("animator")
 
 #: Palette index of transparent pixels is the first index after the colours (always <= 255).
 MAX_COLOURS = 255
+#: Most texels a sprite may have (4096 x 4096): the render's largest array is bounded whatever the
+#: scale asked for (the app's canvases need well under a tenth of it).
+MAX_SPRITE_TEXELS = 4096 * 4096
 
 
 @dataclass
@@ -109,19 +112,60 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
             3 or 5 flatten paper grain and pen noise, which GIF compresses badly, and keep edges).
         flatten: size of a majority (mode) filter over the quantised colours (0: off).
     """
-    from PIL import Image
-
     if not (1 <= colours <= MAX_COLOURS):
         raise RenderError(f"palette size must be 1..{MAX_COLOURS}, got {colours}")
+    small, (x0, y0), (sx, sy) = _downsize_texture(texture, mask, scale, smooth, flatten)
+    ty, tx = np.nonzero(small[..., 3] >= 128)
+    if len(tx) == 0:
+        raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
+    pal, tex_idx = _quantise(small, ty, tx, colours, merge, flatten)
+    pts, colour, tri = _sample_points(mesh, tx + x0, ty + y0, tex_idx, sx, sy, supersample)
+    part, rank, n_ranks, bdist = _body_parts(mesh, pts, tri, joints, part_joints)
+    order, groups, key = _draw_order(part, rank, n_ranks, bdist, tri, len(mesh.triangles), len(part_joints))
+    tri_o = tri[order]
+    # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()
+    cut = np.flatnonzero(np.r_[True, (tri_o[1:] != tri_o[:-1]) | (key[1:] != key[:-1])])
+    run_len = np.diff(np.r_[cut, len(tri_o)]).astype(np.int64)
+    tv = mesh.triangles.astype(np.int32)
+    rv = mesh.vertices[tv]                                           # (T, 3, 2)
+    edges = np.stack([rv[:, 1] - rv[:, 0], rv[:, 2] - rv[:, 0]], axis=2)  # columns e1, e2
+    local = (pts[order] - rv[tri_o, 0]).T.astype(np.float32)
+    return Sprite(pal, len(pal), np.ascontiguousarray(colour[order]), groups, len(tx), np.ascontiguousarray(local),
+                  tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges), (sx + sy) / 2)
+
+
+def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smooth: int,
+                      flatten: int = 0) -> tuple[np.ndarray, tuple[int, int], tuple[float, float]]:
+    """The drawing at output scale around its mask: ((h', w', 4) uint8 RGBA, alpha = the mask,
+    median-filtered if ``smooth``; (x0, y0) texel of its top-left corner in the whole texture at
+    that scale; (sx, sy) texels per texture pixel).
+
+    Only the texels around the mask are made, so a small character on a large page costs its own
+    size, not the page's; they are those of the whole resized texture, bit for bit.
+    """
+    from PIL import Image
+
     h, w = mask.shape
     tw, th = max(1, int(round(w * scale))), max(1, int(round(h * scale)))
     sx, sy = tw / w, th / h
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    if not len(rows):
+        raise RenderError("the character's mask is empty")
+    pad = 2 + max(int(smooth or 0), int(flatten or 0))  # the filters see the same neighbourhood
+    x0, x1 = max(0, int(np.floor((cols[0] - 1) * sx)) - pad), min(tw, int(np.ceil((cols[-1] + 2) * sx)) + pad)
+    y0, y1 = max(0, int(np.floor((rows[0] - 1) * sy)) - pad), min(th, int(np.ceil((rows[-1] + 2) * sy)) + pad)
+    if (x1 - x0) * (y1 - y0) > MAX_SPRITE_TEXELS:
+        raise RenderError(f"the character at scale {scale:.3g} would take {(x1 - x0) * (y1 - y0)} texels, "
+                          f"over the limit of {MAX_SPRITE_TEXELS}")
     rgba = np.array(texture[..., :4], dtype=np.uint8, copy=True)
     rgba[..., 3] = np.where(mask, 255, 0)
     img = Image.fromarray(rgba, "RGBA")
     if (tw, th) != (w, h):
         # Pillow resizes RGBA premultiplied, so colours outside the mask do not bleed in
-        img = img.resize((tw, th), Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR)
+        img = img.resize((x1 - x0, y1 - y0), Image.Resampling.BOX if scale < 1 else Image.Resampling.BILINEAR,
+                         box=(x0 / sx, y0 / sy, x1 / sx, y1 / sy))
+    else:
+        img = img.crop((x0, y0, x1, y1))
     small = np.asarray(img)
     if smooth and smooth > 1:
         from PIL import ImageFilter
@@ -132,12 +176,15 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
             rgb_full[~inside] = np.median(rgb_full[inside], axis=0).astype(np.uint8)
         rgb_full = np.asarray(Image.fromarray(rgb_full, "RGB").filter(ImageFilter.MedianFilter(int(smooth) | 1)))
         small = np.dstack([rgb_full, small[..., 3]])
-    ty, tx = np.nonzero(small[..., 3] >= 128)
-    if len(tx) == 0:
-        raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
-    rgb = small[ty, tx, :3]
+    return small, (x0, y0), (sx, sy)
 
-    # palette indices per texel, one palette for the whole clip
+
+def _quantise(small: np.ndarray, ty: np.ndarray, tx: np.ndarray, colours: int, merge: float,
+              flatten: int) -> tuple[np.ndarray, np.ndarray]:
+    """One palette for the whole clip: ((K, 3) uint8 palette, palette index of each texel (ty, tx))."""
+    from PIL import Image
+
+    rgb = small[ty, tx, :3]
     q = Image.fromarray(rgb[None, :, :], "RGB").quantize(colours, method=Image.Quantize.MEDIANCUT,
                                                        dither=Image.Dither.NONE)
     tex_idx = np.asarray(q, dtype=np.uint8)[0]
@@ -153,10 +200,13 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         plane[ty, tx] = tex_idx
         plane = np.asarray(Image.fromarray(plane, "L").filter(ImageFilter.ModeFilter(int(flatten) | 1)))
         tex_idx = plane[ty, tx]
-    used = len(qpal)
-    pal = qpal
+    return qpal, tex_idx
 
-    # sample points: supersample x supersample per texel
+
+def _sample_points(mesh: Mesh, tx: np.ndarray, ty: np.ndarray, tex_idx: np.ndarray, sx: float, sy: float,
+                   supersample: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``supersample``^2 points per texel, in texture pixels: (points (N, 2), palette index (N,),
+    rest-mesh triangle (N,)); points in no triangle are dropped."""
     ss = int(supersample)
     off = (np.arange(ss) + 0.5) / ss
     ox, oy = np.meshgrid(off, off)
@@ -168,8 +218,17 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     ok = tri >= 0
     if not ok.all():
         pts, tri, colour = pts[ok], tri[ok], colour[ok]
+    return pts, colour, tri
 
-    # body part of each point: the nearest bone through the mesh -> its (child) joint -> part
+
+def _body_parts(mesh: Mesh, pts: np.ndarray, tri: np.ndarray,
+                joints: Sequence[tuple[str, tuple[float, float], str | None]],
+                part_joints: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """Body part of each point: the nearest bone through the mesh -> its (child) joint -> part.
+
+    Returns (part (N,), rank in the part's joint list + 1 (0: a joint in no group) (N,), number of
+    ranks, distance to the nearest bone (N,) in texture pixels).
+    """
     names = [j[0] for j in joints]
     loc = {j[0]: np.asarray(j[1], dtype=np.float64) for j in joints}
     parent = {j[0]: j[2] for j in joints}
@@ -191,18 +250,24 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         while k is not None and k not in part_of:
             k = parent[k]
         joint_part[b] = part_of.get(k, (0, -1)) if k is not None else (0, -1)
-    part = joint_part[bone, 0]
-    rank = joint_part[bone, 1] + 1  # 0: joints in no group, drawn first in their part
     n_ranks = max(len(js) for js in part_joints) + 1 if part_joints else 1
-    # draw order: by part, then the part's joint order, then triangles farthest from their bone
-    # first (AnimatedDrawings sorts a joint's triangles so); points of a triangle stay together
+    return joint_part[bone, 0], joint_part[bone, 1] + 1, n_ranks, bdist
+
+
+def _draw_order(part: np.ndarray, rank: np.ndarray, n_ranks: int, bdist: np.ndarray, tri: np.ndarray,
+                n_triangles: int, n_parts: int) -> tuple[np.ndarray, list[list[tuple[int, int]]], np.ndarray]:
+    """Order the points by part, then the part's joint order, then triangles farthest from their bone
+    first (AnimatedDrawings sorts a joint's triangles so); points of a triangle stay together.
+
+    Returns (order (N,), per part the (start, stop) spans of each rank, the sorted span keys (N,)).
+    """
     span_key = part * n_ranks + rank
-    tri_dist = np.bincount(tri, weights=bdist, minlength=len(mesh.triangles)) / np.maximum(
-        np.bincount(tri, minlength=len(mesh.triangles)), 1)
+    tri_dist = np.bincount(tri, weights=bdist, minlength=n_triangles) / np.maximum(
+        np.bincount(tri, minlength=n_triangles), 1)
     order = np.lexsort((tri, -tri_dist[tri], span_key))
     key = span_key[order]
     groups: list[list[tuple[int, int]]] = []
-    for p in range(max(1, len(part_joints))):
+    for p in range(max(1, n_parts)):
         spans = []
         for r in range(n_ranks):
             k = p * n_ranks + r
@@ -210,16 +275,7 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
             if b > a:
                 spans.append((int(a), int(b)))
         groups.append(spans)
-    tri_o = tri[order]
-    # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()
-    cut = np.flatnonzero(np.r_[True, (tri_o[1:] != tri_o[:-1]) | (key[1:] != key[:-1])])
-    run_len = np.diff(np.r_[cut, len(tri_o)]).astype(np.int64)
-    tv = mesh.triangles.astype(np.int32)
-    rv = mesh.vertices[tv]                                           # (T, 3, 2)
-    edges = np.stack([rv[:, 1] - rv[:, 0], rv[:, 2] - rv[:, 0]], axis=2)  # columns e1, e2
-    local = (pts[order] - rv[tri_o, 0]).T.astype(np.float32)
-    return Sprite(pal, used, np.ascontiguousarray(colour[order]), groups, len(tx), np.ascontiguousarray(local),
-                  tri_o[cut].astype(np.int32), run_len, tv, np.linalg.inv(edges), (sx + sy) / 2)
+    return order, groups, key
 
 
 def srgb_to_lab(rgb: np.ndarray) -> np.ndarray:
@@ -292,8 +348,12 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
             apart) the offsets grow with the stretch, so stretched limbs get no holes either.
         threads: frames rendered in parallel (numpy releases the GIL in these loops).
         fill: palette index of the background (default: the sprite's transparent index).
-    Each yielded array is a fresh buffer. Points are clipped to the canvas (placement keeps them
-    inside; this only guards against rounding).
+
+    Each frame is made in four steps: the per-triangle affine maps of a block of frames
+    (:func:`_affine_coefficients`), the canvas pixel of every point at every splat offset
+    (:func:`_splat_pixels`), the writes in draw order (:func:`_draw`), and the closing of
+    1-pixel slits (:func:`_close_slits`). Each yielded array is a fresh buffer. Points are
+    clipped to the canvas (placement keeps them inside; this only guards against rounding).
     """
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -305,68 +365,23 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
         part_order = np.tile(np.arange(n_parts), (F, 1))
     if part_reversed is None:
         part_reversed = np.zeros((F, n_parts), bool)
-    run_tri, run_len = sprite.run_tri, sprite.run_len
+    layout = _SplatLayout(sprite, splat)
+    lo, hi = verts.min(axis=1), verts.max(axis=1)                   # (F, 2) mesh bounds per frame
+    inside = (lo >= 1).all(axis=1) & (hi[:, 0] <= width - 2) & (hi[:, 1] <= height - 2)
+    background = sprite.transparent if fill is None else int(fill)
     block = 128  # frames whose per-triangle maps are computed together (bounds the memory)
     blocks: dict[int, np.ndarray] = {}
-    qx, qy = sprite.local
-    colour = sprite.colour[None, :]
-    background = sprite.transparent if fill is None else int(fill)
-    N = sprite.n_points
-    dxs = sorted({d[0] for d in splat})
-    dys = sorted({d[1] for d in splat})
-    pick = [(dys.index(b), dxs.index(a)) for a, b in splat]
     local = threading.local()
 
     def frame(f: int) -> np.ndarray:
-        if not hasattr(local, "x"):
-            local.x = np.empty(N, np.float32)
-            local.y = np.empty(N, np.float32)
-            local.t = np.empty(N, np.float32)
-            local.cols = np.empty((len(dxs), N), np.int32)
-            local.rows = np.empty((len(dys), N), np.int32)
-            local.idx = np.empty((len(splat), N), np.int32)
-        x, y, t, cols, rows, idx = local.x, local.y, local.t, local.cols, local.rows, local.idx
-        a, b, c, d, e, g, half = np.repeat(blocks[f // block][f % block][:, run_tri], run_len, axis=1)
-        np.multiply(a, qx, out=x); b *= qy; x += b; x += c
-        np.multiply(d, qx, out=y); e *= qy; y += e; y += g
-        np.clip(x, 0.5, width - 1.5, out=x)  # keeps every offset write on the canvas
-        np.clip(y, 0.5, height - 1.5, out=y)
-        for k, off in enumerate(dxs):
-            np.multiply(half, 4 * off, out=t)
-            t += x
-            np.copyto(cols[k], t, casting="unsafe")
-        for k, off in enumerate(dys):
-            np.multiply(half, 4 * off, out=t)
-            t += y
-            np.copyto(rows[k], t, casting="unsafe")
-        rows *= width
-        for k, (r, c) in enumerate(pick):
-            np.add(rows[r], cols[c], out=idx[k])
+        if not hasattr(local, "scratch"):
+            local.scratch = _Scratch(layout)
+        pixels, box = _splat_pixels(sprite, layout, blocks[f // block][f % block], width, height, local.scratch,
+                                    bool(inside[f]))
         out = np.full(height * width, background, np.uint8)
-        for p in part_order[f]:
-            g = sprite.groups[p]
-            for a, b in (reversed(g) if part_reversed[f, p] else g):
-                out[idx[:, a:b]] = colour[:, a:b]
+        _draw(out, layout, pixels, part_order[f], part_reversed[f])
         o = out.reshape(height, width)
-        if height > 2 and width > 2:
-            # a pixel left empty between two drawn ones, above and below or left and right (a limb
-            # stretched past 1.5x opens 1-pixel slits), takes the colour of the one above (or left);
-            # filling can enclose a neighbouring empty pixel of the same slit, hence a few passes
-            mid = o[1:-1, 1:-1]
-            for _ in range(8):
-                hole = mid == background
-                up = o[:-2, 1:-1] != background
-                up &= o[2:, 1:-1] != background
-                side = o[1:-1, :-2] != background
-                side &= o[1:-1, 2:] != background
-                side |= up
-                hole &= side
-                if not hole.any():
-                    break
-                fill_up = hole & up
-                mid[fill_up] = o[:-2, 1:-1][fill_up]
-                hole &= ~fill_up
-                mid[hole] = o[1:-1, :-2][hole]
+        _close_slits(o, background, box)
         return o
 
     def ready(f: int) -> None:
@@ -395,6 +410,110 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
                 ready(f + ahead)
                 futures.append(pool.submit(frame, f + ahead))
             yield fr
+
+
+class _SplatLayout:
+    """What every frame of a clip shares: the splat offsets and the spans of points in draw order
+    (a span: the points of one joint of one body part, ``sprite.groups``)."""
+
+    def __init__(self, sprite: Sprite, splat: Sequence[tuple[float, float]]) -> None:
+        self.dxs = sorted({float(d[0]) for d in splat})
+        self.dys = sorted({float(d[1]) for d in splat})
+        self.pick = [(self.dys.index(b), self.dxs.index(a)) for a, b in splat]
+        self.groups = sprite.groups
+        self.colour = sprite.colour
+        self.n_points = sprite.n_points
+
+
+class _Scratch:
+    """Per-thread buffers of :func:`_splat_pixels`, reused from frame to frame."""
+
+    def __init__(self, layout: _SplatLayout) -> None:
+        N = layout.n_points
+        self.x = np.empty(N, np.float32)
+        self.y = np.empty(N, np.float32)
+        self.t = np.empty(N, np.float32)
+        self.cols = np.empty((len(layout.dxs), N), np.int32)
+        self.rows = np.empty((len(layout.dys), N), np.int32)
+        self.pixels = np.empty((len(layout.pick), N), np.intp)
+
+
+def _splat_pixels(sprite: Sprite, layout: _SplatLayout, coef: np.ndarray, width: int, height: int,
+                  scratch: _Scratch, inside: bool = False) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """(S, N) flat canvas pixel index (row * width + column) of every point at each of the ``S``
+    splat offsets, and the (row0, row1, col0, col1) inclusive box they cover.
+
+    ``coef``: one frame's (7, T) affine maps from :func:`_affine_coefficients`. ``inside``: the
+    frame's mesh lies at least 1 px inside the canvas, so clipping the points is skipped (it would
+    change nothing: points lie inside their triangles and offsets are at most 1/2 px).
+    """
+    x, y, cols, rows = scratch.x, scratch.y, scratch.cols, scratch.rows
+    qx, qy = sprite.local
+    a, b, c, d, e, g, half = np.repeat(coef[:, sprite.run_tri], sprite.run_len, axis=1)
+    np.multiply(a, qx, out=x); b *= qy; x += b; x += c
+    np.multiply(d, qx, out=y); e *= qy; y += e; y += g
+    if not inside:
+        np.clip(x, 0.5, width - 1.5, out=x)  # keeps every offset write on the canvas
+        np.clip(y, 0.5, height - 1.5, out=y)
+    for offsets, pos, ints in ((layout.dxs, x, cols), (layout.dys, y, rows)):
+        for k, off in enumerate(offsets):
+            if off == 0.25 or off == -0.25:  # the default pattern: x +- half, rounded as x + (+-1 * half)
+                (np.add if off > 0 else np.subtract)(pos, half, out=ints[k], casting="unsafe")
+            else:
+                np.multiply(half, 4 * off, out=scratch.t)
+                scratch.t += pos
+                np.copyto(ints[k], scratch.t, casting="unsafe")
+    box = (int(rows[0].min()), int(rows[-1].max()), int(cols[0].min()), int(cols[-1].max()))
+    rows *= width
+    out = scratch.pixels
+    for k, (r, c_) in enumerate(layout.pick):
+        np.add(rows[r], cols[c_], out=out[k], casting="unsafe")
+    return out, box
+
+
+def _draw(out: np.ndarray, layout: _SplatLayout, pixels: np.ndarray, part_order: np.ndarray,
+          part_reversed: np.ndarray) -> None:
+    """Write the points' palette indices into the flat canvas ``out``, body parts back to front
+    (``part_order``), each part's joints in config order or reversed, and inside a joint's span
+    offset by offset; later writes win."""
+    colour = layout.colour
+    for p in part_order:
+        g = layout.groups[p]
+        for a, b in (reversed(g) if part_reversed[p] else g):
+            v = colour[a:b]
+            for px in pixels:
+                out[px[a:b]] = v
+
+
+def _close_slits(o: np.ndarray, background: int, box: tuple[int, int, int, int]) -> None:
+    """Fill, in place, 1-pixel slits that a limb stretched past 1.5x opens between drawn pixels.
+
+    A background pixel between two drawn ones, above and below or left and right, takes the colour
+    of the one above (or left); filling can enclose a neighbouring empty pixel of the same slit,
+    hence a few passes. Only the drawn ``box`` (inclusive rows, cols) is looked at: no slit lies
+    outside it.
+    """
+    height, width = o.shape
+    r0, r1, c0, c1 = box
+    if r1 - r0 < 2 and c1 - c0 < 2:
+        return
+    sub = o[max(r0 - 1, 0):min(r1 + 2, height), max(c0 - 1, 0):min(c1 + 2, width)]
+    if sub.shape[0] < 3 or sub.shape[1] < 3:
+        return
+    mid = sub[1:-1, 1:-1]
+    for _ in range(8):
+        drawn = sub != background
+        hole = ~drawn[1:-1, 1:-1]
+        up = drawn[:-2, 1:-1] & drawn[2:, 1:-1]
+        side = drawn[1:-1, :-2] & drawn[1:-1, 2:]
+        side |= up
+        hole &= side
+        if not hole.any():
+            break
+        fill_up = hole & up
+        np.copyto(mid, sub[:-2, 1:-1], where=fill_up)
+        hole &= ~fill_up
+        np.copyto(mid, sub[1:-1, :-2], where=hole)
 
 
 def _affine_coefficients(sprite: Sprite, verts: np.ndarray) -> np.ndarray:

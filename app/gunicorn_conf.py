@@ -46,7 +46,8 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms rid=%({x-request-id}o)s'
 # Each worker imports the app after gevent has patched it (no preload: the render pool and the
 # storage clients must be made in the worker).
 preload_app = False
-forwarded_allow_ips = "*"
+# Only these peers may set X-Forwarded-Proto / SCRIPT_NAME (gunicorn ignores them from others).
+forwarded_allow_ips = ",".join(_settings.forwarded_allow_ips)
 
 
 def on_exit(server) -> None:  # noqa: ANN001 - gunicorn hook signature

@@ -24,8 +24,8 @@ import numpy as np
 
 from . import jobs, metrics
 from .deadline import Deadline
-from .errors import (ApiError, InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter,
-                     NoSkeleton)
+from .errors import (InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter, NoSkeleton,
+                     from_animator)
 from .motions import Motion
 from .storage import LocalStorage, free_disk_mb
 
@@ -122,14 +122,17 @@ class Pipeline:
         import animator
         try:
             character = animator.Character(crop.texture, crop.mask, skeleton)
-        except animator.CharacterError as exc:
-            raise InvalidCharacter(f"the character cannot be rigged: {exc.message}") from None
+        except animator.AnimatorError as exc:
+            raise from_animator(exc, "the character cannot be rigged") from None
 
-        animations = self._animate_and_store(job, character, timings)
+        # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
+        # client can repeat or make up) stays in the logs and headers and never names a stored file.
+        set_id = new_storage_id()
+        animations = self._animate_and_store(job, character, timings, set_id)
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
         bbox_img = [round(v / img.scale, 1) for v in box]
-        return Result(job.request_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings)
+        return Result(set_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings)
 
     def _best_box(self, detections: Any, width: int, height: int) -> tuple[int, int, int, int]:
         if not isinstance(detections, list) or not all(isinstance(d, dict) for d in detections):
@@ -169,7 +172,7 @@ class Pipeline:
             raise NoSkeleton("the pose model returned no usable joint positions")
         return skeleton_from_coco(keypoints)
 
-    def _animate_and_store(self, job: Job, character, timings: dict[str, float]) -> dict[str, str]:
+    def _animate_and_store(self, job: Job, character, timings: dict[str, float], folder: str) -> dict[str, str]:
         s = self.settings
         options: dict[str, Any] = {"width": s.render_size, "height": s.render_size, "format": job.format}
         if s.render_fps:
@@ -177,7 +180,8 @@ class Pipeline:
         if s.render_max_frames:
             options["max_frames"] = s.render_max_frames
         t0 = time.perf_counter()
-        futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg), str(m.retarget_cfg),
+        futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg),
+                                        None if m.retarget_cfg is None else str(m.retarget_cfg),
                                         options)) for m in job.motions]
         urls: dict[str, str] = {}
         try:
@@ -189,20 +193,26 @@ class Pipeline:
                 log.info("stage=animate:%s ms=%.1f frames=%d bytes=%d pid=%d detail=%s", motion.name, ms,
                          out["frame_count"], len(out["data"]), out["pid"],
                          {k: round(v, 1) for k, v in out["timings_ms"].items()})
-                key = f"{job.request_id}/{motion.name}.{out['extension']}"
+                key = f"{folder}/{motion.name}.{out['extension']}"
                 with self._stage(timings, f"upload:{motion.name}"):
                     self.storage.put(key, out["data"], out["mime"], job.deadline)
                 urls[motion.name] = self.storage.url(key, job.base_url)
                 metrics.ANIMATIONS.labels(motion=motion.name, format=job.format).inc()
-        except ApiError:
-            for _, pending in futures:
-                pending.cancel()
+        except BaseException:
+            # an error, a passed deadline or a dropped client: the other motions' renders stop now,
+            # and the request (and its render slot) ends only once the render processes are free
+            self.pool.abandon([pending for _, pending in futures])
             raise
         timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
         return urls
 
 
 def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def new_storage_id() -> str:
+    """The folder of one request's files in the storage: random, made by the server."""
     return uuid.uuid4().hex
 
 

@@ -3,13 +3,19 @@
 :class:`RenderPool` is a ``ProcessPoolExecutor`` started with the ``spawn`` method (forking a
 monkey-patched gevent process is what makes plain multiprocessing hang: gevent#936, gunicorn#1311).
 A greenlet waits for a job on a gevent event that the job's done-callback fires through a loop
-``async`` watcher (see :func:`_result`), so the loop keeps serving other requests (and /ping) while
+``async`` watcher (see :func:`app.loop.wait_future`), so the loop keeps serving other requests (and /ping) while
 the render processes use the CPUs. Every wait is capped by the request's deadline.
 
 :class:`InflightSlots` bounds the requests being animated across *all* gunicorn workers of a pod:
 N lock files in the shared runtime folder, each held with ``flock`` by the request that owns it.
 Taking a slot never waits: when all are held the caller answers 503 + Retry-After at once. The
 kernel drops a dead process's locks, so a crashed worker cannot leak slots.
+
+Work never outlives its request: :meth:`PoolJob.cancel` stops a job that is queued (it never
+starts) or running (its process gets ``SIGUSR1`` and the job raises :class:`JobCancelled`; the
+process stays in the pool). Render processes die with the worker that started them
+(``PR_SET_PDEATHSIG`` plus a watchdog thread), so a worker killed by SIGKILL, the OOM killer or a
+SIGBUS leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -19,13 +25,20 @@ import logging
 import multiprocessing
 import os
 import pickle
+import signal
+import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from .deadline import Deadline
-from .errors import ApiError, DeadlineExceeded
+from animator.files import write_atomic
+
+from .errors import DeadlineExceeded, RenderFailed
+from .loop import wait_future
 
 log = logging.getLogger("doodlepod.render_pool")
 
@@ -33,12 +46,22 @@ log = logging.getLogger("doodlepod.render_pool")
 RENDER_NICENESS = 10
 
 
-class RenderFailed(ApiError):
-    """A render process died (e.g. killed for memory); the pool is restarted for the next request."""
-    status, code = 500, "render_failed"
+#: Seconds an abandoned job gets to stop after its cancellation before its process is killed.
+CANCEL_GRACE_S = 5.0
+#: Seconds between a render process's checks that the worker that started it is still alive.
+WATCHDOG_PERIOD_S = 1.0
+_PR_SET_PDEATHSIG = 1
 
 
-def _child_init(niceness: int) -> None:
+class JobCancelled(Exception):
+    """Raised inside a render process when its request abandoned the job (see :meth:`PoolJob.cancel`)."""
+
+
+#: In a render process: the cancel-marker path of the job running now (None between jobs).
+_running_job: list[str | None] = [None]
+
+
+def _child_init(niceness: int, parent_pid: int | None = None) -> None:
     # One BLAS/OpenMP thread per process: the pool already has one process per CPU.
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
@@ -46,18 +69,64 @@ def _child_init(niceness: int) -> None:
         os.nice(niceness)
     except OSError:
         pass
+    if parent_pid is not None:
+        _die_with(parent_pid)
+    signal.signal(signal.SIGUSR1, _on_cancel_signal)
+
+
+def _die_with(parent_pid: int) -> None:
+    """End this process when ``parent_pid`` (the worker) dies, however it dies.
+
+    The kernel sends SIGKILL on the parent's death (``PR_SET_PDEATHSIG``, Linux); a watchdog thread
+    covers what that misses (the parent dying before the call, other kernels).
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_PERIOD_S)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="doodlepod-parent-watchdog", daemon=True).start()
+
+
+def _on_cancel_signal(signum: int, frame: Any) -> None:
+    marker = _running_job[0]
+    if marker is not None and os.path.exists(marker):  # a late signal for a finished job is ignored
+        raise JobCancelled("the request abandoned this job")
 
 
 def _call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
-    """Child side of :meth:`RenderPool.submit`: read the arguments from a file, write the result to one."""
-    with open(in_path, "rb") as fh:
-        args = pickle.load(fh)
-    os.unlink(in_path)
-    result = fn(*args)
-    tmp = out_path + ".tmp"
-    with open(tmp, "wb") as fh:
+    """Child side of :meth:`RenderPool.submit`: read the arguments from a file, write the result to one.
+
+    The job first publishes its pid (``<job>.pid``) so that :meth:`PoolJob.cancel` can signal it,
+    then checks its cancel marker (``<job>.cancel``): a job cancelled while queued never starts.
+    """
+    stem = in_path[:-3]
+    write_atomic(stem + ".pid", str(os.getpid()).encode(), mode=0o600)
+    _running_job[0] = stem + ".cancel"
+    try:
+        if os.path.exists(stem + ".cancel"):
+            raise JobCancelled("the request abandoned this job before it started")
+        with open(in_path, "rb") as fh:
+            args = pickle.load(fh)
+        os.unlink(in_path)
+        result = fn(*args)
+    finally:
+        _running_job[0] = None
+    # No temporary name needed: the parent opens the file only after this function has returned,
+    # and removes it, complete or not, whatever happened.
+    with open(out_path, "wb") as fh:
         pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, out_path)
     return out_path
 
 
@@ -69,17 +138,46 @@ class PoolJob:
     in_path: str
     out_path: str
 
+    @property
+    def stem(self) -> str:
+        return self.in_path[:-3]
+
     def cancel(self) -> None:
-        self.future.cancel()
+        """Stop the job: dropped if still queued, else its process is told to abandon it. The spill
+        files go once the future settles."""
+        if self.future.cancel():
+            self._remove_files()
+            return
+        if self.future.done():
+            return
+        with open(self.stem + ".cancel", "w"):
+            pass
+        self.future.add_done_callback(lambda _f: self._remove_files())
+        pid = self.pid()
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+
+    def pid(self) -> int | None:
+        """The render process running the job (None while it is queued)."""
+        try:
+            with open(self.stem + ".pid") as fh:
+                return int(fh.read())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _remove_files(self) -> None:
+        _remove(self.in_path, self.out_path, self.stem + ".pid", self.stem + ".cancel")
 
 
 def _remove(*paths: str) -> None:
     for path in paths:
-        for p in (path, path + ".tmp"):
-            try:
-                os.unlink(p)
-            except FileNotFoundError:
-                pass
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 class RenderPool:
@@ -102,7 +200,7 @@ class RenderPool:
         if self._executor is None:
             self._executor = cf.ProcessPoolExecutor(
                 max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_child_init, initargs=(RENDER_NICENESS,))
+                initializer=_child_init, initargs=(RENDER_NICENESS, os.getpid()))
         return self
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> PoolJob:
@@ -119,31 +217,52 @@ class RenderPool:
         return PoolJob(future, in_path, out_path)
 
     def wait(self, job: PoolJob, deadline: Deadline, stage: str) -> Any:
-        """The job's result, waited for without blocking the gevent loop; raises past the deadline."""
-        timeout = deadline.check(stage)
+        """The job's result, waited for without blocking the gevent loop; past the deadline the job
+        is cancelled and :class:`DeadlineExceeded` raised."""
         try:
-            out_path = _result(job.future, timeout)
-        except cf.TimeoutError:
-            if not job.future.cancel():  # running: clean its files up when it finishes
-                job.future.add_done_callback(lambda _f: _remove(job.in_path, job.out_path))
-            else:
-                _remove(job.in_path, job.out_path)
-            raise DeadlineExceeded(f"request deadline of {deadline.seconds:g} s passed during {stage}") from None
+            timeout = deadline.check(stage)
+            out_path = wait_future(job.future, timeout)
+        except (cf.TimeoutError, DeadlineExceeded):
+            self.abandon([job])
+            raise deadline.exceeded(stage) from None
         except cf.process.BrokenProcessPool:
-            _remove(job.in_path, job.out_path)
+            job._remove_files()
             self._restart()
             raise RenderFailed(f"a render process died during {stage}; please retry") from None
         except BaseException:
-            _remove(job.in_path, job.out_path)
+            self.abandon([job])
             raise
         try:
             with open(out_path, "rb") as fh:
                 return pickle.load(fh)
         finally:
-            _remove(job.in_path, job.out_path)
+            job._remove_files()
 
     def run(self, fn: Callable[..., Any], *args: Any, deadline: Deadline, stage: str) -> Any:
         return self.wait(self.submit(fn, *args), deadline, stage)
+
+    def abandon(self, jobs: list[PoolJob], grace_s: float = CANCEL_GRACE_S) -> None:
+        """Cancel ``jobs`` and return once none of them runs any more: the render processes are
+        free again when this returns. A job still running ``grace_s`` after its cancellation
+        (stuck in native code) has its process killed; the pool restarts for the next request."""
+        live = [j for j in jobs if not j.future.done()]
+        for job in live:
+            job.cancel()
+        end = time.monotonic() + grace_s
+        for job in live:
+            try:
+                wait_future(job.future, max(0.0, end - time.monotonic()))
+            except cf.TimeoutError:
+                pid = job.pid()
+                log.error("render job %s ignored its cancellation for %.0f s; killing process %s",
+                          os.path.basename(job.stem), grace_s, pid)
+                if pid is not None:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            except BaseException:  # JobCancelled, or the job's own error: either way it has ended
+                pass
 
     def warm(self) -> None:
         """Start every process now (imports included) instead of on the first request."""
@@ -163,46 +282,6 @@ class RenderPool:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-
-
-def _result(future: cf.Future, timeout: float) -> Any:
-    """``future.result(timeout)`` without blocking the gevent loop when running under gevent.
-
-    The future's done-callback (run by the executor's result thread, whichever kind of thread that
-    is) wakes this greenlet through a loop ``async`` watcher, the thread-safe way to signal a gevent
-    hub. (Waiting in ``hub.threadpool.apply(future.result)`` works for one job at a time but was
-    measured to stall for tens of seconds with several jobs in flight: a native thread blocking on
-    monkey-patched locks.)
-    """
-    try:
-        from gevent import monkey
-        patched = monkey.is_module_patched("threading")
-    except ImportError:
-        patched = False
-    if not patched or future.done():
-        return future.result(timeout)
-    import gevent
-    from gevent.event import Event
-
-    hub = gevent.get_hub()
-    done = Event()
-    watcher = hub.loop.async_()
-    watcher.start(done.set)
-    live = [True]
-
-    def wake(_: cf.Future) -> None:
-        if live[0]:
-            watcher.send()
-
-    try:
-        future.add_done_callback(wake)
-        if not done.wait(timeout):
-            raise cf.TimeoutError()
-        return future.result(0)
-    finally:
-        live[0] = False
-        watcher.stop()
-        watcher.close()
 
 
 class InflightSlots:

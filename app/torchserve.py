@@ -1,25 +1,60 @@
 """Client of the TorchServe that runs the detector and the pose model (over localhost in the pod).
 
-Every call has a timeout (capped by the request's deadline) and retries connection failures and
-TorchServe's "busy" answers (503, 507) with exponential backoff. Readiness comes from the management
-API (``GET /models/NAME``: at least one worker READY), because TorchServe's own ``/ping`` says
-Healthy before the models have loaded.
+Every call has a timeout (capped by the request's deadline) that covers the whole exchange, the
+answer's body included: under gevent workers one ``gevent.Timeout`` bounds connect, send and every
+byte of the answer, so a server that trickles its answer cannot hold a request past its deadline
+(a per-read socket timeout alone would let one byte every few seconds go on for ever). Answers are
+read up to :data:`MAX_ANSWER_BYTES`. Connection failures, answers cut off mid-body and TorchServe's
+"busy" answers (503, 507) are retried with exponential backoff; every transport error ends as a JSON
+502 or 503 (never a 500). Readiness comes from the management API (``GET /models/NAME``: at least
+one worker READY), because TorchServe's own ``/ping`` says Healthy before the models have loaded.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import requests
 
 from .deadline import Deadline
-from .errors import DeadlineExceeded, ModelServerError, ModelServerUnavailable
+from .errors import ApiError, ModelServerError, ModelServerUnavailable
+from .loop import under_gevent
 
 log = logging.getLogger("doodlepod.torchserve")
 
 _BUSY = (503, 507)
+#: Largest answer read from TorchServe (detections and keypoints are a few KB).
+MAX_ANSWER_BYTES = 8 * 2**20
+
+
+class _AttemptTimedOut(Exception):
+    """One call to TorchServe ran past its time limit (raised by :func:`_time_limit`)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Bound the whole block to ``seconds`` under gevent (the app's workers); a no-op elsewhere,
+    where requests' per-read timeouts are the only bound."""
+    if not under_gevent():
+        yield
+        return
+    import gevent
+    with gevent.Timeout(seconds, _AttemptTimedOut):
+        yield
+
+
+def _read_answer(resp: requests.Response, limit: int = MAX_ANSWER_BYTES) -> bytes:
+    """The body of a streamed answer, at most ``limit`` bytes (ModelServerError beyond)."""
+    chunks, size = [], 0
+    for chunk in resp.iter_content(64 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise ModelServerError(f"TorchServe answered more than {limit // 2**20} MiB")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 class TorchServeClient:
@@ -49,35 +84,47 @@ class TorchServeClient:
         while True:
             timeout = deadline.cap(self.timeout_s, stage)
             problem: str
+            failure: type[ApiError] = ModelServerUnavailable  # what to raise once retries are spent
             try:
-                resp = self.session.post(url, files={"data": ("image.png", image, "image/png")},
-                                         timeout=(min(timeout, 3.0), timeout))
+                status, body = self._post(url, image, timeout)
             except requests.ConnectionError as exc:
                 problem = f"cannot connect to TorchServe at {self.inference_url} ({type(exc).__name__})"
-            except requests.Timeout:
+            except (requests.Timeout, _AttemptTimedOut):
                 deadline.check(stage)
-                raise ModelServerUnavailable(f"model '{model}' did not answer within {timeout:.1f} s")
+                raise ModelServerUnavailable(f"model '{model}' did not answer within {timeout:.1f} s") from None
+            except requests.RequestException as exc:  # the answer was cut off or garbled mid-body
+                problem = f"model '{model}' sent a broken answer ({type(exc).__name__})"
+                failure = ModelServerError
             else:
-                if resp.status_code == 200:
+                if status == 200:
                     try:
-                        return resp.json()
-                    except (ValueError, json.JSONDecodeError):
+                        return json.loads(body)
+                    except (ValueError, RecursionError):
                         raise ModelServerError(f"model '{model}' answered something that is not JSON") from None
-                if resp.status_code == 404:
+                if status == 404:
                     raise ModelServerUnavailable(f"model '{model}' is not loaded in TorchServe")
-                if resp.status_code not in _BUSY:
-                    raise ModelServerError(f"model '{model}' failed with HTTP {resp.status_code}: "
-                                           f"{_short(resp.text)}")
-                problem = f"model '{model}' is busy (HTTP {resp.status_code})"
+                if status not in _BUSY:
+                    raise ModelServerError(f"model '{model}' failed with HTTP {status}: "
+                                           f"{_short(body.decode('utf-8', 'replace'))}")
+                problem = f"model '{model}' is busy (HTTP {status})"
             if attempt >= self.retries:
-                raise ModelServerUnavailable(problem + f"; gave up after {attempt + 1} attempts")
+                raise failure(problem + f"; gave up after {attempt + 1} attempts")
             pause = self.backoff_s * (2 ** attempt)
             if deadline.remaining() <= pause:
-                raise DeadlineExceeded(f"request deadline of {deadline.seconds:g} s passed during {stage} "
-                                       f"({problem})")
+                raise deadline.exceeded(stage, problem)
             log.warning("%s; retry %d/%d in %.2f s", problem, attempt + 1, self.retries, pause)
             time.sleep(pause)
             attempt += 1
+
+    def _post(self, url: str, image: bytes, timeout: float) -> tuple[int, bytes]:
+        """One attempt: (status, body), the whole exchange within ``timeout`` seconds."""
+        with _time_limit(timeout):
+            resp = self.session.post(url, files={"data": ("image.png", image, "image/png")},
+                                     timeout=(min(timeout, 3.0), timeout), stream=True)
+            try:
+                return resp.status_code, _read_answer(resp)
+            finally:
+                resp.close()
 
     def model_state(self, model: str, timeout_s: float) -> dict[str, Any]:
         """Readiness of ``model``: ``{"ready": bool, "detail": str, "workers": {status: count}}``."""

@@ -60,7 +60,8 @@ def main() -> int:
         env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
                "DOODLEPOD_LOCAL_DIR": str(app_dir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
                "DOODLEPOD_LOG_LEVEL": "info"}  # the stack waits for the pool's info line
-        env.update({k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_") and k not in ("DOODLEPOD_CACHE", "DOODLEPOD_VENV")})
+        env.update({k: v for k, v in os.environ.items()
+                    if k.startswith("DOODLEPOD_") and k not in ("DOODLEPOD_CACHE", "DOODLEPOD_VENV")})
         app = stack.Gunicorn(app_dir, env).start()
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=chromium, headless=True)
@@ -83,11 +84,13 @@ def main() -> int:
         for key, label in (("patch_answered", "PATCH answered"), ("preview_answered", "preview URL answered"),
                            ("ms", "first preview frame playing")):
             values = [f[key] for f in rows]
-            print(f"  {label:28s} p50 {pct(values, 50):6.0f} ms  p90 {pct(values, 90):6.0f} ms  max {max(values):6.0f} ms")
+            print(f"  {label:28s} p50 {pct(values, 50):6.0f} ms  p90 {pct(values, 90):6.0f} ms  "
+                  f"max {max(values):6.0f} ms")
         p50 = statistics.median(f["ms"] for f in rows)
         passed = p50 <= TARGET_MS
         ok &= passed
-        print(f"  Save -> first preview frame p50 {p50:.0f} ms (target <= {TARGET_MS:.0f} ms): {'PASS' if passed else 'FAIL'}")
+        print(f"  Save -> first preview frame p50 {p50:.0f} ms (target <= {TARGET_MS:.0f} ms): "
+              f"{'PASS' if passed else 'FAIL'}")
     return 0 if ok or args.no_fail else 1
 
 

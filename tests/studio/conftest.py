@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+
 from tests.conftest import REPO
 
 #: Where the tests save their screenshots (build/ is not tracked).
@@ -60,8 +61,9 @@ def open_page(browser) -> Iterator[Callable[..., Any]]:
     """``open_page(width, height, touch=False)``: a fresh browser context and page at that viewport.
 
     The context prefers reduced motion, so the page scrolls at once instead of smoothly (a smooth
-    scroll would move the elements a test is about to drag). Uncaught exceptions in the page fail the test at teardown (a broken page must not pass because
-    the asserted element happened to render); console errors are printed for the log."""
+    scroll would move the elements a test is about to drag). Uncaught exceptions in the page fail
+    the test at teardown (a broken page must not pass because the asserted element happened to
+    render); console errors are printed for the log."""
     contexts, errors = [], []
 
     def open_(width: int, height: int, touch: bool = False):

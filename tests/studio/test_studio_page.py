@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import requests
 from PIL import Image
-from tests.conftest import CHAR1
 
+from tests.conftest import CHAR1
 from tests.fixtures.torchserve_fake import stack
 from tests.studio.conftest import SCREENSHOTS
 
@@ -217,7 +217,8 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
     assert len(changed) > 0
     assert np.abs(changed[:, 0] - row).max() <= 12, "the mask changed away from the stroke"
     assert not ((mask_before > 127) & (mask_after <= 127)).any(), "the brush removed mask pixels"
-    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview').dataset.state === 'playing'")
+    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')"
+                           ".dataset.state === 'playing'")
     screenshot(page, "studio-1280x800.png")
 
     # 5. render dab: it plays inline with a download link

@@ -4,10 +4,13 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from tests.conftest import REPO
 
 STATIC = REPO / "app" / "static" / "studio"
-TESTIDS = ("upload", "box", "mask-brush", "mask-eraser", "save", "render", "error")
+#: The page's static hooks (box, joint-<name>, motion-<name>, animation-<name> are made by its scripts
+#: from the API's answers: test_studio_page.py uses them).
+TESTIDS = ("upload", "mask-brush", "mask-eraser", "save", "render", "error")
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +31,8 @@ def _page_files() -> list[str]:
         seen.append(path)
         if path.endswith(".js"):
             folder = path.rsplit("/", 1)[0]
-            for rel in re.findall(r'^import .* from "\./([^"]+)";', (STATIC / path[len("studio/"):]).read_text(), re.MULTILINE):
-                todo.append(f"{folder}/{rel}")
+            source = (STATIC / path[len("studio/"):]).read_text()
+            todo += [f"{folder}/{rel}" for rel in re.findall(r'^import .* from "\./([^"]+)";', source, re.MULTILINE)]
     return sorted(seen)
 
 
@@ -79,8 +82,8 @@ def test_browser_root_redirects_to_studio_and_api_root_is_unchanged(locked):
     assert locked.post("/", json={"file": ""}).status_code == 401
 
 
-@pytest.mark.parametrize("path", ["/studio/../__init__.py", "/studio/%2e%2e/config.py", "/studio/js/../../../routes/studio.py",
-                                  "/studio/nope.js"])
+@pytest.mark.parametrize("path", ["/studio/../__init__.py", "/studio/%2e%2e/config.py",
+                                  "/studio/js/../../../routes/studio.py", "/studio/nope.js"])
 def test_no_file_outside_the_page(locked, path):
     r = locked.get(path)
     assert r.status_code == 404
