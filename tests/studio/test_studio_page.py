@@ -281,6 +281,40 @@ def test_errors_are_shown_in_words(server, open_page):
     assert page.get_by_test_id("upload").is_enabled()
 
 
+def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, open_page):
+    """The detector finds nothing (as tiny random models often do): the error offers to place the box
+    and joints by hand; the page guesses them from the photo's ink and the server skips both models."""
+    page_image, _ = stack.page_with_character("char1", (1200, 900), (300, 150))
+    photo = stack.encode(page_image, "JPEG", quality=90)
+    torchserve.set_control(detector={"mode": "boxes", "boxes": []})
+    try:
+        page = open_page(1280, 800)
+        page.goto(f"{server.url}/studio")
+        page.wait_for_selector("body[data-ready=true]")
+        paste_token(page)
+        page.get_by_test_id("upload").set_input_files(
+            files=[{"name": "page.jpg", "mimeType": "image/jpeg", "buffer": photo}])
+        action = page.get_by_test_id("error-action")
+        action.wait_for(state="visible")
+        assert "No drawing was found" in page.get_by_test_id("error").inner_text()
+        calls_before = len(torchserve.calls())
+        action.click()
+        page.get_by_test_id("joint-neck").wait_for(state="visible")
+        assert page.get_by_test_id("error").is_hidden()
+        cid = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('character')")
+        doc = get_doc(server, cid)
+    finally:
+        texture, joints = stack.load_fixture_character("char1")
+        torchserve.set_control(pose={"mode": "fractions",
+                                     "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
+    assert torchserve.calls()[calls_before:] == [], "the manual character went through the models"
+    assert doc["detections"] == []
+    ink = stack.ink_box(page_image)  # where the drawing's paper lies on the white page
+    assert all(abs(a - b) <= 12 for a, b in zip(doc["bbox"], ink)), (doc["bbox"], ink)
+    l, t, r, b = ink
+    assert all(l <= x <= r and t <= y <= b for x, y in doc["joints"].values())
+
+
 def _upload(server) -> dict:
     with open(TEXTURE, "rb") as fh:
         r = requests.post(f"{server.url}/characters", files={"image": ("char1.png", fh, "image/png")},

@@ -75,10 +75,11 @@ async function errorFrom(status, readJson, headers) {
 }
 
 /**
- * POST a photo as multipart `image` with XMLHttpRequest (fetch cannot report upload progress).
- * `onProgress(fraction)` gets 0..1 while the bytes go up, then `null` while the models run.
+ * POST a photo as multipart `image` (plus form `fields`) with XMLHttpRequest: fetch cannot report
+ * upload progress. `onProgress(fraction)` gets 0..1 while the bytes go up, then `null` while the
+ * models run.
  */
-export function upload(path, file, onProgress) {
+export function upload(path, file, onProgress, fields = {}) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", path);
@@ -101,6 +102,7 @@ export function upload(path, file, onProgress) {
     };
     const form = new FormData();
     form.append("image", file, file.name || "photo");
+    for (const [name, value] of Object.entries(fields)) form.append(name, value);
     xhr.send(form);
   });
 }

@@ -4,12 +4,13 @@
 import { ApiError, call, describe, fetchBitmap, getToken, setToken, upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
+import { guessFigure } from "./manual.js";
 import { Gallery, MotionPicker } from "./motions.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   token: $("token"), tokenBox: $("token-box"),
-  upload: $("upload"), camera: $("camera"), progress: $("progress"), progressBar: $("progress-bar"), progressText: $("progress-text"),
+  upload: $("upload"), camera: $("camera"), manual: $("upload-manual"), progress: $("progress"), progressBar: $("progress-bar"), progressText: $("progress-text"),
   error: $("error"),
   fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"),
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
@@ -27,7 +28,8 @@ window.studio = { timings: [] };
 
 // --- errors and progress ----------------------------------------------------------------------
 
-function showError(err) {
+/** Show `err` (an ApiError, an Error or a sentence) in words; `action` adds a button {label, run}. */
+function showError(err, action = null) {
   ui.error.replaceChildren();
   if (!err) {
     ui.error.hidden = true;
@@ -41,6 +43,14 @@ function showError(err) {
     const detail = document.createElement("small");
     detail.textContent = [err.status && `HTTP ${err.status}`, err.code, err.requestId && `request ${err.requestId}`].filter(Boolean).join(" · ");
     ui.error.append(detail);
+  }
+  if (action) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = action.label;
+    button.dataset.testid = "error-action";
+    button.addEventListener("click", action.run, { once: true });
+    ui.error.append(button);
   }
   ui.error.hidden = false;
   if (err instanceof ApiError && err.status === 401) {
@@ -83,23 +93,44 @@ async function busy(work) {
 
 // --- step 1: the photo -------------------------------------------------------------------------
 
-async function createFrom(file) {
+// Errors after which placing the box and joints by hand is the way on.
+const MODELS_MISSED = new Set(["no_character", "no_skeleton", "invalid_character"]);
+
+/**
+ * Make a character of `file`. With `manual`, the page guesses the box (the photo's ink) and a
+ * standing figure's joints itself and sends them, so the server skips detection and pose.
+ */
+async function createFrom(file, { manual = false } = {}) {
   if (!file) return;
   showError(null);
+  let missed = null;
   await busy(async () => {
     try {
+      let fields = {};
+      if (manual) {
+        progress("Looking for the drawing's ink…", null);
+        const guess = await guessFigure(file);
+        fields = { bbox: JSON.stringify(guess.bbox), joints: JSON.stringify(guess.joints) };
+      }
       progress("Uploading…", 0);
+      const waiting = manual ? "Cutting out the drawing…" : "Finding the drawing, its mask and joints…";
       const doc = await upload("characters", file, (f) =>
-        f === null ? progress("Finding the drawing, its mask and joints…", null) : progress(`Uploading ${Math.round(f * 100)} %`, f));
+        f === null ? progress(waiting, null) : progress(`Uploading ${Math.round(f * 100)} %`, f), fields);
       progress("Loading the character…", null);
       await open(doc);
       reveal(ui.fix, "start");
+      if (manual) ui.hint.textContent = "Drag the box around the drawing and each joint onto its place, then Save.";
+    } catch (err) {
+      if (!manual && err instanceof ApiError && MODELS_MISSED.has(err.code)) missed = err;
+      else throw err;
     } finally {
       progress(null);
-      ui.upload.value = "";
-      ui.camera.value = "";
+      for (const input of [ui.upload, ui.camera, ui.manual]) input.value = "";
     }
   });
+  if (missed) {
+    showError(missed, { label: "Place the box and joints myself", run: () => createFrom(file, { manual: true }) });
+  }
 }
 
 // --- step 2: the editor --------------------------------------------------------------------------
@@ -270,6 +301,7 @@ function refreshButtons() {
   ui.remove.disabled = state.busy || !state.doc;
   ui.upload.disabled = state.busy;
   ui.camera.disabled = state.busy;
+  ui.manual.disabled = state.busy;
 }
 
 function wire() {
@@ -291,6 +323,7 @@ function wire() {
     createFrom(file);
   });
   ui.camera.addEventListener("change", () => createFrom(ui.camera.files[0]));
+  ui.manual.addEventListener("change", () => createFrom(ui.manual.files[0], { manual: true }));
   for (const button of document.querySelectorAll("[data-tool]")) {
     button.addEventListener("click", () => {
       editor.setTool(button.dataset.tool);
