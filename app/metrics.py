@@ -24,6 +24,11 @@ STAGE_SECONDS = Histogram("doodlepod_stage_seconds", "Time of each pipeline stag
 RENDERS_IN_FLIGHT = Gauge("doodlepod_renders_in_flight", "Requests holding a render slot now.",
                           multiprocess_mode="livesum")
 ANIMATIONS = Counter("doodlepod_animations_total", "Animations rendered and stored.", ["motion", "format"])
+ANIMATION_CACHE = Counter("doodlepod_animation_cache_total", "Animations a character's render request "
+                          "found already stored (hit) or had to render (miss).", ["result"])
+CHARACTER_EDITS = Counter("doodlepod_character_edits_total", "Characters created and edited, by what "
+                          "changed (create, bbox, mask, joints).", ["change"])
+EXPIRED = Counter("doodlepod_expired_total", "Stored items deleted by the expiry sweep.", ["kind"])
 
 
 def render_latest() -> tuple[bytes, str]:

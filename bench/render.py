@@ -116,10 +116,12 @@ def write_scene(folder: Path, size: str) -> Path:
 
     w, h = (int(v) for v in size.lower().split("x"))
     y, x = np.mgrid[0:h, 0:w]
-    Image.fromarray(np.dstack([x * 0 + 90, 140 + y * 80 // h, 200 - x * 60 // w]).astype(np.uint8)).save(folder / "sky.png")
+    sky = np.dstack([x * 0 + 90, 140 + y * 80 // h, 200 - x * 60 // w]).astype(np.uint8)
+    Image.fromarray(sky).save(folder / "sky.png")
     ex = AD / "examples"
     chars = []
-    for name, motion, retarget, x0 in (("char1", "dab", "fair1_ppf", -0.4), ("char2", "jumping_jacks", "cmu1_pfp", 0.4)):
+    for name, motion, retarget, x0 in (("char1", "dab", "fair1_ppf", -0.4),
+                                       ("char2", "jumping_jacks", "cmu1_pfp", 0.4)):
         text = (ex / "config" / "retarget" / f"{retarget}.yaml").read_text()
         (folder / f"{name}.yaml").write_text(text.replace("char_starting_location: [0.0, 0.0, -0.5]",
                                                           f"char_starting_location: [{x0}, 0.0, -0.5]"))

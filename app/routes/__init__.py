@@ -2,18 +2,19 @@
 
 Public: :mod:`.health` (probes, metrics), :mod:`.files` (the local storage's files) and
 :mod:`.studio` (the studio page, whose API calls carry the person's token). Behind the
-bearer token: the children of :mod:`.api`'s ``api`` blueprint (:mod:`.animate`, :mod:`.motions`),
-which inherit its auth hook. A new endpoint module adds its ``bp`` to one of the two lists below.
+bearer token: the children of :mod:`.api`'s ``api`` blueprint (:mod:`.animate`, :mod:`.motions`,
+:mod:`.characters`), which inherit its auth hook. A new endpoint module adds its ``bp`` to one of the
+two lists below.
 """
 from __future__ import annotations
 
 from flask import Flask
 
-from . import animate, files, health, motions, studio
+from . import animate, characters, files, health, motions, studio
 from .api import api
 
 #: Children of ``api``: bearer auth applies.
-API_CHILDREN = (animate.bp, motions.bp)
+API_CHILDREN = (animate.bp, motions.bp, characters.bp)
 #: Registered on the app directly: no auth.
 PUBLIC = (health.bp, files.bp, studio.bp)
 

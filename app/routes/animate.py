@@ -37,7 +37,9 @@ def animate():
         return _animate(deadline)
 
 
-def _animate(deadline: Deadline):
+def read_drawing() -> bytes:
+    """The uploaded drawing: the multipart field ``image``, or the raw body with an ``image/*`` type
+    (POST /animate and POST /characters take it the same way)."""
     upload = request.files.get("image")
     if upload is None:
         if request.mimetype.startswith("image/"):
@@ -48,6 +50,11 @@ def _animate(deadline: Deadline):
         image, declared = upload.read(), upload.mimetype
     if declared and not (declared.startswith("image/") or declared in ("application/octet-stream", "")):
         _reject_if_not_image(image, declared)
+    return image
+
+
+def _animate(deadline: Deadline):
+    image = read_drawing()
     fmt = (request.form.get("format") or services().settings.default_format).lower()
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
