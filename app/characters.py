@@ -7,8 +7,9 @@ worker's memory, so any worker of any pod serves any step. Layout under ``charac
     image.png               the work image: the upload oriented, flattened on white, downsized
     g<N>-<hex>/texture.png  the crop the app works on (made by version N)
     g<N>-<hex>/mask.png     white on the character, same grid as the texture
+    g<N>-<hex>/tinted.png   the crop with the mask tinted (the overlay's background, internal)
     r<N>-<hex>/overlay.png  the crop with the mask tinted, the box and the skeleton drawn
-    r<N>-<hex>/anim/<motion>-<size>px-<fps>.<ext>   animations of version N (the render cache)
+    r<N>-<hex>/anim/<motion>-<size>px-<fps>fps.<ext>   animations of version N (the render cache)
 
 Atomic edits: an edit reads the document (and its storage tag), writes the new version's files
 into fresh folders, then replaces the document only if it is unchanged since it was read (S3
@@ -54,8 +55,7 @@ DOCUMENT = "character.json"
 #: Tries of an edit that lost the race for the document to another edit (without If-Match).
 EDIT_TRIES = 3
 #: Stored files of a character; the public ones appear in the document's ``urls``.
-FILE_NAMES = {"texture": "texture.png", "mask": "mask.png", "overlay": "overlay.png", "tinted": "tinted.npy"}
-CONTENT_TYPES = {"tinted": "application/octet-stream"}
+FILE_NAMES = {"texture": "texture.png", "mask": "mask.png", "overlay": "overlay.png", "tinted": "tinted.png"}
 PUBLIC_FILES = ("image", "texture", "mask", "overlay")
 
 
@@ -235,7 +235,7 @@ class Characters:
                 record.files[name] = self._key(record.id, f"{grid}/{FILE_NAMES[name]}")
         record.files["overlay"] = self._key(record.id, f"{record.rev}/{FILE_NAMES['overlay']}")
         for name in (*changed, "overlay"):
-            self._put(record.files[name], files[name], deadline, CONTENT_TYPES.get(name, "image/png"))
+            self._put(record.files[name], files[name], deadline)
         return written
 
     # -- edit ---------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ class Characters:
                 given = {"texture_png": self._get(old, "texture", deadline), "mask_bytes": change.mask,
                          "new_mask": True}
             else:                        # only the skeleton moved: no image to decode
-                given = {"tinted_npy": self._get(old, "tinted", deadline),
+                given = {"tinted": self._get(old, "tinted", deadline),
                          "mask_bytes": self._get(old, "mask", deadline)}
         files = self._rig_files(new, deadline, timings, **given)
         with p._stage(timings, "store"):

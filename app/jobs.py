@@ -336,84 +336,92 @@ _BOX = (220, 0, 220)
 _SIDE_COLOURS = {"left": (40, 110, 255), "right": (235, 50, 50), "": (30, 190, 60)}
 
 
-def tinted_crop(texture: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """The crop (RGB uint8) with the mask tinted: the part of the overlay that only a new box or a
-    new mask changes (stored beside the mask, so that moving a joint decodes no PNG)."""
+#: Colours of the crop in the tinted picture; the overlay's own colours take the palette entries after.
+_CROP_COLOURS = 60
+_INK = {"box": _BOX, "left": _SIDE_COLOURS["left"], "right": _SIDE_COLOURS["right"], "": _SIDE_COLOURS[""],
+        "white": (255, 255, 255)}
+_INK_INDEX = {name: _CROP_COLOURS + i for i, name in enumerate(_INK)}
+
+
+def tinted_png(texture: np.ndarray, mask: np.ndarray) -> bytes:
+    """The crop with the mask tinted, as a palette PNG whose entries after :data:`_CROP_COLOURS` are
+    the overlay's inks: the part of the overlay only a new box or a new mask changes. It is stored
+    beside the mask, so that moving a joint costs a 2 ms decode and drawing, no quantizing."""
     rgb = texture[..., :3]
     tinted = ((rgb.astype(np.uint16) * 141 + np.array(_TINT, np.uint16) * 115) >> 8).astype(np.uint8)
-    return np.where(mask[..., None], tinted, rgb)
+    im = Image.fromarray(np.where(mask[..., None], tinted, rgb)).quantize(
+        _CROP_COLOURS, method=Image.Quantize.FASTOCTREE)
+    palette = (im.getpalette() or [])[: 3 * _CROP_COLOURS]
+    palette += [0] * (3 * _CROP_COLOURS - len(palette))
+    im.putpalette(palette + [c for ink in _INK.values() for c in ink])
+    buf = io.BytesIO()
+    im.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
 
 
-def overlay_png(tinted: np.ndarray, joints: list[tuple[str, tuple[float, float], str | None]]) -> bytes:
-    """A picture to judge a character at a glance: the :func:`tinted_crop`, the box (the crop's
+def overlay_png(tinted: bytes, joints: list[tuple[str, tuple[float, float], str | None]]) -> bytes:
+    """A picture to judge a character at a glance: the :func:`tinted_png` crop, the box (the crop's
     border) and the skeleton (bones, and a dot per joint; the figure's left side blue, its right
     side red, the rest green). Everything in texture pixels."""
     from PIL import ImageDraw
 
-    im = Image.fromarray(tinted)
-    draw = ImageDraw.Draw(im)
-    w, h = im.size
-    line = max(2, round(min(w, h) / 150))
-    draw.rectangle([0, 0, w - 1, h - 1], outline=_BOX, width=line)
-    where = {name: loc for name, loc, _ in joints}
+    with Image.open(io.BytesIO(tinted)) as im:
+        im.load()
+        draw = ImageDraw.Draw(im)
+        w, h = im.size
+        line = max(2, round(min(w, h) / 150))
+        draw.rectangle([0, 0, w - 1, h - 1], outline=_INK_INDEX["box"], width=line)
+        where = {name: loc for name, loc, _ in joints}
 
-    def colour(name: str) -> tuple[int, int, int]:
-        side = name.split("_", 1)[0] if name.startswith(("left_", "right_")) else ""
-        return _SIDE_COLOURS[side]
+        def ink(name: str) -> int:
+            return _INK_INDEX[name.split("_", 1)[0] if name.startswith(("left_", "right_")) else ""]
 
-    for name, loc, parent in joints:
-        if parent in where:
-            draw.line([tuple(where[parent]), tuple(loc)], fill=colour(name), width=line)
-    r = line * 2
-    for name, (x, y), _ in joints:
-        draw.ellipse([x - r, y - r, x + r, y + r], fill=colour(name), outline=(255, 255, 255))
-    buf = io.BytesIO()
-    # a 64-colour palette: a preview, 4x smaller and faster to encode than full colour
-    im.quantize(64, method=Image.Quantize.FASTOCTREE).save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
-
-
-def _npy(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, array, allow_pickle=False)
+        for name, loc, parent in joints:
+            if parent in where:
+                draw.line([tuple(where[parent]), tuple(loc)], fill=ink(name), width=line)
+        r = line * 2
+        for name, (x, y), _ in joints:
+            draw.ellipse([x - r, y - r, x + r, y + r], fill=ink(name), outline=_INK_INDEX["white"])
+        buf = io.BytesIO()
+        im.save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
 
 
 def character_files(joints: list[tuple[str, tuple[float, float], str | None]], *,
                     texture: np.ndarray | None = None, texture_png: bytes | None = None,
                     mask: np.ndarray | None = None, mask_bytes: bytes | None = None, new_mask: bool = False,
-                    tinted_npy: bytes | None = None) -> dict[str, Any]:
+                    tinted: bytes | None = None) -> dict[str, Any]:
     """One render-process job for a character version: check the rig and make the files that changed.
 
     Given arrays (a new crop) are encoded; given bytes are stored files (or, with ``new_mask``, a
     mask a client sent: read, checked against the texture's size, stored binarised). With
-    ``tinted_npy`` (the stored :func:`tinted_crop`) and the stored mask, only the skeleton changed:
-    nothing is decoded but the small mask. Returns PNG bytes ``texture``, ``mask``, ``overlay`` and
-    ``tinted`` (.npy) for the files to write (None: unchanged), ``size`` (width, height) and
-    ``joints_on``.
+    ``tinted`` (the stored :func:`tinted_png`) and the stored mask, only the skeleton changed:
+    nothing is decoded but two small PNGs. Returns PNG bytes ``texture``, ``mask``, ``tinted`` and
+    ``overlay`` for the files to write (None: unchanged), ``size`` (width, height) and ``joints_on``.
     """
     out: dict[str, Any] = {"texture": None, "mask": None, "tinted": None}
-    if tinted_npy is not None and mask is None and not new_mask:
-        tinted = np.load(io.BytesIO(tinted_npy), allow_pickle=False)
-        mask = read_mask(mask_bytes, (tinted.shape[1], tinted.shape[0]))  # type: ignore[arg-type]
+    if tinted is not None and mask is None and not new_mask:
+        with Image.open(io.BytesIO(tinted)) as im:
+            size = im.size
+        mask = read_mask(mask_bytes, size)  # type: ignore[arg-type]
     else:
         if texture is None:
             texture = read_texture(texture_png)  # type: ignore[arg-type]
         else:
             out["texture"] = encode_png(np.ascontiguousarray(texture[..., :3]))
+        size = (texture.shape[1], texture.shape[0])
         if mask is None:
-            mask = read_mask(mask_bytes, (texture.shape[1], texture.shape[0]))  # type: ignore[arg-type]
+            mask = read_mask(mask_bytes, size)  # type: ignore[arg-type]
             if new_mask:
                 out["mask"] = mask_png(mask)
         else:
             out["mask"] = mask_png(mask)
-        tinted = tinted_crop(texture, mask)
-        out["tinted"] = _npy(tinted)
+        tinted = out["tinted"] = tinted_png(texture, mask)
     if not mask.any():
         raise InvalidCharacter("the mask is empty: paint the character white")
     out["joints_on"] = check_rig(mask, [(n, loc) for n, loc, _ in joints])
     out["overlay"] = overlay_png(tinted, joints)
-    out["size"] = (tinted.shape[1], tinted.shape[0])
+    out["size"] = size
     return out
 
 
