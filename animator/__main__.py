@@ -194,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("a scene file names its own motions and retarget configs: drop --retarget")
         if args.size:
             parser.error("a scene file sets its size (view.WINDOW_DIMENSIONS): drop --size")
+        if args.background is not None or args.margin is not None:
+            parser.error("a scene file sets its background (view.BACKGROUND_IMAGE, view.CLEAR_COLOR) and its "
+                         "framing (view.CAMERA_POS, view.CAMERA_FWD): drop --background/--margin")
     else:
         if not args.motion:
             parser.error("the following arguments are required: --motion/-m")
