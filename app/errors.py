@@ -252,7 +252,9 @@ def register(app: Flask) -> None:
         status = exc.code or 500
         log.warning("error status=%d code=%s message=%s", status, code, exc.description)
         _count(status, code)
-        return error_response(status, code, exc.description or exc.name)
+        # werkzeug's own headers stay (a 405's Allow, a 416's Content-Range); the body is ours
+        headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}
+        return error_response(status, code, exc.description or exc.name, headers)
 
     def on_unexpected(exc: Exception):
         log.exception("error status=500 code=internal_error unexpected %s", type(exc).__name__)

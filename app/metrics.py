@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram,
-                               generate_latest)
-from prometheus_client import multiprocess
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 
 _STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -46,11 +52,6 @@ def render_latest(queue=None) -> tuple[bytes, str]:
         text += generate_latest(extra)
     return text, CONTENT_TYPE_LATEST
 
-
-def mark_worker_dead(pid: int) -> None:
-    """Drop a dead worker's live gauges (gunicorn ``child_exit`` hook)."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        multiprocess.mark_process_dead(pid)
 
 # --- async jobs (app/jobs_queue.py, app/worker.py); the queue's depth and oldest age are read from
 # Redis at scrape time (:class:`QueueCollector`) ---

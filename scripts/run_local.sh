@@ -283,7 +283,8 @@ photo_note=""
 cat <<EOF
 
 doodlepod is running at $base  (models: $archives_kind weights; logs: $RUN_DIR/logs)
-Try, from $ROOT:
+Open $base/studio in a browser to upload a drawing, fix its box, mask and joints and watch it move.
+Or try, from $ROOT:
 
 # health: 200 with each component's state
 curl -s $base/ping
