@@ -14,8 +14,10 @@ Only file existence is checked here; the configs are parsed by :mod:`animator` i
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -77,3 +79,33 @@ def load_motions(extra_dir: str | Path | None = None) -> dict[str, Motion]:
     if extra_dir:
         motions.update(load_library(extra_dir, str(extra_dir)))
     return dict(sorted(motions.items()))
+
+
+def clip_seconds(motion: Motion) -> float:
+    """Playing time of a motion's clip in seconds (its BVH header and frame range), 0.0 when it
+    cannot be read here (the render process reports the real error). Renders take about as long
+    as their clips, so the pipeline starts the longest first."""
+    try:
+        return _clip_seconds(str(motion.motion_cfg), os.stat(motion.motion_cfg).st_mtime)
+    except Exception:  # noqa: BLE001 - an estimate; the render names any problem
+        return 0.0
+
+
+@lru_cache(maxsize=256)
+def _clip_seconds(motion_cfg: str, _mtime: float) -> float:
+    from animator.config import load_motion_config
+
+    cfg = load_motion_config(motion_cfg)
+    frames = frame_time = None
+    with open(cfg.bvh_path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:  # the header only: 'Frames:' and 'Frame Time:' follow the hierarchy
+            key, _, value = line.strip().partition(":")
+            if key == "Frames":
+                frames = int(value)
+            elif key == "Frame Time":
+                frame_time = float(value)
+                break
+    if not frames or not frame_time:
+        return 0.0
+    start, end = cfg.frame_range(frames)
+    return (end - start) * (cfg.frame_time or frame_time)

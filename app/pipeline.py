@@ -26,7 +26,7 @@ from . import jobs, metrics
 from .deadline import Deadline
 from .errors import (InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter,
                      NoSkeleton)
-from .motions import Motion
+from .motions import Motion, clip_seconds
 from .storage import LocalStorage, free_disk_mb
 
 log = logging.getLogger("doodlepod.pipeline")
@@ -180,9 +180,12 @@ class Pipeline:
         if s.render_max_frames:
             options["max_frames"] = s.render_max_frames
         t0 = time.perf_counter()
+        # longest clip first: with fewer render processes than motions, the short ones then fill in
+        # beside it instead of a long one starting last and running alone
+        order = sorted(job.motions, key=clip_seconds, reverse=True)
         futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg), str(m.retarget_cfg),
-                                        options)) for m in job.motions]
-        urls: dict[str, str] = {}
+                                        options)) for m in order]
+        done: dict[str, str] = {}
         try:
             for motion, future in futures:
                 out = self.pool.wait(future, job.deadline, f"animate:{motion.name}")
@@ -195,7 +198,7 @@ class Pipeline:
                 key = f"{folder}/{motion.name}.{out['extension']}"
                 with self._stage(timings, f"upload:{motion.name}"):
                     self.storage.put(key, out["data"], out["mime"], job.deadline)
-                urls[motion.name] = self.storage.url(key, job.base_url)
+                done[motion.name] = self.storage.url(key, job.base_url)
                 metrics.ANIMATIONS.labels(motion=motion.name, format=job.format).inc()
         except BaseException:
             # an error, a passed deadline or a dropped client: the other motions' renders stop now,
@@ -203,7 +206,7 @@ class Pipeline:
             self.pool.abandon([pending for _, pending in futures])
             raise
         timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
-        return urls
+        return {m.name: done[m.name] for m in job.motions}  # in the order asked for
 
 
 def new_request_id() -> str:

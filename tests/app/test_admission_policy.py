@@ -75,3 +75,19 @@ def test_only_completed_requests_feed_the_average_and_every_worker_sees_it(tmp_p
     assert other_worker.mean_duration() is not None and other_worker.mean_duration() < 1.0
     # a free slot's file is empty, so only held slots' ages count
     assert all((tmp_path / f"slot-{i}").read_text() == "" for i in range(2))
+
+
+def test_clip_seconds_is_the_clips_playing_time_so_the_longest_starts_first():
+    """The pipeline submits motions longest clip first; the estimate (BVH header and frame range
+    only) must agree with what the animator plays."""
+    import animator
+    from app.motions import clip_seconds, load_motions
+
+    lib = load_motions()
+    for name in ("dab", "jumping", "zombie", "jumping_jacks"):
+        m = lib[name]
+        full = animator.retarget(animator.load_character(REPO / "tests/fixtures/animated_drawings/examples/characters/char1"),
+                                 animator.load_motion_config(m.motion_cfg), animator.load_retarget_config(m.retarget_cfg))
+        assert clip_seconds(m) == pytest.approx(full.n_frames * full.frame_time_s, rel=1e-6), name
+    assert sorted(["dab", "jumping", "zombie"], key=lambda n: clip_seconds(lib[n]), reverse=True) == \
+        ["zombie", "dab", "jumping"]
