@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from animator.encode import FORMATS
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -123,7 +125,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_DEFAULT_MOTIONS", "dab,jumping,zombie", "Motions rendered when a request names none "
             "(also the old client's keys).", _csv),
     Setting("DOODLEPOD_DEFAULT_FORMAT", "gif", "Animation format when a request names none.",
-            _choice("gif", "webp", "mp4")),
+            _choice(*FORMATS)),
     Setting("DOODLEPOD_RENDER_SIZE", "400", "Width and height of rendered animations, in pixels.", int),
     Setting("DOODLEPOD_RENDER_FPS", "15", "Frames per second of the animations (the BVH clips are resampled; "
             "15 is smooth on a phone at 40% fewer frames than 25); 'native' keeps every BVH frame; empty: "
@@ -239,7 +241,7 @@ _IGNORED_PREFIXES = ("DOODLEPOD_RUN_",)
 
 
 def markdown_table() -> str:
-    """The settings as a Markdown table (name, default, description) for the README."""
+    """The settings as a Markdown table (name, default, description) for docs/configuration.md."""
     lines = ["| Variable | Default | Description |", "|---|---|---|"]
     for s in SETTINGS:
         default = f"`{s.default}`" if s.default else "(empty)"

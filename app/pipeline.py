@@ -24,8 +24,8 @@ import numpy as np
 
 from . import jobs, metrics
 from .deadline import Deadline
-from .errors import (InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter,
-                     NoSkeleton)
+from .errors import (InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter, NoSkeleton,
+                     from_animator)
 from .motions import Motion, clip_seconds
 from .storage import LocalStorage, free_disk_mb
 
@@ -122,8 +122,8 @@ class Pipeline:
         import animator
         try:
             character = animator.Character(crop.texture, crop.mask, skeleton)
-        except animator.CharacterError as exc:
-            raise InvalidCharacter(f"the character cannot be rigged: {exc.message}") from None
+        except animator.AnimatorError as exc:
+            raise from_animator(exc, "the character cannot be rigged") from None
 
         # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
         # client can repeat or make up) stays in the logs and headers and never names a stored file.
