@@ -111,7 +111,8 @@ SETTINGS: tuple[Setting, ...] = (
             "from the affinity mask and the cgroup quota (a Kubernetes CPU limit).", _non_negative_int),
     Setting("DOODLEPOD_RETRY_AFTER_S", "0", "Retry-After of 503 overloaded answers, in seconds. 0: measured, "
             "the time until the first render slot is likely free (the moving average of completed "
-            "requests' render time minus the oldest slot's age; 2 s before the first request), 1-60 s.",
+            "requests' render time minus the oldest slot's age; 2 s before the first request), 1-60 s; "
+            "other 503s (model server down, low disk) 3 s.",
             _non_negative_int),
     Setting("DOODLEPOD_RENDER_PROCESSES", "0", "Processes per worker that decode, segment and render "
             "(CPU work never runs on the gevent loop); 0 means one per CPU.", _non_negative_int),

@@ -37,6 +37,7 @@ class Motion:
     retarget_cfg: Path
     description: str
     source: str  # "builtin" or the operator folder
+    seconds: float = 0.0  # playing time of the clip (see clip_seconds), read once when the library loads
 
     def as_json(self) -> dict:
         return {"name": self.name, "description": self.description, "source": self.source,
@@ -69,7 +70,8 @@ def load_library(folder: str | Path, source: str) -> dict[str, Motion]:
             if not path.is_file():
                 raise LibraryError(f"{index}: motion {name!r}: {field} config {entry[field]} not found")
             paths.append(path)
-        out[name] = Motion(name, paths[0], paths[1], str(entry.get("description", "")), source)
+        out[name] = Motion(name, paths[0], paths[1], str(entry.get("description", "")), source,
+                           clip_seconds(paths[0]))
     return out
 
 
@@ -81,12 +83,12 @@ def load_motions(extra_dir: str | Path | None = None) -> dict[str, Motion]:
     return dict(sorted(motions.items()))
 
 
-def clip_seconds(motion: Motion) -> float:
-    """Playing time of a motion's clip in seconds (its BVH header and frame range), 0.0 when it
-    cannot be read here (the render process reports the real error). Renders take about as long
-    as their clips, so the pipeline starts the longest first."""
+def clip_seconds(motion_cfg: str | Path) -> float:
+    """Playing time in seconds of the clip a motion config plays (its BVH header and frame range),
+    0.0 when it cannot be read here (the render process reports the real error). Renders take about
+    as long as their clips, so the pipeline starts the longest first."""
     try:
-        return _clip_seconds(str(motion.motion_cfg), os.stat(motion.motion_cfg).st_mtime)
+        return _clip_seconds(str(motion_cfg), os.stat(motion_cfg).st_mtime)
     except Exception:  # noqa: BLE001 - an estimate; the render names any problem
         return 0.0
 

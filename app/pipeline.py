@@ -26,7 +26,7 @@ from . import jobs, metrics
 from .deadline import Deadline
 from .errors import (InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter, NoSkeleton,
                      from_animator)
-from .motions import Motion, clip_seconds
+from .motions import Motion
 from .storage import LocalStorage, free_disk_mb
 
 log = logging.getLogger("doodlepod.pipeline")
@@ -182,7 +182,7 @@ class Pipeline:
         t0 = time.perf_counter()
         # longest clip first: with fewer render processes than motions, the short ones then fill in
         # beside it instead of a long one starting last and running alone
-        order = sorted(job.motions, key=clip_seconds, reverse=True)
+        order = sorted(job.motions, key=lambda m: m.seconds, reverse=True)
         futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg), str(m.retarget_cfg),
                                         options)) for m in order]
         done: dict[str, str] = {}
