@@ -187,7 +187,8 @@ def find_body(bvh: BVH) -> Body:
     for side in ("left", "right"):
         fore = sorted((i for i in real if sides[i] == side and parts[i] in _FOREARM), key=lambda i: depth[i])
         if not fore:
-            missing.append(f"{side} forearm (a joint like {side.title()}ForeArm, {side.title()}Elbow, lowerarm_{side[0]})")
+            missing.append(f"{side} forearm (a joint like {side.title()}ForeArm, {side.title()}Elbow, "
+                           f"lowerarm_{side[0]})")
         else:
             f = fore[0]
             words["arm"] = parts[f]
@@ -321,22 +322,25 @@ def derive_motion_config(bvh: BVH, bvh_path: str | Path, start_frame_idx: int = 
     return MotionConfig(
         path=f"{bvh.path or bvh_path} (derived motion config)", bvh_path=str(bvh_path),
         start_frame_idx=int(start_frame_idx), end_frame_idx=end_frame_idx, groundplane_joint=legs["left"].end,
-        forward_perp_joint_vectors=((arms["left"].upper, arms["right"].upper), (legs["left"].upper, legs["right"].upper)),
+        forward_perp_joint_vectors=((arms["left"].upper, arms["right"].upper),
+                                    (legs["left"].upper, legs["right"].upper)),
         scale=float(scale), up="+y" if axis == 1 else "+z",
     )
 
 
-def configs_for(motion: str | Path, retarget: str | Path | None = None) -> tuple[MotionConfig, RetargetConfig]:
+def configs_for(motion: str | Path, retarget: str | Path | None = None, start_frame: int = 0,
+                end_frame: int | None = None) -> tuple[MotionConfig, RetargetConfig]:
     """The motion and retarget configs to use: ``motion`` is a motion config (YAML) or a BVH file
-    (its motion config then derived, whole clip); ``retarget`` a retarget config, or None to derive
-    one from the clip's skeleton."""
+    (its motion config then derived, frames ``start_frame`` to ``end_frame`` (exclusive, None: to
+    the end)); ``retarget`` a retarget config, or None to derive one from the clip's skeleton."""
     from .bvh import load_bvh
     from .config import load_motion_config, load_retarget_config
 
     if str(motion).lower().endswith(".bvh"):
         bvh = load_bvh(motion)
         body = find_body(bvh)
-        motion_cfg = derive_motion_config(bvh, motion, body=body)
+        motion_cfg = derive_motion_config(bvh, motion, start_frame, end_frame, body=body)
+        motion_cfg.frame_range(bvh.n_frames)  # an empty range is an error now, naming the field
     else:
         motion_cfg = load_motion_config(motion)
         if retarget is not None:
@@ -367,7 +371,8 @@ def retarget_config_yaml(cfg: RetargetConfig) -> str:
         out.append("  char_joints:")
         out += [f"  - {q(n)}" for n in p.char_joints]
     ro = cfg.char_bvh_root_offset
-    out += ["char_bvh_root_offset:", f"  bvh_projection_bodypart_group_for_offset: {q(ro.bvh_projection_bodypart_group_for_offset)}",
+    out += ["char_bvh_root_offset:",
+            f"  bvh_projection_bodypart_group_for_offset: {q(ro.bvh_projection_bodypart_group_for_offset)}",
             "  bvh_joints:"]
     for chain in ro.bvh_joints:
         out += [f"  {'-' if k == 0 else ' '} - {q(n)}" for k, n in enumerate(chain)]
@@ -383,5 +388,6 @@ def retarget_config_yaml(cfg: RetargetConfig) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["Body", "Limb", "configs_for", "derive_motion_config", "derive_retarget_config", "find_body", "retarget_config_yaml",
+__all__ = ["Body", "Limb", "configs_for", "derive_motion_config", "derive_retarget_config", "find_body",
+           "retarget_config_yaml",
            "shared_prefix", "split_name"]

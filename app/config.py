@@ -128,12 +128,24 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_DEFAULT_FORMAT", "gif", "Animation format when a request names none.",
             _choice(*FORMATS)),
     Setting("DOODLEPOD_RENDER_SIZE", "400", "Width and height of rendered animations, in pixels.", int),
+    Setting("DOODLEPOD_RENDER_SIZE_MIN", "64", "Smallest 'size' a client may ask of POST "
+            "/characters/{id}/animations, in pixels.", int),
+    Setting("DOODLEPOD_RENDER_SIZE_MAX", "1024", "Largest 'size' a client may ask of POST "
+            "/characters/{id}/animations, in pixels.", int),
     Setting("DOODLEPOD_RENDER_FPS", "15", "Frames per second of the animations (the BVH clips are resampled; "
             "15 is smooth on a phone at 40% fewer frames than 25); 'native' keeps every BVH frame; empty: "
             "the animator's default (25).", _fps),
     Setting("DOODLEPOD_RENDER_MAX_FRAMES", "0", "Cap on frames per animation; 0: no cap.", _non_negative_int),
     Setting("DOODLEPOD_MOTIONS_DIR", "", "Extra motion library merged over the built-in one: a folder with a "
             "library.yaml (see docs) plus its BVH and config files.", str),
+    Setting("DOODLEPOD_BVH_MAX_MB", "4", "Largest BVH clip a client may upload (form field 'bvh'), in MiB "
+            "(413 beyond).", _positive_float),
+    Setting("DOODLEPOD_BVH_MAX_JOINTS", "256", "Most joints (end sites included) an uploaded BVH clip may have "
+            "(422 invalid_motion beyond).", int),
+    Setting("DOODLEPOD_BVH_MAX_FRAMES", "20000", "Most frames an uploaded BVH clip may have (422 invalid_motion "
+            "beyond), checked before its frames are read.", int),
+    Setting("DOODLEPOD_BVH_MAX_SECONDS", "120", "Longest stretch of an uploaded clip (its start_frame to "
+            "end_frame) that is rendered, in seconds (422 invalid_motion beyond).", _positive_float),
     # --- TorchServe ---
     Setting("DOODLEPOD_TORCHSERVE_URL", "http://127.0.0.1:8080", "TorchServe inference API."),
     Setting("DOODLEPOD_TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", "TorchServe management API "
@@ -153,6 +165,12 @@ SETTINGS: tuple[Setting, ...] = (
             "working directory; the container uses /var/lib/doodlepod/files)."),
     Setting("DOODLEPOD_PUBLIC_URL", "", "Base URL clients reach the app at (e.g. https://doodles.example.com), "
             "used for local-storage URLs; empty: the request's own host."),
+    Setting("DOODLEPOD_EXPIRY_HOURS", "24", "Characters and animations are deleted this many hours after "
+            "they are made (a character: after its upload; GET answers 404 from then on). Local storage "
+            "sweeps them; with S3 give the bucket a lifecycle rule (deploy/examples/s3-lifecycle.json).",
+            _positive_float),
+    Setting("DOODLEPOD_SWEEP_INTERVAL_S", "600", "How often the local storage is swept of expired files, "
+            "in seconds (one worker of the pod sweeps at a time).", _positive_float),
     Setting("DOODLEPOD_S3_BUCKET", "", "S3 bucket (required when DOODLEPOD_STORAGE=s3)."),
     Setting("DOODLEPOD_S3_PREFIX", "doodlepod/", "Key prefix of uploaded animations."),
     Setting("DOODLEPOD_S3_REGION", "", "S3 region; empty: boto3's default chain."),

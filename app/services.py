@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from flask import current_app
 
 if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (see create_app)
+    from .characters import Characters
     from .config import Settings
     from .motions import Motion
     from .pipeline import Pipeline
@@ -30,6 +31,7 @@ class Services:
     pool: RenderPool                 # this worker's render processes
     slots: InflightSlots             # the pod-wide render slots (admission)
     pipeline: Pipeline
+    characters: Characters           # the characters API's steps over the pipeline and the storage
 
 
 def services() -> Services:

@@ -13,6 +13,9 @@ turn. This bench times, per row (default: char1 + dab, every BVH frame, 500x500 
   command, timed the same way; ``--peer-output FILE`` names the file it writes, for its size.
 * ``pillow``: the floor: the time Pillow alone needs to write our frames as a GIF
   (``Image.save(save_all=True)``, the frames decoded from our GIF beforehand, not timed).
+* ``scene`` (``--scene``): a scene file (AnimatedDrawings' mvc format): char1 doing the dab and
+  char2 the jumping jacks side by side on a background image, through AnimatedDrawings' default
+  camera, ``python -m animator scene.yaml`` whole processes, beside the single-character row.
 
 The contenders run in turn, the order rotating every repeat; medians are printed with the load
 average and the ratios. Asserts nothing; with ``--baseline-ref`` it prints whether ours is at least
@@ -141,17 +144,24 @@ out = {"imports": imports * 1e3, "load": load * 1e3}
 for k in ("retarget", "setup", "deform", "sprite"):
     out[k] = st.get(k, 0.0)
 best = {}
+def keep(stage, t):
+    best[stage] = min(best.get(stage, 1e9), time.process_time() - t)
 for _ in range(2):  # best of two: the machine is shared
     a, k = cap["r"]
-    k = dict(k, threads=1)
-    t = time.process_time(); frames = list(real_r(*a, **k)); best["rasterize"] = min(best.get("rasterize", 1e9), time.process_time() - t)
+    t = time.process_time()
+    frames = list(real_r(*a, **dict(k, threads=1)))
+    keep("rasterize", t)
     a, k = cap["e"]
-    k = dict(k, threads=1)
     lzw, blocks = E._lzw, []
     E._lzw = lambda b, bits=8: blocks.append((b, bits)) or b""
-    t = time.process_time(); real_e(iter(frames), *a, **k); best["gif deltas"] = min(best.get("gif deltas", 1e9), time.process_time() - t)
+    t = time.process_time()
+    real_e(iter(frames), *a, **dict(k, threads=1))
+    keep("gif deltas", t)
     E._lzw = lzw
-    t = time.process_time(); [lzw(b, bits) for b, bits in blocks]; best["gif LZW"] = min(best.get("gif LZW", 1e9), time.process_time() - t)
+    t = time.process_time()
+    for b, bits in blocks:
+        lzw(b, bits)
+    keep("gif LZW", t)
     del frames
 out.update({k: v * 1e3 for k, v in best.items()})
 print(json.dumps(out))
@@ -169,13 +179,51 @@ def stage_cpu(code_root: Path, motion: str, fps: str, size: str) -> dict[str, fl
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def write_scene(folder: Path, size: str) -> Path:
+    """A two-character scene file (char1 + dab, char2 + jumping jacks, a gradient background)."""
+    import numpy as np
+    from PIL import Image
+
+    w, h = (int(v) for v in size.lower().split("x"))
+    y, x = np.mgrid[0:h, 0:w]
+    sky = np.dstack([x * 0 + 90, 140 + y * 80 // h, 200 - x * 60 // w]).astype(np.uint8)
+    Image.fromarray(sky).save(folder / "sky.png")
+    ex = AD / "examples"
+    chars = []
+    for name, motion, retarget, x0 in (("char1", "dab", "fair1_ppf", -0.4),
+                                       ("char2", "jumping_jacks", "cmu1_pfp", 0.4)):
+        text = (ex / "config" / "retarget" / f"{retarget}.yaml").read_text()
+        (folder / f"{name}.yaml").write_text(text.replace("char_starting_location: [0.0, 0.0, -0.5]",
+                                                          f"char_starting_location: [{x0}, 0.0, -0.5]"))
+        chars.append({"character_cfg": str(ex / "characters" / name / "char_cfg.yaml"),
+                      "motion_cfg": str(ex / "config" / "motion" / f"{motion}.yaml"),
+                      "retarget_cfg": str(folder / f"{name}.yaml")})
+    scene = {"scene": {"ANIMATED_CHARACTERS": chars},
+             "view": {"WINDOW_DIMENSIONS": [w, h], "BACKGROUND_IMAGE": str(folder / "sky.png")},
+             "controller": {"MODE": "video_render", "OUTPUT_VIDEO_PATH": str(folder / "scene.gif")}}
+    (folder / "scene.yaml").write_text(json.dumps(scene, indent=1))  # JSON is YAML
+    return folder / "scene.yaml"
+
+
+def run_scene(scene: Path, fps: str, out_dir: Path) -> dict:
+    stats = out_dir / "scene_stats.json"
+    cmd = [sys.executable, "-m", "animator", str(scene), "-o", str(out_dir / "scene.gif"), "--stats", str(stats)]
+    if fps != "default":
+        cmd += ["--fps", fps]
+    r = timed(cmd, AD, dict(os.environ, PYTHONPATH=str(REPO)))
+    s = json.loads(stats.read_text())
+    r.update(bytes=s["bytes"], frames=s["frames"], stages={k: float(v) for k, v in s["timings_ms"].items()})
+    return r
+
+
 def median(rows: list[dict], key: str) -> float:
     return statistics.median(r[key] for r in rows)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline-ref", metavar="REF", help="also time the code at this git ref (e.g. 769e06a), A/B in turn")
+    ap.add_argument("--baseline-ref", metavar="REF",
+                    help="also time the code at this git ref (e.g. 769e06a), A/B in turn")
     ap.add_argument("--peer", metavar="CMD", help="also time this shell command (another renderer), in turn")
     ap.add_argument("--peer-output", metavar="FILE", help="the file --peer writes (its size is reported)")
     ap.add_argument("--peer-cwd", metavar="DIR", default=".", help="working directory of --peer (default: here)")
@@ -190,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                     "thread, for ours and the baseline (where the time goes)")
     ap.add_argument("--keep", help="keep the outputs in this folder")
     ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--scene", action="store_true", help="also time a two-character scene file (see above)")
     args = ap.parse_args(argv)
 
     out_dir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="animator-bench-"))
@@ -250,8 +299,8 @@ def main(argv: list[str] | None = None) -> int:
             for other in ("base", "peer"):
                 if other in summary:
                     o = summary[other]
-                    line = (f"  {other} / ours: wall {o['wall_s'] / s['wall_s']:.2f}x, CPU {o['cpu_s'] / s['cpu_s']:.2f}x, "
-                            f"peak memory {o['peak_mb'] / s['peak_mb']:.2f}x")
+                    line = (f"  {other} / ours: wall {o['wall_s'] / s['wall_s']:.2f}x, "
+                            f"CPU {o['cpu_s'] / s['cpu_s']:.2f}x, peak memory {o['peak_mb'] / s['peak_mb']:.2f}x")
                     if o.get("bytes"):
                         line += f", GIF bytes {o['bytes'] / s['bytes']:.3f}x"
                     print(line)
@@ -281,6 +330,18 @@ def main(argv: list[str] | None = None) -> int:
                 summary["stages_cpu_ms"] = cpu
             row["summary"] = summary
             report["rows"].append(row)
+            if args.scene and motion == motions[0]:
+                scene = write_scene(out_dir, args.size)
+                runs_s = [run_scene(scene, args.fps, out_dir) for _ in range(max(1, args.repeat))]
+                sc = {"wall_s": median(runs_s, "wall_s"), "cpu_s": median(runs_s, "cpu_s"),
+                      "peak_mb": max(r["peak_mb"] for r in runs_s), "bytes": runs_s[-1]["bytes"],
+                      "frames": runs_s[-1]["frames"],
+                      "stages_ms": {k: statistics.median(r["stages"][k] for r in runs_s) for k in runs_s[0]["stages"]}}
+                print(f"scene   {sc['wall_s']:>8.2f}{sc['cpu_s']:>8.2f}{sc['peak_mb']:>9.0f}{sc['bytes']:>12,}   "
+                      f"char1 + dab and char2 + jumping jacks on a background, {sc['frames']} frames "
+                      f"({sc['wall_s'] / s['wall_s']:.2f}x ours' wall for one character)")
+                print("  scene stage ms (median): " + ", ".join(f"{k} {v:.0f}" for k, v in sc["stages_ms"].items()))
+                row["scene"] = sc
     finally:
         if base:
             base.close()

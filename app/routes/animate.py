@@ -10,12 +10,14 @@ import binascii
 import io
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, g, jsonify, request
 
 from animator import FORMATS
 
+from ..bvh_upload import read_bvh_upload
 from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
 from ..pipeline import Job, Result
@@ -28,13 +30,16 @@ bp = Blueprint("animate", __name__)
 
 @bp.post("/animate")
 def animate():
-    """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``."""
+    """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``, and a
+    client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``."""
     deadline = request_deadline()
     with render_slot():
         return _animate(deadline)
 
 
-def _animate(deadline: Deadline):
+def read_drawing() -> bytes:
+    """The uploaded drawing: the multipart field ``image``, or the raw body with an ``image/*`` type
+    (POST /animate and POST /characters take it the same way)."""
     upload = request.files.get("image")
     if upload is None:
         if request.mimetype.startswith("image/"):
@@ -45,12 +50,23 @@ def _animate(deadline: Deadline):
         image, declared = upload.read(), upload.mimetype
     if declared and not (declared.startswith("image/") or declared in ("application/octet-stream", "")):
         _reject_if_not_image(image, declared)
+    return image
+
+
+def _animate(deadline: Deadline):
+    image = read_drawing()
     fmt = (request.form.get("format") or services().settings.default_format).lower()
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
-    result = _run({"image": image, "motions": motion_list(request.form.getlist("motions")), "format": fmt,
-                   "joints": parse_joints(request.form.get("joints")),
-                   "bbox": parse_bbox(request.form.get("bbox")), "deadline": deadline})
+    clip = uploaded_clip(deadline)
+    try:
+        motions = motion_list(request.form.getlist("motions"), defaults=clip is None) + ([clip] if clip else [])
+        result = _run({"image": image, "motions": motions, "format": fmt,
+                       "joints": parse_joints(request.form.get("joints")),
+                       "bbox": parse_bbox(request.form.get("bbox")), "deadline": deadline})
+    finally:
+        if clip is not None:
+            clip.remove()
     return jsonify(id=result.id, animations=result.animations, character=result.character,
                    timings_ms=result.timings_ms)
 
@@ -96,14 +112,15 @@ def _run(job_kwargs: dict[str, Any]) -> Result:
 
 # --- the request's fields -------------------------------------------------------------------------
 
-def motion_list(raw: list[str] | None) -> list:
-    """The motions asked for (repeated fields and/or comma lists), defaults when none, duplicates dropped."""
+def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
+    """The motions asked for (repeated fields and/or comma lists), duplicates dropped; the default
+    motions when none is named and ``defaults`` (False: the request brings its own clip)."""
     svc = services()
     library = svc.motions
     names: list[str] = []
     for item in raw or []:
         names += [n.strip() for n in item.split(",") if n.strip()]
-    if not names:
+    if not names and defaults:
         names = list(svc.settings.default_motions)
     unknown = [n for n in names if n not in library]
     if unknown:
@@ -111,6 +128,20 @@ def motion_list(raw: list[str] | None) -> list:
                             f"{len(library)} available")
     seen: dict[str, None] = dict.fromkeys(names)
     return [library[n] for n in seen]
+
+
+def uploaded_clip(deadline: Deadline | None = None):
+    """The request's own BVH clip (form field ``bvh``, optional ``start_frame``/``end_frame``),
+    checked in a render process and saved for them (:mod:`app.bvh_upload`), or None. The caller
+    removes it when the request ends."""
+    svc = services()
+    limit = deadline or request_deadline()
+
+    def in_pool(fn, *args):
+        return svc.pool.wait(svc.pool.submit(fn, *args), limit, "check:bvh")
+
+    return read_bvh_upload(request.files, request.form, svc.settings, Path(svc.pipeline.scratch_dir) / "uploads",
+                           g.request_id, run=in_pool)
 
 
 _ABSENT = object()
