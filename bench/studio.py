@@ -73,6 +73,9 @@ def main() -> int:
     finally:
         if app is not None:
             app.stop()
+            slow = [line for line in app.log_text().splitlines() if _slow(line)]
+            if slow:
+                print("\nslow steps in the app's log (> 1 s):\n  " + "\n  ".join(slow[-20:]))
         ts.stop()
         stack.remove(ts_dir)
         stack.remove(app_dir)
@@ -95,6 +98,14 @@ def main() -> int:
         print(f"  Save -> first preview frame p50 {p50:.0f} ms (target <= {TARGET_MS:.0f} ms): "
               f"{'PASS' if passed else 'FAIL'}")
     return 0 if ok or args.no_fail else 1
+
+
+def _slow(line: str, limit_ms: float = 1000.0) -> bool:
+    """A log line timing one step (``stage=... ms=``, ``-> 200 in ... ms``) above ``limit_ms``."""
+    import re
+
+    m = re.search(r"(?:\bms=|\bin )([0-9.]+)(?: ms)?", line)
+    return bool(m) and ("stage=" in line or " -> " in line) and float(m.group(1)) > limit_ms
 
 
 def run_rounds(browser, url: str, args) -> list[dict]:
