@@ -26,7 +26,7 @@ import numpy as np
 
 from .character import Character
 from .encode import FORMATS
-from .errors import ConfigError, RenderError
+from .errors import ConfigError
 
 log = logging.getLogger("animator")
 

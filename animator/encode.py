@@ -354,7 +354,6 @@ def encode_webp(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: 
     With ``n_frames`` given, frames are handed to the encoder one at a time (memory stays flat);
     otherwise they are collected first.
     """
-    from PIL import Image
 
     rgba = _rgba_frames(frames, palette, transparent)
     if n_frames is None:

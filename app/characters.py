@@ -292,8 +292,9 @@ class Characters:
                 given = {"texture_png": self._get(old, "texture", deadline), "mask_bytes": change.mask,
                          "new_mask": True}
             else:                        # only the skeleton moved: no image to decode
-                given = {"tinted": self._get(old, "tinted", deadline),
-                         "mask_bytes": self._get(old, "mask", deadline)}
+                tinted, mask_bytes = _together(lambda: self._get(old, "tinted", deadline),
+                                               lambda: self._get(old, "mask", deadline))
+                given = {"tinted": tinted, "mask_bytes": mask_bytes}
         files = self._rig_files(new, deadline, timings, **given)
         with p._stage(timings, "store"):
             written = self._store_files(new, files, deadline)
@@ -344,7 +345,8 @@ class Characters:
             options["max_frames"] = max_frames
         keys = {m.name: self.animation_key(record, m, options) for m in motions}
         urls: dict[str, str] = {}
-        hits = [m.name for m in motions if self.storage.exists(keys[m.name], deadline)]
+        stored = _together(*[(lambda k=keys[m.name]: self.storage.exists(k, deadline)) for m in motions])
+        hits = [m.name for m, found in zip(motions, stored) if found]
         for name in hits:
             urls[name] = self.storage.url(keys[name], base_url)
         metrics.ANIMATION_CACHE.labels(result="hit").inc(len(hits))
@@ -353,8 +355,8 @@ class Characters:
             metrics.ANIMATION_CACHE.labels(result="miss").inc(len(misses))
             self.pipeline.check_disk()
             with slot():
-                texture_png = self._get(record, "texture", deadline)
-                mask_bytes = self._get(record, "mask", deadline)
+                texture_png, mask_bytes = _together(lambda: self._get(record, "texture", deadline),
+                                                    lambda: self._get(record, "mask", deadline))
 
                 def store(motion: Motion, out: dict[str, Any]) -> str:
                     self.storage.put(keys[motion.name], out["data"], out["mime"], deadline)
@@ -371,6 +373,23 @@ class Characters:
         count = self.storage.delete_prefix(self._key(cid, ""), deadline)
         log.info("character %s deleted (%d files)", cid, count)
         return count
+
+
+def _together(*calls: Callable[[], Any]) -> list[Any]:
+    """Run storage calls (network round trips to S3) side by side on the gevent loop; plainly, one
+    after the other, outside gevent. The first error raised is re-raised."""
+    from .loop import under_gevent
+
+    if not under_gevent() or len(calls) < 2:
+        return [call() for call in calls]
+    import gevent
+
+    greenlets = [gevent.spawn(call) for call in calls]
+    try:
+        gevent.joinall(greenlets, raise_error=True)
+    finally:
+        gevent.killall([g for g in greenlets if not g.dead])
+    return [g.value for g in greenlets]
 
 
 def version_matches(if_match: str, version: int) -> bool:

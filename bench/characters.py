@@ -27,7 +27,7 @@ import requests
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
-import stack
+import stack  # noqa: E402 - the test stack's helpers, found through the path set just above
 
 TARGETS_MS = {"patch joints": 150.0, "render 1 motion 256px": 400.0, "cache hit": 30.0}
 

@@ -152,7 +152,8 @@ def median(rows: list[dict], key: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline-ref", metavar="REF", help="also time the code at this git ref (e.g. 769e06a), A/B in turn")
+    ap.add_argument("--baseline-ref", metavar="REF",
+                    help="also time the code at this git ref (e.g. 769e06a), A/B in turn")
     ap.add_argument("--peer", metavar="CMD", help="also time this shell command (another renderer), in turn")
     ap.add_argument("--peer-output", metavar="FILE", help="the file --peer writes (its size is reported)")
     ap.add_argument("--peer-cwd", metavar="DIR", default=".", help="working directory of --peer (default: here)")
@@ -226,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             for other in ("base", "peer"):
                 if other in summary:
                     o = summary[other]
-                    line = (f"  {other} / ours: wall {o['wall_s'] / s['wall_s']:.2f}x, CPU {o['cpu_s'] / s['cpu_s']:.2f}x, "
-                            f"peak memory {o['peak_mb'] / s['peak_mb']:.2f}x")
+                    line = (f"  {other} / ours: wall {o['wall_s'] / s['wall_s']:.2f}x, "
+                            f"CPU {o['cpu_s'] / s['cpu_s']:.2f}x, peak memory {o['peak_mb'] / s['peak_mb']:.2f}x")
                     if o.get("bytes"):
                         line += f", GIF bytes {o['bytes'] / s['bytes']:.3f}x"
                     print(line)

@@ -58,7 +58,7 @@ def _animate(deadline: Deadline):
     fmt = (request.form.get("format") or services().settings.default_format).lower()
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
-    clip = uploaded_clip()
+    clip = uploaded_clip(deadline)
     try:
         motions = motion_list(request.form.getlist("motions"), defaults=clip is None) + ([clip] if clip else [])
         result = _run({"image": image, "motions": motions, "format": fmt,
@@ -130,13 +130,18 @@ def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
     return [library[n] for n in seen]
 
 
-def uploaded_clip():
+def uploaded_clip(deadline: Deadline | None = None):
     """The request's own BVH clip (form field ``bvh``, optional ``start_frame``/``end_frame``),
-    checked and saved for the render processes (:mod:`app.bvh_upload`), or None. The caller removes
-    it when the request ends."""
+    checked in a render process and saved for them (:mod:`app.bvh_upload`), or None. The caller
+    removes it when the request ends."""
     svc = services()
+    limit = deadline or request_deadline()
+
+    def in_pool(fn, *args):
+        return svc.pool.wait(svc.pool.submit(fn, *args), limit, "check:bvh")
+
     return read_bvh_upload(request.files, request.form, svc.settings, Path(svc.pipeline.scratch_dir) / "uploads",
-                           g.request_id)
+                           g.request_id, run=in_pool)
 
 
 _ABSENT = object()
