@@ -292,8 +292,9 @@ class Characters:
                 given = {"texture_png": self._get(old, "texture", deadline), "mask_bytes": change.mask,
                          "new_mask": True}
             else:                        # only the skeleton moved: no image to decode
-                given = {"tinted": self._get(old, "tinted", deadline),
-                         "mask_bytes": self._get(old, "mask", deadline)}
+                tinted, mask_bytes = _together(lambda: self._get(old, "tinted", deadline),
+                                               lambda: self._get(old, "mask", deadline))
+                given = {"tinted": tinted, "mask_bytes": mask_bytes}
         files = self._rig_files(new, deadline, timings, **given)
         with p._stage(timings, "store"):
             written = self._store_files(new, files, deadline)
@@ -329,17 +330,23 @@ class Characters:
 
     def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
                deadline: Deadline, timings: dict[str, float], base_url: str,
-               slot: Callable[[], AbstractContextManager[Any]]) -> tuple[Record, dict[str, str], list[str]]:
+               slot: Callable[[], AbstractContextManager[Any]],
+               max_frames: int | None = None) -> tuple[Record, dict[str, str], list[str]]:
         """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
-        rendered in parallel in the process pool (holding ``slot()`` while rendering). Returns the
-        record, ``{motion: url}`` in the asked order and the names that were cache hits."""
+        rendered in parallel in the process pool (holding ``slot()`` while rendering). ``max_frames``
+        (checked by :func:`parse_max_frames`) renders each clip in at most that many frames (a
+        preview). Returns the record, ``{motion: url}`` in the asked order and the names that were
+        cache hits."""
         record, _ = self.load(cid, deadline)
         if if_match is not None and not version_matches(if_match, record.version):
             raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
         options = self.pipeline.render_options(fmt, size)
+        if max_frames is not None:
+            options["max_frames"] = max_frames
         keys = {m.name: self.animation_key(record, m, options) for m in motions}
         urls: dict[str, str] = {}
-        hits = [m.name for m in motions if self.storage.exists(keys[m.name], deadline)]
+        stored = _together(*[(lambda k=keys[m.name]: self.storage.exists(k, deadline)) for m in motions])
+        hits = [m.name for m, found in zip(motions, stored) if found]
         for name in hits:
             urls[name] = self.storage.url(keys[name], base_url)
         metrics.ANIMATION_CACHE.labels(result="hit").inc(len(hits))
@@ -348,8 +355,8 @@ class Characters:
             metrics.ANIMATION_CACHE.labels(result="miss").inc(len(misses))
             self.pipeline.check_disk()
             with slot():
-                texture_png = self._get(record, "texture", deadline)
-                mask_bytes = self._get(record, "mask", deadline)
+                texture_png, mask_bytes = _together(lambda: self._get(record, "texture", deadline),
+                                                    lambda: self._get(record, "mask", deadline))
 
                 def store(motion: Motion, out: dict[str, Any]) -> str:
                     self.storage.put(keys[motion.name], out["data"], out["mime"], deadline)
@@ -366,6 +373,23 @@ class Characters:
         count = self.storage.delete_prefix(self._key(cid, ""), deadline)
         log.info("character %s deleted (%d files)", cid, count)
         return count
+
+
+def _together(*calls: Callable[[], Any]) -> list[Any]:
+    """Run storage calls (network round trips to S3) side by side on the gevent loop; plainly, one
+    after the other, outside gevent. The first error raised is re-raised."""
+    from .loop import under_gevent
+
+    if not under_gevent() or len(calls) < 2:
+        return [call() for call in calls]
+    import gevent
+
+    greenlets = [gevent.spawn(call) for call in calls]
+    try:
+        gevent.joinall(greenlets, raise_error=True)
+    finally:
+        gevent.killall([g for g in greenlets if not g.dead])
+    return [g.value for g in greenlets]
 
 
 def version_matches(if_match: str, version: int) -> bool:
@@ -425,6 +449,27 @@ def _client_box(bbox: Sequence[float], work_scale: float, width: int, height: in
         raise BoxOutsideImage("the bbox is empty, smaller than 8 px, or outside the image "
                               "([left, top, right, bottom] in image pixels)")
     return box
+
+
+def parse_max_frames(raw: Any, settings) -> int | None:
+    """The optional ``max_frames`` of a render request (the whole clip in at most that many frames,
+    e.g. a quick preview): None when absent, else an integer from 1 to DOODLEPOD_RENDER_MAX_FRAMES
+    (when that setting caps every animation)."""
+    if raw is None or raw == "":
+        return None
+    value = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw.strip())
+    hi = settings.render_max_frames or MAX_FRAMES_LIMIT
+    if value is None or not 1 <= value <= hi:
+        raise BadRequest(f"'max_frames' must be an integer from 1 to {hi}, got {str(raw)[:40]!r}")
+    return value
+
+
+#: Largest ``max_frames`` a client may ask for when DOODLEPOD_RENDER_MAX_FRAMES sets no cap.
+MAX_FRAMES_LIMIT = 10_000
 
 
 def parse_size(raw: Any, settings) -> int:

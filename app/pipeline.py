@@ -196,10 +196,13 @@ class Pipeline:
 
     def render_options(self, fmt: str, size: int | None = None) -> dict[str, Any]:
         """:class:`animator.RenderOptions` keyword arguments from the settings (``size`` overrides
-        DOODLEPOD_RENDER_SIZE)."""
+        DOODLEPOD_RENDER_SIZE). A thumbnail (side <= :data:`THUMBNAIL_SIDE`) is rigged on a coarser
+        mesh: its bends look the same at that size, and the mesh setup is most of its time."""
         s = self.settings
         side = int(size or s.render_size)
         options: dict[str, Any] = {"width": side, "height": side, "format": fmt}
+        if side <= THUMBNAIL_SIDE:
+            options["mesh_cells"] = THUMBNAIL_MESH_CELLS
         if s.render_fps:
             options["fps"] = s.render_fps if s.render_fps == "native" else float(s.render_fps)
         if s.render_max_frames:
@@ -281,6 +284,12 @@ class Pipeline:
         if not np.isfinite(keypoints[:, :2]).all():
             raise NoSkeleton("the pose model returned no usable joint positions")
         return skeleton_from_coco(keypoints)
+
+
+#: Renders this small (px, either side) are thumbnails: the studio's motion previews are 128 px.
+THUMBNAIL_SIDE = 160
+#: Mesh cells of a thumbnail's rig (the animator's default is 300).
+THUMBNAIL_MESH_CELLS = 100
 
 
 def new_request_id() -> str:

@@ -345,6 +345,10 @@ def test_errors_have_stable_codes(pods, page) -> None:
     _error(_create(a, b"\x89PNG\r\n\x1a\n broken"), 400, "unreadable_image")
     # after all that, the character is unchanged
     assert requests.get(url, timeout=30).json()["version"] == 1
+    # the raw image body works as for /animate (the models find the drawing)
+    raw = requests.post(f"{a.url}/characters", data=data, headers={"Content-Type": "image/png"}, timeout=120)
+    assert raw.status_code == 201, raw.text
+    assert raw.json()["detections"] and raw.json()["version"] == 1
 
 
 def test_animate_with_joints_on_blank_paper_is_422_not_500(pods, page) -> None:

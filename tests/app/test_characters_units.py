@@ -173,3 +173,27 @@ def test_s3_lifecycle_example_matches_the_defaults(moto) -> None:
     client.put_bucket_lifecycle_configuration(Bucket=moto.bucket, LifecycleConfiguration=rules)
     got = client.get_bucket_lifecycle_configuration(Bucket=moto.bucket)["Rules"]
     assert got[0]["Expiration"] == {"Days": 1}
+
+
+def test_render_cache_keys_name_everything_the_file_depends_on() -> None:
+    from types import SimpleNamespace
+
+    from app.characters import Characters
+
+    chars = Characters(load_settings({}), None, None)
+    rec = Record(id="b" * 32, version=2, created_at=0.0, expires_at=1.0, image={"width": 10, "height": 10},
+                 work_scale=1.0, box=[0, 0, 10, 10], texture_size=[10, 10], detections=[], skeleton=[],
+                 files={}, rev="r2-abc")
+    dab, zombie = SimpleNamespace(name="dab"), SimpleNamespace(name="zombie")
+    clip1 = SimpleNamespace(name="upload", sha256="1" * 64)
+    clip2 = SimpleNamespace(name="upload", sha256="2" * 64)
+    base = {"width": 256, "height": 256, "format": "gif", "fps": 15.0}
+    keys = [chars.animation_key(rec, dab, base), chars.animation_key(rec, zombie, base),
+            chars.animation_key(rec, dab, {**base, "width": 128, "height": 128}),
+            chars.animation_key(rec, dab, {**base, "format": "webp"}),
+            chars.animation_key(rec, dab, {**base, "fps": "native"}),
+            chars.animation_key(rec, dab, {**base, "max_frames": 20}),
+            chars.animation_key(rec, clip1, base), chars.animation_key(rec, clip2, base),
+            chars.animation_key(Record(**{**rec.__dict__, "rev": "r3-def"}), dab, base)]
+    assert len(set(keys)) == len(keys)
+    assert keys[0] == f"characters/{'b' * 32}/r2-abc/anim/dab-256px-15fps.gif"
