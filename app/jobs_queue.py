@@ -227,7 +227,7 @@ class JobQueue:
                    max_queued=settings.jobs_max_queued, max_attempts=settings.jobs_max_attempts,
                    visibility_s=settings.jobs_visibility_timeout_s,
                    job_ttl_s=max(settings.jobs_ttl_s, settings.idempotency_ttl_s),
-                   retry_after_s=settings.retry_after_s)
+                   retry_after_s=settings.retry_after_s or 5)  # 0 = "measured" for renders; 5 s here
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)

@@ -85,7 +85,7 @@ def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | N
         limiter = RateLimiter(queue.redis, queue.key("rate", ""), settings.rate_limit_per_min,
                               settings.rate_limit_burst)
     idempotency = SyncIdempotency(queue.redis, settings.redis_prefix, settings.idempotency_ttl_s,
-                                  settings.request_deadline_s + 30, settings.retry_after_s)
+                                  settings.request_deadline_s + 30, settings.retry_after_s or 5)
     return queue, limiter, idempotency
 
 

@@ -88,7 +88,8 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
     timings: dict[str, float] = {}
     record, urls, hits = ctx.characters.render(payload["character"], [ctx.motions[n] for n in payload["motions"]],
                                                payload["format"], payload["size"], payload.get("if_match"),
-                                               deadline, timings, payload["base_url"], nullcontext)
+                                               deadline, timings, payload["base_url"], nullcontext,
+                                               max_frames=payload.get("max_frames"))
     return {"character": {"id": record.id, "version": record.version}, "format": payload["format"],
             "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
 

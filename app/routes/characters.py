@@ -14,7 +14,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from animator import FORMATS
 
-from ..characters import Edit, parse_size, version_matches
+from ..characters import Edit, parse_max_frames, parse_size, version_matches
 from ..errors import BadMask, BadRequest, VersionMismatch
 from ..services import services
 from ..webhooks import validate_callback_url
@@ -155,7 +155,8 @@ def delete_character(cid: str):
     return Response(status=204)
 
 
-def _animate_character_async(cid: str, motions, fmt: str, side: int, callback: Any, deadline) -> Response:
+def _animate_character_async(cid: str, motions, fmt: str, side: int, frames: int | None, callback: Any,
+                             deadline) -> Response:
     """Check what can be checked now (the character exists, If-Match, motions), then queue the render."""
     admit_work()
     if request.files:
@@ -166,14 +167,15 @@ def _animate_character_async(cid: str, motions, fmt: str, side: int, callback: A
     if if_match is not None and not version_matches(if_match, record.version):
         raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
     payload = {"character": cid, "motions": [m.name for m in chosen], "format": fmt, "size": side,
-               "if_match": if_match, "base_url": base_url()}
+               "max_frames": frames, "if_match": if_match, "base_url": base_url()}
     url = validate_callback_url(callback if isinstance(callback, str) else None, services().settings.webhook_secret)
     return submit("character_animations", payload, None, url)
 
 
 @bp.post("/characters/<cid>/animations")
 def animate_character(cid: str):
-    """``motions`` (names, repeated or comma-separated), ``format``, ``size``: form fields or JSON; a
+    """``motions`` (names, repeated or comma-separated), ``format``, ``size``, ``max_frames`` (optional:
+    the whole clip in at most that many frames, for quick previews): form fields or JSON; a
     multipart request may add the client's own clip (file ``bvh``, optional ``start_frame``,
     ``end_frame``), answered under ``upload``. With ``Prefer: respond-async``: 202 and a job
     (app/routes/jobs.py), optional ``callback_url``; no ``bvh`` clip."""
@@ -182,14 +184,16 @@ def animate_character(cid: str):
     if request.mimetype == "application/json":
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
-            raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?}')
+            raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?, "max_frames"?}')
         raw = body.get("motions")
         motions = [raw] if isinstance(raw, str) else raw
         if motions is not None and not (isinstance(motions, list) and all(isinstance(m, str) for m in motions)):
             raise BadRequest("'motions' must be a list of motion names (GET /motions lists them)")
-        fmt, size, callback = body.get("format"), body.get("size"), body.get("callback_url")
+        fmt, size, max_frames = body.get("format"), body.get("size"), body.get("max_frames")
+        callback = body.get("callback_url")
     else:
         motions, fmt, size = request.form.getlist("motions"), request.form.get("format"), request.form.get("size")
+        max_frames = request.form.get("max_frames")
         callback = request.form.get("callback_url")
         if request.files:
             unknown = set(request.files) - {"bvh"}
@@ -199,10 +203,11 @@ def animate_character(cid: str):
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
     side = parse_size(size, settings)
+    frames = parse_max_frames(max_frames, settings)
     if fmt == "mp4" and side % 2:
         raise BadRequest(f"MP4 needs an even size, got {side}")
     if wants_async():
-        return _animate_character_async(cid, motions, fmt, side, callback, deadline)
+        return _animate_character_async(cid, motions, fmt, side, frames, callback, deadline)
     if callback:
         raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
     clip = uploaded_clip() if request.files else None  # the client's own BVH clip, if any
@@ -210,7 +215,8 @@ def animate_character(cid: str):
         chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
         timings: dict[str, float] = {}
         record, urls, hits = services().characters.render(cid, chosen, fmt, side, request.headers.get("If-Match"),
-                                                          deadline, timings, base_url(), render_slot)
+                                                          deadline, timings, base_url(), render_slot,
+                                                          max_frames=frames)
     finally:
         if clip is not None:
             clip.remove()

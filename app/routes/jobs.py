@@ -97,7 +97,7 @@ def _queue():
     queue = services().jobs
     if queue is None:
         raise JobsUnavailable("async jobs are off on this server (no DOODLEPOD_REDIS_URL); send the request "
-                              "without 'Prefer: respond-async'", services().settings.retry_after_s)
+                              "without 'Prefer: respond-async'", services().settings.retry_after_s or 5)
     return queue
 
 
@@ -141,7 +141,7 @@ def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callbac
         if record.get("state") == "running":
             from ..idempotency import IdempotencyInProgress
             raise IdempotencyInProgress(f"a request with {IDEMPOTENCY_HEADER} '{key[:64]}' is still running",
-                                        svc.settings.retry_after_s)
+                                        svc.settings.retry_after_s or 5)
         log.info("idempotent replay of %s", record.get("job", "a stored response"))
         return _replay(record)
     metrics.JOBS.labels(event="submitted").inc()

@@ -4,7 +4,9 @@
 import { call } from "./api.js";
 
 export const PREVIEW_SIZE = 128; // px, the previews' side: small renders answer fast
-export const PREVIEW_FRAMES = 30; // the first 2 s of the clip at 15 fps: a short loop answers fast
+// The whole clip in at most this many frames (max_frames): a choppier loop that renders in about half
+// a full clip's time (the mesh setup is the rest).
+export const PREVIEW_FRAMES = 40;
 const PREVIEW_FORMAT = "gif"; // every browser loops a GIF in an <img>
 const EXTENSIONS = { gif: "gif", webp: "webp", mp4: "mp4" };
 
