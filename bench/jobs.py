@@ -135,7 +135,7 @@ def main() -> int:
         for i in range(args.workers):
             workers.append(jobstack.WorkerProcess(workdir / f"pod{i}", {
                 **common, "DOODLEPOD_RUNTIME_DIR": str(workdir / f"pod{i}" / "run"),
-                "DOODLEPOD_WORKER_CONCURRENCY": str(args.concurrency),
+                "DOODLEPOD_WORKER_CONCURRENCY": str(args.concurrency), "DOODLEPOD_MAX_INFLIGHT": str(args.concurrency),
                 "DOODLEPOD_RENDER_PROCESSES": str(args.render_processes)}, f"worker{i}").start())
         r = redis.Redis.from_url(server.url)
 

@@ -64,7 +64,7 @@ def _env(redis_server, torchserve, workdir: Path, pod: str, **extra: str) -> dic
             "DOODLEPOD_RENDER_SIZE": "200", "DOODLEPOD_RENDER_PROCESSES": "2",
             "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RUNTIME_DIR": str(workdir / pod),
             "DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S": "3", "DOODLEPOD_JOBS_MAX_ATTEMPTS": "3",
-            "DOODLEPOD_WORKER_CONCURRENCY": "1", **extra}
+            "DOODLEPOD_WORKER_CONCURRENCY": "1", "DOODLEPOD_MAX_INFLIGHT": "2", **extra}
 
 
 def _queue(redis_server) -> JobQueue:
