@@ -167,10 +167,13 @@ class Pipeline:
         :func:`jobs.render_stored` for a stored one's files). ``store(motion, out)`` saves each file
         as soon as it is rendered and answers its URL. Returns ``{motion name: url}``."""
         t0 = time.perf_counter()
+        # longest clip first: with fewer render processes than motions, the short ones then fill in
+        # beside it instead of a long one starting last and running alone
+        order = sorted(motions, key=lambda m: getattr(m, "seconds", 0.0), reverse=True)
         futures = [(m, self.pool.submit(job, *character, str(m.motion_cfg),
                                         None if m.retarget_cfg is None else str(m.retarget_cfg), options))
-                   for m in motions]
-        urls: dict[str, str] = {}
+                   for m in order]
+        done: dict[str, str] = {}
         try:
             for motion, future in futures:
                 out = self.pool.wait(future, deadline, f"animate:{motion.name}")
@@ -181,7 +184,7 @@ class Pipeline:
                          out["frame_count"], len(out["data"]), out["pid"],
                          {k: round(v, 1) for k, v in out["timings_ms"].items()})
                 with self._stage(timings, f"upload:{motion.name}"):
-                    urls[motion.name] = store(motion, out)
+                    done[motion.name] = store(motion, out)
                 metrics.ANIMATIONS.labels(motion=motion.name, format=options.get("format", "gif")).inc()
         except BaseException:
             # an error, a passed deadline or a dropped client: the other motions' renders stop now,
@@ -189,7 +192,7 @@ class Pipeline:
             self.pool.abandon([pending for _, pending in futures])
             raise
         timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
-        return urls
+        return {m.name: done[m.name] for m in motions}  # in the order asked for
 
     def render_options(self, fmt: str, size: int | None = None) -> dict[str, Any]:
         """:class:`animator.RenderOptions` keyword arguments from the settings (``size`` overrides
