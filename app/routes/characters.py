@@ -97,7 +97,7 @@ _EDIT_FIELDS = {"bbox", "joints"}
 
 
 def _read_edit() -> Edit:
-    if request.mimetype == "application/json":
+    if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
             raise BadRequest('expected a JSON object {"bbox"?, "joints"?}')
@@ -181,7 +181,7 @@ def animate_character(cid: str):
     (app/routes/jobs.py), optional ``callback_url``; no ``bvh`` clip."""
     deadline = request_deadline()
     settings = services().settings
-    if request.mimetype == "application/json":
+    if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
             raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?, "max_frames"?}')
