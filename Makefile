@@ -5,7 +5,7 @@ VENV ?= $(DOODLEPOD_CACHE)/venv
 PY := $(VENV)/bin/python
 export DOODLEPOD_CACHE VENV
 
-.PHONY: help venv test
+.PHONY: help venv test test-fast
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -14,6 +14,10 @@ venv: ## create/update the dev virtualenv (outside the repo, reused while requir
 
 test: venv ## install what is needed and run every test
 	$(PY) -m pytest -q tests
+
+FAST_TESTS := not e2e and not model_stack and not browser and not redis
+test-fast: venv ## only the tests that need no server, model stack, browser or Redis (under a minute)
+	$(PY) -m pytest -q -m "$(FAST_TESTS)" tests
 
 # --- deploy (issue 4) ---
 .PHONY: run

@@ -66,10 +66,12 @@ examples (from tests/fixtures/animated_drawings):
 
 
 def _size(text: str) -> tuple[int, int]:
+    """``WxH``, or ``N`` for a square N x N canvas."""
     try:
-        w, h = (int(v) for v in text.lower().split("x"))
+        parts = [int(v) for v in text.lower().split("x")]
+        w, h = parts * 2 if len(parts) == 1 else parts
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 500x500, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 500x500 (or 500), got {text!r}") from None
     if not (16 <= w <= 4096 and 16 <= h <= 4096):
         raise argparse.ArgumentTypeError(f"width and height must be 16..4096, got {text!r}")
     return w, h
@@ -114,7 +116,9 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m animator", description=DESCRIPTION, epilog=EPILOG,
+    script = os.path.basename(sys.argv[0])  # doodlepod-animate, or __main__.py under python -m animator
+    prog = "python -m animator" if script in ("__main__.py", "") else script
+    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("character", metavar="CHARACTER_DIR|SCENE.yaml", nargs="?",
                    help="character folder with char_cfg.yaml, texture.png and mask.png; or a scene file")
@@ -127,11 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="OUT",
                    help="output file; its extension picks the format unless --format is given "
                         "(a scene: default its OUTPUT_VIDEO_PATH)")
-    p.add_argument("--format", "-f", choices=("gif", "webp", "mp4"),
+    from animator.encode import FORMATS
+
+    p.add_argument("--format", "-f", choices=tuple(FORMATS),
                    help="gif (transparent, default), webp (animated, lossless, transparent) or mp4 "
                         "(H.264 on a white background; needs imageio-ffmpeg)")
     p.add_argument("--size", type=_size, default=None, metavar="WxH",
-                   help="canvas size in pixels (default 500x500; a scene's is its WINDOW_DIMENSIONS)")
+                   help="canvas size in pixels: WIDTHxHEIGHT, or one number for a square (default 500x500; "
+                        "a scene's is its WINDOW_DIMENSIONS)")
     p.add_argument("--fps", type=_fps, default=None, metavar="N|native",
                    help="output frame rate (default 25, true speed in GIFs) or 'native' for every BVH frame")
     p.add_argument("--max-frames", type=_positive_int, metavar="N", help="at most N frames (the duration is kept)")
@@ -159,23 +166,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write(path: str, data: bytes) -> None:
-    """Write atomically: a half-written file never takes the place of the output."""
-    tmp = f"{path}.part{os.getpid()}"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise OSError(exc.errno, exc.strerror, path) from exc
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     parser = build_parser()
@@ -187,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     log.setLevel(logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING)
 
     from animator.errors import AnimatorError
+    from animator.files import write_atomic as _write
 
     is_scene = args.character is not None and os.path.isfile(args.character) \
         and args.character.lower().endswith((".yaml", ".yml"))
@@ -259,7 +250,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _format_of(path: str) -> str:
     ext = os.path.splitext(path)[1].lower().lstrip(".")
-    return ext if ext in ("gif", "webp", "mp4") else "gif"
+    from animator.encode import FORMATS
+
+    return ext if ext in FORMATS else "gif"
 
 
 def _options(args: argparse.Namespace, fmt: str, scene_size: tuple[int, int] | None):

@@ -25,14 +25,12 @@ from typing import Any, Iterator, Union
 import numpy as np
 
 from .character import Character
+from .encode import FORMATS
 from .errors import ConfigError, RenderError
 
 log = logging.getLogger("animator")
 
 Fps = Union[float, int, str, None]
-
-_FORMATS = ("gif", "webp", "mp4")
-
 
 def _default_fps() -> float:
     from .prune import DEFAULT_FPS
@@ -95,8 +93,8 @@ class RenderOptions:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 16 <= int(v) <= 4096:
                 raise ConfigError("options", name, f"must be an integer from 16 to 4096, got {v!r}")
         fmt = str(self.format).lower().lstrip(".")
-        if fmt not in _FORMATS:
-            raise ConfigError("options", "format", f"must be one of {', '.join(_FORMATS)}, got {self.format!r}")
+        if fmt not in FORMATS:
+            raise ConfigError("options", "format", f"must be one of {', '.join(FORMATS)}, got {self.format!r}")
         self.format = fmt
         if isinstance(self.fps, str) and self.fps.strip().lower() == "native":
             self.fps = "native"
@@ -240,8 +238,6 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     clock.ms["rasterize"] = timed.ms
     clock.ms["encode"] = both - timed.ms
     clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
-    from .encode import FORMATS
-
     mime, ext = FORMATS[opts.format]
     log.info("rasterize: %.1f ms (%.2f ms/frame); encode: %.1f ms; %s %d bytes",
              timed.ms, timed.ms / motion.n_frames, clock.ms["encode"], opts.format.upper(), len(data))

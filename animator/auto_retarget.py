@@ -326,17 +326,19 @@ def derive_motion_config(bvh: BVH, bvh_path: str | Path, start_frame_idx: int = 
     )
 
 
-def configs_for(motion: str | Path, retarget: str | Path | None = None) -> tuple[MotionConfig, RetargetConfig]:
+def configs_for(motion: str | Path, retarget: str | Path | None = None, start_frame: int = 0,
+                end_frame: int | None = None) -> tuple[MotionConfig, RetargetConfig]:
     """The motion and retarget configs to use: ``motion`` is a motion config (YAML) or a BVH file
-    (its motion config then derived, whole clip); ``retarget`` a retarget config, or None to derive
-    one from the clip's skeleton."""
+    (its motion config then derived, frames ``start_frame`` to ``end_frame`` (exclusive, None: to
+    the end)); ``retarget`` a retarget config, or None to derive one from the clip's skeleton."""
     from .bvh import load_bvh
     from .config import load_motion_config, load_retarget_config
 
     if str(motion).lower().endswith(".bvh"):
         bvh = load_bvh(motion)
         body = find_body(bvh)
-        motion_cfg = derive_motion_config(bvh, motion, body=body)
+        motion_cfg = derive_motion_config(bvh, motion, start_frame, end_frame, body=body)
+        motion_cfg.frame_range(bvh.n_frames)  # an empty range is an error now, naming the field
     else:
         motion_cfg = load_motion_config(motion)
         if retarget is not None:

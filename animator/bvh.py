@@ -286,17 +286,25 @@ def axis_rotation(angle_rad: np.ndarray, axis: str) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # parsing
 
-def parse_bvh(text: str, path: str | Path | None = None) -> BVH:
+def parse_bvh(text: str, path: str | Path | None = None, *, max_joints: int | None = None,
+              max_frames: int | None = None) -> BVH:
     """Parse the text of a BVH file; raise :class:`BVHError` naming the line of any problem.
 
     Steps: the HIERARCHY block (:func:`_parse_hierarchy`), the MOTION header
     (:func:`_parse_motion_header`), the frame rows (:func:`_parse_motion_rows`), then end sites get
-    names and each joint its first channel column.
+    names and each joint its first channel column. ``max_joints`` (end sites included) and
+    ``max_frames`` bound an untrusted file: each is checked as soon as it is known, before the
+    frames are read.
     """
     where = str(path) if path is not None else None
     lines = text.splitlines()
     skel, i = _parse_hierarchy(lines, where)
+    if max_joints is not None and len(skel.names) > max_joints:
+        raise BVHError(where, f"line {i + 1}", f"HIERARCHY has {len(skel.names)} joints (end sites included); "
+                       f"at most {max_joints} are accepted")
     n_frames, frame_time, frames_line, data_start = _parse_motion_header(lines, i, where)
+    if max_frames is not None and n_frames > max_frames:
+        raise BVHError(where, f"line {frames_line}", f"'Frames: {n_frames}': at most {max_frames} frames are accepted")
     motion = _parse_motion_rows(lines, data_start, n_frames, sum(len(c) for c in skel.channels), where, frames_line)
     _name_end_sites(skel.names, skel.parents, skel.end_site)
     return BVH(

@@ -348,8 +348,12 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
             apart) the offsets grow with the stretch, so stretched limbs get no holes either.
         threads: frames rendered in parallel (numpy releases the GIL in these loops).
         fill: palette index of the background (default: the sprite's transparent index).
-    Each yielded array is a fresh buffer. Points are clipped to the canvas (placement keeps them
-    inside; this only guards against rounding).
+
+    Each frame is made in four steps: the per-triangle affine maps of a block of frames
+    (:func:`_affine_coefficients`), the canvas pixel of every point at every splat offset
+    (:func:`_splat_pixels`), the writes in draw order (:func:`_draw`), and the closing of
+    1-pixel slits (:func:`_close_slits`). Each yielded array is a fresh buffer. Points are
+    clipped to the canvas (placement keeps them inside; this only guards against rounding).
     """
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -361,68 +365,23 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
         part_order = np.tile(np.arange(n_parts), (F, 1))
     if part_reversed is None:
         part_reversed = np.zeros((F, n_parts), bool)
-    run_tri, run_len = sprite.run_tri, sprite.run_len
+    layout = _SplatLayout(sprite, splat)
+    lo, hi = verts.min(axis=1), verts.max(axis=1)                   # (F, 2) mesh bounds per frame
+    inside = (lo >= 1).all(axis=1) & (hi[:, 0] <= width - 2) & (hi[:, 1] <= height - 2)
+    background = sprite.transparent if fill is None else int(fill)
     block = 128  # frames whose per-triangle maps are computed together (bounds the memory)
     blocks: dict[int, np.ndarray] = {}
-    qx, qy = sprite.local
-    colour = sprite.colour[None, :]
-    background = sprite.transparent if fill is None else int(fill)
-    N = sprite.n_points
-    dxs = sorted({d[0] for d in splat})
-    dys = sorted({d[1] for d in splat})
-    pick = [(dys.index(b), dxs.index(a)) for a, b in splat]
     local = threading.local()
 
     def frame(f: int) -> np.ndarray:
-        if not hasattr(local, "x"):
-            local.x = np.empty(N, np.float32)
-            local.y = np.empty(N, np.float32)
-            local.t = np.empty(N, np.float32)
-            local.cols = np.empty((len(dxs), N), np.int32)
-            local.rows = np.empty((len(dys), N), np.int32)
-            local.idx = np.empty((len(splat), N), np.int32)
-        x, y, t, cols, rows, idx = local.x, local.y, local.t, local.cols, local.rows, local.idx
-        a, b, c, d, e, g, half = np.repeat(blocks[f // block][f % block][:, run_tri], run_len, axis=1)
-        np.multiply(a, qx, out=x); b *= qy; x += b; x += c
-        np.multiply(d, qx, out=y); e *= qy; y += e; y += g
-        np.clip(x, 0.5, width - 1.5, out=x)  # keeps every offset write on the canvas
-        np.clip(y, 0.5, height - 1.5, out=y)
-        for k, off in enumerate(dxs):
-            np.multiply(half, 4 * off, out=t)
-            t += x
-            np.copyto(cols[k], t, casting="unsafe")
-        for k, off in enumerate(dys):
-            np.multiply(half, 4 * off, out=t)
-            t += y
-            np.copyto(rows[k], t, casting="unsafe")
-        rows *= width
-        for k, (r, c) in enumerate(pick):
-            np.add(rows[r], cols[c], out=idx[k])
+        if not hasattr(local, "scratch"):
+            local.scratch = _Scratch(layout)
+        pixels, box = _splat_pixels(sprite, layout, blocks[f // block][f % block], width, height, local.scratch,
+                                    bool(inside[f]))
         out = np.full(height * width, background, np.uint8)
-        for p in part_order[f]:
-            g = sprite.groups[p]
-            for a, b in (reversed(g) if part_reversed[f, p] else g):
-                out[idx[:, a:b]] = colour[:, a:b]
+        _draw(out, layout, pixels, part_order[f], part_reversed[f])
         o = out.reshape(height, width)
-        if height > 2 and width > 2:
-            # a pixel left empty between two drawn ones, above and below or left and right (a limb
-            # stretched past 1.5x opens 1-pixel slits), takes the colour of the one above (or left);
-            # filling can enclose a neighbouring empty pixel of the same slit, hence a few passes
-            mid = o[1:-1, 1:-1]
-            for _ in range(8):
-                hole = mid == background
-                up = o[:-2, 1:-1] != background
-                up &= o[2:, 1:-1] != background
-                side = o[1:-1, :-2] != background
-                side &= o[1:-1, 2:] != background
-                side |= up
-                hole &= side
-                if not hole.any():
-                    break
-                fill_up = hole & up
-                mid[fill_up] = o[:-2, 1:-1][fill_up]
-                hole &= ~fill_up
-                mid[hole] = o[1:-1, :-2][hole]
+        _close_slits(o, background, box)
         return o
 
     def ready(f: int) -> None:
@@ -451,6 +410,110 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
                 ready(f + ahead)
                 futures.append(pool.submit(frame, f + ahead))
             yield fr
+
+
+class _SplatLayout:
+    """What every frame of a clip shares: the splat offsets and the spans of points in draw order
+    (a span: the points of one joint of one body part, ``sprite.groups``)."""
+
+    def __init__(self, sprite: Sprite, splat: Sequence[tuple[float, float]]) -> None:
+        self.dxs = sorted({float(d[0]) for d in splat})
+        self.dys = sorted({float(d[1]) for d in splat})
+        self.pick = [(self.dys.index(b), self.dxs.index(a)) for a, b in splat]
+        self.groups = sprite.groups
+        self.colour = sprite.colour
+        self.n_points = sprite.n_points
+
+
+class _Scratch:
+    """Per-thread buffers of :func:`_splat_pixels`, reused from frame to frame."""
+
+    def __init__(self, layout: _SplatLayout) -> None:
+        N = layout.n_points
+        self.x = np.empty(N, np.float32)
+        self.y = np.empty(N, np.float32)
+        self.t = np.empty(N, np.float32)
+        self.cols = np.empty((len(layout.dxs), N), np.int32)
+        self.rows = np.empty((len(layout.dys), N), np.int32)
+        self.pixels = np.empty((len(layout.pick), N), np.intp)
+
+
+def _splat_pixels(sprite: Sprite, layout: _SplatLayout, coef: np.ndarray, width: int, height: int,
+                  scratch: _Scratch, inside: bool = False) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """(S, N) flat canvas pixel index (row * width + column) of every point at each of the ``S``
+    splat offsets, and the (row0, row1, col0, col1) inclusive box they cover.
+
+    ``coef``: one frame's (7, T) affine maps from :func:`_affine_coefficients`. ``inside``: the
+    frame's mesh lies at least 1 px inside the canvas, so clipping the points is skipped (it would
+    change nothing: points lie inside their triangles and offsets are at most 1/2 px).
+    """
+    x, y, cols, rows = scratch.x, scratch.y, scratch.cols, scratch.rows
+    qx, qy = sprite.local
+    a, b, c, d, e, g, half = np.repeat(coef[:, sprite.run_tri], sprite.run_len, axis=1)
+    np.multiply(a, qx, out=x); b *= qy; x += b; x += c
+    np.multiply(d, qx, out=y); e *= qy; y += e; y += g
+    if not inside:
+        np.clip(x, 0.5, width - 1.5, out=x)  # keeps every offset write on the canvas
+        np.clip(y, 0.5, height - 1.5, out=y)
+    for offsets, pos, ints in ((layout.dxs, x, cols), (layout.dys, y, rows)):
+        for k, off in enumerate(offsets):
+            if off == 0.25 or off == -0.25:  # the default pattern: x +- half, rounded as x + (+-1 * half)
+                (np.add if off > 0 else np.subtract)(pos, half, out=ints[k], casting="unsafe")
+            else:
+                np.multiply(half, 4 * off, out=scratch.t)
+                scratch.t += pos
+                np.copyto(ints[k], scratch.t, casting="unsafe")
+    box = (int(rows[0].min()), int(rows[-1].max()), int(cols[0].min()), int(cols[-1].max()))
+    rows *= width
+    out = scratch.pixels
+    for k, (r, c_) in enumerate(layout.pick):
+        np.add(rows[r], cols[c_], out=out[k], casting="unsafe")
+    return out, box
+
+
+def _draw(out: np.ndarray, layout: _SplatLayout, pixels: np.ndarray, part_order: np.ndarray,
+          part_reversed: np.ndarray) -> None:
+    """Write the points' palette indices into the flat canvas ``out``, body parts back to front
+    (``part_order``), each part's joints in config order or reversed, and inside a joint's span
+    offset by offset; later writes win."""
+    colour = layout.colour
+    for p in part_order:
+        g = layout.groups[p]
+        for a, b in (reversed(g) if part_reversed[p] else g):
+            v = colour[a:b]
+            for px in pixels:
+                out[px[a:b]] = v
+
+
+def _close_slits(o: np.ndarray, background: int, box: tuple[int, int, int, int]) -> None:
+    """Fill, in place, 1-pixel slits that a limb stretched past 1.5x opens between drawn pixels.
+
+    A background pixel between two drawn ones, above and below or left and right, takes the colour
+    of the one above (or left); filling can enclose a neighbouring empty pixel of the same slit,
+    hence a few passes. Only the drawn ``box`` (inclusive rows, cols) is looked at: no slit lies
+    outside it.
+    """
+    height, width = o.shape
+    r0, r1, c0, c1 = box
+    if r1 - r0 < 2 and c1 - c0 < 2:
+        return
+    sub = o[max(r0 - 1, 0):min(r1 + 2, height), max(c0 - 1, 0):min(c1 + 2, width)]
+    if sub.shape[0] < 3 or sub.shape[1] < 3:
+        return
+    mid = sub[1:-1, 1:-1]
+    for _ in range(8):
+        drawn = sub != background
+        hole = ~drawn[1:-1, 1:-1]
+        up = drawn[:-2, 1:-1] & drawn[2:, 1:-1]
+        side = drawn[1:-1, :-2] & drawn[1:-1, 2:]
+        side |= up
+        hole &= side
+        if not hole.any():
+            break
+        fill_up = hole & up
+        np.copyto(mid, sub[:-2, 1:-1], where=fill_up)
+        hole &= ~fill_up
+        np.copyto(mid, sub[1:-1, :-2], where=hole)
 
 
 def _affine_coefficients(sprite: Sprite, verts: np.ndarray) -> np.ndarray:

@@ -330,7 +330,9 @@ def _pixels_per_drawing_pixel(camera: Camera, sc: SceneCharacter, motion: Any) -
     probes = np.stack([root, root + [1.0, 0.0], root + [0.0, 1.0]], axis=1)   # (F, 3, 2)
     px, _ = camera.project(_to_world(probes, sc))
     step = np.linalg.norm(px[:, 1:] - px[:, :1], axis=-1)
-    return float(np.clip(step.max(), 1e-3, 8.0))
+    from .api import max_scale
+
+    return float(np.clip(step.max(), 1e-3, max_scale(sc.character.mask, camera.width, camera.height)))
 
 
 def _opaque_background(scene: Scene) -> tuple[int, int, int] | None:

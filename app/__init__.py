@@ -11,43 +11,14 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from .config import Settings, load_settings, unknown_variables
+from .logs import configure_logging
 
 __all__ = ["create_app"]
-
-LOG_FORMAT = "%(asctime)s %(levelname)s [%(process)d] [%(request_id)s] %(name)s: %(message)s"
-
-
-class _RequestIdFilter(logging.Filter):
-    """Adds ``request_id`` (the current request's id, or ``-``) to every record."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not hasattr(record, "request_id"):
-            record.request_id = "-"
-            try:
-                from flask import g, has_request_context
-                if has_request_context():
-                    record.request_id = g.get("request_id", "-")
-            except Exception:
-                pass
-        return True
-
-
-def configure_logging(level: str) -> None:
-    logger = logging.getLogger("doodlepod")
-    logger.setLevel(level.upper())
-    if not any(getattr(h, "_doodlepod", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler._doodlepod = True  # type: ignore[attr-defined]
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
-        handler.addFilter(_RequestIdFilter())
-        logger.addHandler(handler)
-    logger.propagate = False
 
 
 def runtime_dir(settings: Settings) -> Path:
@@ -72,10 +43,14 @@ def create_app(**overrides: Any):
     run_dir = runtime_dir(settings)
 
     # Imports that need PROMETHEUS_MULTIPROC_DIR set come after runtime_dir().
-    from . import errors, routes
+    from . import errors
+    from .hooks import install_hooks
+    from .loop import under_gevent
     from .motions import load_motions
     from .pipeline import Pipeline
     from .render_pool import InflightSlots, RenderPool
+    from .routes import register_blueprints
+    from .services import EXTENSION, Services
     from .storage import from_settings
     from .torchserve import TorchServeClient
 
@@ -88,27 +63,26 @@ def create_app(**overrides: Any):
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
-    app.extensions["doodlepod"] = {
-        "settings": settings,
-        "motions": load_motions(settings.motions_dir or None),
-        "storage": storage,
-        "torchserve": torchserve,
-        "pool": pool,
-        "slots": InflightSlots(run_dir / "slots", settings.max_inflight),
-        "pipeline": Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir),
-    }
+    services = Services(
+        settings=settings,
+        motions=load_motions(settings.motions_dir or None),
+        storage=storage,
+        torchserve=torchserve,
+        pool=pool,
+        slots=InflightSlots(run_dir / "slots", settings.max_inflight),
+        pipeline=Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir),
+    )
+    app.extensions[EXTENSION] = services
     errors.register(app)
-    app.register_blueprint(routes.api)
-    app.register_blueprint(routes.health)
-    app.register_blueprint(routes.files)
-    routes.install_hooks(app)
+    install_hooks(app)
+    register_blueprints(app)
 
     atexit.register(pool.shutdown)
-    if _under_gevent():
+    if under_gevent():
         import gevent
         gevent.spawn(_warm, pool, log)
     log.info("app ready: storage=%s motions=%s render_processes=%d max_inflight=%d deadline=%gs",
-             storage.name, ",".join(app.extensions["doodlepod"]["motions"]), pool.processes,
+             storage.name, ",".join(services.motions), pool.processes,
              settings.max_inflight, settings.request_deadline_s)
     return app
 
@@ -119,10 +93,3 @@ def _warm(pool, log) -> None:
     except Exception:  # a failed warm-up is not fatal: the pool starts on demand
         log.exception("render pool warm-up failed")
 
-
-def _under_gevent() -> bool:
-    try:
-        from gevent import monkey
-        return monkey.is_module_patched("socket")
-    except ImportError:
-        return False

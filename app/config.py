@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from animator.encode import FORMATS
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -118,7 +120,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_DEFAULT_MOTIONS", "dab,jumping,zombie", "Motions rendered when a request names none "
             "(also the old client's keys).", _csv),
     Setting("DOODLEPOD_DEFAULT_FORMAT", "gif", "Animation format when a request names none.",
-            _choice("gif", "webp", "mp4")),
+            _choice(*FORMATS)),
     Setting("DOODLEPOD_RENDER_SIZE", "400", "Width and height of rendered animations, in pixels.", int),
     Setting("DOODLEPOD_RENDER_FPS", "15", "Frames per second of the animations (the BVH clips are resampled; "
             "15 is smooth on a phone at 40% fewer frames than 25); 'native' keeps every BVH frame; empty: "
@@ -126,6 +128,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_RENDER_MAX_FRAMES", "0", "Cap on frames per animation; 0: no cap.", _non_negative_int),
     Setting("DOODLEPOD_MOTIONS_DIR", "", "Extra motion library merged over the built-in one: a folder with a "
             "library.yaml (see docs) plus its BVH and config files.", str),
+    Setting("DOODLEPOD_BVH_MAX_MB", "4", "Largest BVH clip a client may upload (form field 'bvh'), in MiB "
+            "(413 beyond).", _positive_float),
+    Setting("DOODLEPOD_BVH_MAX_JOINTS", "256", "Most joints (end sites included) an uploaded BVH clip may have "
+            "(422 invalid_motion beyond).", int),
+    Setting("DOODLEPOD_BVH_MAX_FRAMES", "20000", "Most frames an uploaded BVH clip may have (422 invalid_motion "
+            "beyond), checked before its frames are read.", int),
+    Setting("DOODLEPOD_BVH_MAX_SECONDS", "120", "Longest stretch of an uploaded clip (its start_frame to "
+            "end_frame) that is rendered, in seconds (422 invalid_motion beyond).", _positive_float),
     # --- TorchServe ---
     Setting("DOODLEPOD_TORCHSERVE_URL", "http://127.0.0.1:8080", "TorchServe inference API."),
     Setting("DOODLEPOD_TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", "TorchServe management API "
@@ -221,7 +231,7 @@ _IGNORED_PREFIXES = ("DOODLEPOD_RUN_",)
 
 
 def markdown_table() -> str:
-    """The settings as a Markdown table (name, default, description) for the README."""
+    """The settings as a Markdown table (name, default, description) for docs/configuration.md."""
     lines = ["| Variable | Default | Description |", "|---|---|---|"]
     for s in SETTINGS:
         default = f"`{s.default}`" if s.default else "(empty)"

@@ -21,8 +21,13 @@ class Deadline:
         """Seconds left; raise :class:`DeadlineExceeded` naming ``stage`` if none are."""
         left = self.remaining()
         if left <= 0:
-            raise DeadlineExceeded(f"request deadline of {self.seconds:g} s passed during {stage}")
+            raise self.exceeded(stage)
         return left
+
+    def exceeded(self, stage: str, detail: str = "") -> DeadlineExceeded:
+        """The error for this deadline passing during ``stage`` (``detail``: what was going on)."""
+        return DeadlineExceeded(f"request deadline of {self.seconds:g} s passed during {stage}"
+                                + (f" ({detail})" if detail else ""))
 
     def cap(self, timeout: float, stage: str) -> float:
         """``timeout`` shortened to the time left; raises if none is left."""

@@ -1,9 +1,18 @@
 """Error types of the API and how they become HTTP answers.
 
-Every failure a client can see is an :class:`ApiError` subclass with a stable ``code`` (the JSON
-``error`` field clients switch on), an HTTP status and a human message. :func:`register` installs
-handlers that turn them, werkzeug's HTTP errors and any unexpected exception into
-``{"error": code, "message": text}`` plus one log line; clients never see a stack trace.
+Every failure a client can see is an :class:`ApiError` with a stable ``code`` (the JSON ``error``
+field clients switch on), an HTTP status and a human message. The classes form four families, so a
+caller can catch or test a whole kind at once:
+
+- :class:`ClientError` (4xx): the request cannot succeed as sent; do not retry it unchanged.
+- :class:`UpstreamError` (502): TorchServe or the storage answered wrongly.
+- :class:`Unavailable` (503): the pod or a neighbour is busy or down; retry after ``Retry-After``.
+- :class:`DeadlineExceeded` (504): the request ran out of time.
+
+:func:`from_animator` maps the animator library's exceptions onto these at the boundary (one table,
+:data:`ANIMATOR_ERRORS`). :func:`register` installs handlers that turn them, werkzeug's HTTP errors
+and any unexpected exception into ``{"error": code, "message": text}`` plus one log line; clients
+never see a stack trace.
 """
 from __future__ import annotations
 
@@ -11,6 +20,8 @@ import logging
 
 from flask import Flask, jsonify
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from animator import errors as animator_errors
 
 log = logging.getLogger("doodlepod.errors")
 
@@ -20,6 +31,8 @@ class ApiError(Exception):
 
     status = 500
     code = "internal_error"
+    #: True when the same request may succeed later (clients and queues may retry it).
+    retryable = False
 
     def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
@@ -27,22 +40,29 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
 
-class BadRequest(ApiError):
+# --- 4xx: the request itself ---------------------------------------------------------------------
+
+class ClientError(ApiError):
+    """The request cannot succeed as sent (4xx)."""
+    status, code = 400, "bad_request"
+
+
+class BadRequest(ClientError):
     """The request itself is malformed (missing field, bad JSON, bad joints)."""
     status, code = 400, "bad_request"
 
 
-class UnreadableImage(ApiError):
+class UnreadableImage(ClientError):
     """The upload claims to be an image but cannot be decoded (truncated, corrupt, empty)."""
     status, code = 400, "unreadable_image"
 
 
-class UnknownMotion(ApiError):
+class UnknownMotion(ClientError):
     """A requested motion is not in the library (GET /motions lists them)."""
     status, code = 400, "unknown_motion"
 
 
-class Unauthorized(ApiError):
+class Unauthorized(ClientError):
     """Bearer token missing or wrong (only when DOODLEPOD_AUTH_TOKEN is set)."""
     status, code = 401, "unauthorized"
 
@@ -50,59 +70,89 @@ class Unauthorized(ApiError):
         super().__init__(message, headers={"WWW-Authenticate": 'Bearer realm="doodlepod"'})
 
 
-class NotFound(ApiError):
+class NotFound(ClientError):
     status, code = 404, "not_found"
 
 
-class TooLarge(ApiError):
+class TooLarge(ClientError):
     """Body over DOODLEPOD_MAX_UPLOAD_MB or image over DOODLEPOD_MAX_IMAGE_PIXELS."""
     status, code = 413, "too_large"
 
 
-class UnsupportedType(ApiError):
-    """A file that is not PNG, JPEG or WebP (e.g. HEIC, GIF, PDF)."""
+class UnsupportedType(ClientError):
+    """A file that is not an image type we read (e.g. GIF, PDF, SVG)."""
     status, code = 415, "unsupported_type"
 
 
-class NoCharacter(ApiError):
+class NoCharacter(ClientError):
     """The detector found no drawn character, or the segmentation left no pixels."""
     status, code = 422, "no_character"
 
 
-class NoSkeleton(ApiError):
+class NoSkeleton(ClientError):
     """The pose model found no skeleton (or more than one) in the character's box."""
     status, code = 422, "no_skeleton"
 
 
-class InvalidCharacter(ApiError):
+class InvalidCharacter(ClientError):
     """The character cannot be animated (e.g. client joints that make no usable skeleton)."""
     status, code = 422, "invalid_character"
 
 
-class ModelServerError(ApiError):
+class InvalidMotion(ClientError):
+    """A motion (BVH clip or its configs) sent with the request cannot be used."""
+    status, code = 422, "invalid_motion"
+
+
+# --- 5xx: our neighbours and ourselves -----------------------------------------------------------
+
+class RenderFailed(ApiError):
+    """A render process died (e.g. killed for memory) or the renderer failed on valid input."""
+    status, code = 500, "render_failed"
+
+
+class UpstreamError(ApiError):
+    """TorchServe or the storage answered, but wrongly (502)."""
+    status, code = 502, "upstream_error"
+
+
+class ModelServerError(UpstreamError):
     """TorchServe answered, but with an error or an answer we cannot read."""
     status, code = 502, "model_server_error"
 
 
-class StorageFailed(ApiError):
+class StorageFailed(UpstreamError):
     """Uploading to (or reaching) the storage failed after retries."""
     status, code = 502, "storage_error"
 
 
-class ModelServerUnavailable(ApiError):
+class Unavailable(ApiError):
+    """Busy or down for now (503): retry after ``retry_after`` seconds (the ``Retry-After`` header).
+
+    Without an explicit ``retry_after`` the error handler sends DOODLEPOD_RETRY_AFTER_S.
+    """
+    status, code = 503, "unavailable"
+    retryable = True
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        headers = {"Retry-After": str(max(1, int(retry_after)))} if retry_after is not None else None
+        super().__init__(message, headers=headers)
+
+
+class ModelServerUnavailable(Unavailable):
     """TorchServe is down, not ready, or overloaded (503/507) after retries."""
     status, code = 503, "model_server_unavailable"
 
 
-class Overloaded(ApiError):
+class Overloaded(Unavailable):
     """All render slots of the pod are busy: retry after ``retry_after`` seconds."""
     status, code = 503, "overloaded"
 
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message, headers={"Retry-After": str(int(retry_after))})
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message, retry_after)
 
 
-class InsufficientStorage(ApiError):
+class InsufficientStorage(Unavailable):
     """Free disk below DOODLEPOD_MIN_FREE_DISK_MB: refuse work before starting it."""
     status, code = 503, "low_disk_space"
 
@@ -111,6 +161,36 @@ class DeadlineExceeded(ApiError):
     """The request ran past its deadline (DOODLEPOD_REQUEST_DEADLINE_S or X-Deadline-Seconds)."""
     status, code = 504, "deadline_exceeded"
 
+
+# --- the animator's errors at the boundary -------------------------------------------------------
+
+#: The animator's exception types -> the API error each becomes, most specific first. Everything the
+#: animator raises on bad input (a character, clip or config it cannot use) is the client's to fix:
+#: 422, never a 500. RenderError means the renderer failed on input it accepted: ours to fix.
+ANIMATOR_ERRORS: tuple[tuple[type[Exception], type[ApiError]], ...] = (
+    (animator_errors.CharacterError, InvalidCharacter),
+    (animator_errors.BVHError, InvalidMotion),
+    (animator_errors.ConfigError, InvalidMotion),
+    (animator_errors.RenderError, RenderFailed),
+    (animator_errors.AnimatorError, InvalidCharacter),
+)
+
+
+def from_animator(exc: Exception, doing: str = "") -> ApiError:
+    """The API error for ``exc``, an exception the animator raised; ``doing`` prefixes its message.
+
+    ``raise errors.from_animator(exc, "the character cannot be rigged") from None``
+    """
+    for animator_type, api_type in ANIMATOR_ERRORS:
+        if isinstance(exc, animator_type):
+            break
+    else:
+        raise TypeError(f"not an animator error: {type(exc).__name__}") from exc
+    text = getattr(exc, "message", None) or str(exc)
+    return api_type(f"{doing}: {text}" if doing else text)
+
+
+# --- HTTP answers --------------------------------------------------------------------------------
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None):
     response = jsonify(error=code, message=message)
@@ -124,10 +204,14 @@ def register(app: Flask) -> None:
     """Install the JSON error handlers on ``app``."""
 
     def on_api_error(exc: ApiError):
-        level = logging.ERROR if exc.status >= 500 and exc.status not in (503, 504) else logging.WARNING
+        level = logging.WARNING if isinstance(exc, (ClientError, Unavailable, DeadlineExceeded)) else logging.ERROR
         log.log(level, "error status=%d code=%s message=%s", exc.status, exc.code, exc.message)
         _count(exc.status, exc.code)
-        return error_response(exc.status, exc.code, exc.message, exc.headers)
+        headers = dict(exc.headers)
+        if isinstance(exc, Unavailable) and "Retry-After" not in headers:
+            settings = app.config.get("SETTINGS")
+            headers["Retry-After"] = str(int(getattr(settings, "retry_after_s", 3)))
+        return error_response(exc.status, exc.code, exc.message, headers)
 
     def on_http_error(exc: HTTPException):
         if isinstance(exc, RequestEntityTooLarge):

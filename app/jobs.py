@@ -19,14 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pillow_heif
 from PIL import Image, ImageOps
 
-from .errors import InvalidCharacter, NoCharacter, TooLarge, UnreadableImage, UnsupportedType
+from .errors import NoCharacter, TooLarge, UnreadableImage, UnsupportedType, from_animator
 
-#: Formats Pillow reports for the images we accept (MPO: the multi-picture JPEG some phones write).
-ACCEPTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg", "WEBP": "image/webp"}
+#: Formats Pillow reports for the images we accept (MPO: the multi-picture JPEG some phones write;
+#: HEIF: HEIC/HEIF photos, iPhones' default, read by pillow-heif).
+ACCEPTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg", "WEBP": "image/webp",
+                    "HEIF": "image/heic"}
+#: The same, for people (error messages).
+ACCEPTED_TEXT = "PNG, JPEG, WebP or HEIC"
 
 Image.MAX_IMAGE_PIXELS = None  # we check our own limit (DOODLEPOD_MAX_IMAGE_PIXELS) before decoding
+# HEIC/HEIF through libheif; it applies the photo's rotation itself (and reports orientation 1).
+pillow_heif.register_heif_opener()
 
 
 @dataclass
@@ -44,8 +51,9 @@ def sniff_unsupported(data: bytes) -> str | None:
     head = data[:32]
     if len(head) >= 12 and head[4:8] == b"ftyp":
         brand = head[8:12].decode("latin-1")
-        return "HEIC/HEIF" if brand.startswith(("hei", "hev", "mif", "msf")) else (
-            "AVIF" if brand.startswith("avi") else f"ISO media ({brand.strip()})")
+        if brand.startswith(("hei", "hev", "mif", "msf")):
+            return None  # HEIC/HEIF: accepted
+        return "AVIF" if brand.startswith("avi") else f"ISO media ({brand.strip()})"
     if head.startswith(b"%PDF"):
         return "PDF"
     if head.startswith((b"GIF87a", b"GIF89a")):
@@ -58,7 +66,7 @@ def sniff_unsupported(data: bytes) -> str | None:
 def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
     """Decode an upload, apply its EXIF orientation, flatten alpha onto white, downsize to ``max_side``.
 
-    Raises :class:`UnsupportedType` (not PNG/JPEG/WebP), :class:`TooLarge` (over ``max_pixels``,
+    Raises :class:`UnsupportedType` (not PNG/JPEG/WebP/HEIC), :class:`TooLarge` (over ``max_pixels``,
     checked from the header before decoding) or :class:`UnreadableImage`.
     """
     t0 = time.perf_counter()
@@ -66,15 +74,16 @@ def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
         raise UnreadableImage("the uploaded file is empty")
     other = sniff_unsupported(data)
     if other:
-        raise UnsupportedType(f"{other} images are not supported; send PNG, JPEG or WebP")
+        raise UnsupportedType(f"{other} images are not supported; send {ACCEPTED_TEXT}")
     try:
         im = Image.open(io.BytesIO(data))
     except Image.UnidentifiedImageError:
-        raise UnreadableImage("the upload is not a readable PNG, JPEG or WebP image") from None
+        raise UnreadableImage(f"the upload is not a readable {ACCEPTED_TEXT} image") from None
     except Exception as exc:  # Pillow raises many types on hostile headers
         raise UnreadableImage(f"cannot read the image header: {type(exc).__name__}") from None
-    if im.format not in ACCEPTED_FORMATS:
-        raise UnsupportedType(f"{im.format} images are not supported; send PNG, JPEG or WebP")
+    fmt = im.format  # exif_transpose returns a new image without it
+    if fmt not in ACCEPTED_FORMATS:
+        raise UnsupportedType(f"{fmt} images are not supported; send {ACCEPTED_TEXT}")
     w, h = im.size
     if w < 1 or h < 1:
         raise UnreadableImage("the image has no pixels")
@@ -85,7 +94,7 @@ def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
     except Exception:
         orientation = 1
     longest = max(w, h)
-    if im.format in ("JPEG", "MPO") and longest > max_side:
+    if fmt in ("JPEG", "MPO") and longest > max_side:
         # Let libjpeg decode at 1/2, 1/4 or 1/8 scale when that still leaves >= max_side pixels.
         k = max_side / longest
         im.draft("RGB", (max(1, int(np.ceil(w * k))), max(1, int(np.ceil(h * k)))))
@@ -107,7 +116,7 @@ def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
     buf = io.BytesIO()
     rgb.save(buf, format="PNG", compress_level=1)
     t3 = time.perf_counter()
-    return PreparedImage(np.asarray(rgb), scale, image_size, im.format or "?", buf.getvalue(),
+    return PreparedImage(np.asarray(rgb), scale, image_size, fmt, buf.getvalue(),
                          {"decode": (t1 - t0) * 1e3, "downsize": (t2 - t1) * 1e3, "encode_png": (t3 - t2) * 1e3})
 
 
@@ -178,22 +187,34 @@ def _load_configs(motion_path: str, retarget_path: str, _mtimes: tuple[float, fl
     return animator.load_motion_config(motion_path), animator.load_retarget_config(retarget_path)
 
 
-def render_motion(character: Any, motion_path: str, retarget_path: str, options: dict[str, Any]) -> dict[str, Any]:
+def _configs(motion_path: str, retarget_path: str | None):
+    """A library motion's configs (cached by path and modification time), or, for a client's .bvh
+    clip (``retarget_path`` None), both configs derived from the clip."""
+    if retarget_path is None:
+        from animator.auto_retarget import configs_for
+
+        return configs_for(motion_path, None)
+    mtimes = (os.stat(motion_path).st_mtime, os.stat(retarget_path).st_mtime)
+    return _load_configs(motion_path, retarget_path, mtimes)
+
+
+def render_motion(character: Any, motion_path: str, retarget_path: str | None, options: dict[str, Any]) -> dict[str, Any]:
     """Render one motion for ``character`` (an :class:`animator.Character`) with ``RenderOptions(**options)``.
 
+    ``motion_path``/``retarget_path``: a library motion's configs, or a client's .bvh clip and None.
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
-    Bad input from the animator (e.g. a skeleton it cannot rig) becomes :class:`InvalidCharacter`.
+    The animator's errors (e.g. a skeleton it cannot rig) become API errors by
+    :func:`app.errors.from_animator` (422 for bad input).
     """
     import animator
 
     t0 = time.perf_counter()
-    mtimes = (os.stat(motion_path).st_mtime, os.stat(retarget_path).st_mtime)
     try:
-        motion_cfg, retarget_cfg = _load_configs(motion_path, retarget_path, mtimes)
+        motion_cfg, retarget_cfg = _configs(motion_path, retarget_path)
         t1 = time.perf_counter()
         result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options))
-    except animator.CharacterError as exc:
-        raise InvalidCharacter(f"the character cannot be animated: {exc}") from None
+    except animator.AnimatorError as exc:
+        raise from_animator(exc, "the character cannot be animated") from None
     t2 = time.perf_counter()
     timings = {"load_configs": (t1 - t0) * 1e3, **{k: float(v) for k, v in result.timings_ms.items()},
                "total": (t2 - t0) * 1e3}

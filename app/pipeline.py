@@ -24,8 +24,8 @@ import numpy as np
 
 from . import jobs, metrics
 from .deadline import Deadline
-from .errors import (InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter,
-                     NoSkeleton)
+from .errors import (InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter, NoSkeleton,
+                     from_animator)
 from .motions import Motion
 from .storage import LocalStorage, free_disk_mb
 
@@ -123,8 +123,8 @@ class Pipeline:
         import animator
         try:
             character = animator.Character(crop.texture, crop.mask, skeleton)
-        except animator.CharacterError as exc:
-            raise InvalidCharacter(f"the character cannot be rigged: {exc.message}") from None
+        except animator.AnimatorError as exc:
+            raise from_animator(exc, "the character cannot be rigged") from None
 
         # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
         # client can repeat or make up) stays in the logs and headers and never names a stored file.
@@ -181,7 +181,8 @@ class Pipeline:
         if s.render_max_frames:
             options["max_frames"] = s.render_max_frames
         t0 = time.perf_counter()
-        futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg), str(m.retarget_cfg),
+        futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg),
+                                        None if m.retarget_cfg is None else str(m.retarget_cfg),
                                         options)) for m in job.motions]
         urls: dict[str, str] = {}
         try:

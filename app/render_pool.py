@@ -3,7 +3,7 @@
 :class:`RenderPool` is a ``ProcessPoolExecutor`` started with the ``spawn`` method (forking a
 monkey-patched gevent process is what makes plain multiprocessing hang: gevent#936, gunicorn#1311).
 A greenlet waits for a job on a gevent event that the job's done-callback fires through a loop
-``async`` watcher (see :func:`_result`), so the loop keeps serving other requests (and /ping) while
+``async`` watcher (see :func:`app.loop.wait_future`), so the loop keeps serving other requests (and /ping) while
 the render processes use the CPUs. Every wait is capped by the request's deadline.
 
 :class:`InflightSlots` bounds the requests being animated across *all* gunicorn workers of a pod:
@@ -35,17 +35,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .deadline import Deadline
-from .errors import ApiError, DeadlineExceeded
+from animator.files import write_atomic
+
+from .errors import DeadlineExceeded, RenderFailed
+from .loop import wait_future
 
 log = logging.getLogger("doodlepod.render_pool")
 
 #: Niceness added to render processes so the web workers (and health checks) win the CPU.
 RENDER_NICENESS = 10
-
-
-class RenderFailed(ApiError):
-    """A render process died (e.g. killed for memory); the pool is restarted for the next request."""
-    status, code = 500, "render_failed"
 
 
 #: Seconds an abandoned job gets to stop after its cancellation before its process is killed.
@@ -114,10 +112,7 @@ def _call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
     then checks its cancel marker (``<job>.cancel``): a job cancelled while queued never starts.
     """
     stem = in_path[:-3]
-    tmp_pid = stem + ".pid.tmp"
-    with open(tmp_pid, "w") as fh:
-        fh.write(str(os.getpid()))
-    os.replace(tmp_pid, stem + ".pid")
+    write_atomic(stem + ".pid", str(os.getpid()).encode(), mode=0o600)
     _running_job[0] = stem + ".cancel"
     try:
         if os.path.exists(stem + ".cancel"):
@@ -128,10 +123,10 @@ def _call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
         result = fn(*args)
     finally:
         _running_job[0] = None
-    tmp = out_path + ".tmp"
-    with open(tmp, "wb") as fh:
+    # No temporary name needed: the parent opens the file only after this function has returned,
+    # and removes it, complete or not, whatever happened.
+    with open(out_path, "wb") as fh:
         pickle.dump(result, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, out_path)
     return out_path
 
 
@@ -179,11 +174,10 @@ class PoolJob:
 
 def _remove(*paths: str) -> None:
     for path in paths:
-        for p in (path, path + ".tmp"):
-            try:
-                os.unlink(p)
-            except FileNotFoundError:
-                pass
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 class RenderPool:
@@ -227,10 +221,10 @@ class RenderPool:
         is cancelled and :class:`DeadlineExceeded` raised."""
         try:
             timeout = deadline.check(stage)
-            out_path = _result(job.future, timeout)
+            out_path = wait_future(job.future, timeout)
         except (cf.TimeoutError, DeadlineExceeded):
             self.abandon([job])
-            raise DeadlineExceeded(f"request deadline of {deadline.seconds:g} s passed during {stage}") from None
+            raise deadline.exceeded(stage) from None
         except cf.process.BrokenProcessPool:
             job._remove_files()
             self._restart()
@@ -257,7 +251,7 @@ class RenderPool:
         end = time.monotonic() + grace_s
         for job in live:
             try:
-                _result(job.future, max(0.0, end - time.monotonic()))
+                wait_future(job.future, max(0.0, end - time.monotonic()))
             except cf.TimeoutError:
                 pid = job.pid()
                 log.error("render job %s ignored its cancellation for %.0f s; killing process %s",
@@ -288,46 +282,6 @@ class RenderPool:
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-
-
-def _result(future: cf.Future, timeout: float) -> Any:
-    """``future.result(timeout)`` without blocking the gevent loop when running under gevent.
-
-    The future's done-callback (run by the executor's result thread, whichever kind of thread that
-    is) wakes this greenlet through a loop ``async`` watcher, the thread-safe way to signal a gevent
-    hub. (Waiting in ``hub.threadpool.apply(future.result)`` works for one job at a time but was
-    measured to stall for tens of seconds with several jobs in flight: a native thread blocking on
-    monkey-patched locks.)
-    """
-    try:
-        from gevent import monkey
-        patched = monkey.is_module_patched("threading")
-    except ImportError:
-        patched = False
-    if not patched or future.done():
-        return future.result(timeout)
-    import gevent
-    from gevent.event import Event
-
-    hub = gevent.get_hub()
-    done = Event()
-    watcher = hub.loop.async_()
-    watcher.start(done.set)
-    live = [True]
-
-    def wake(_: cf.Future) -> None:
-        if live[0]:
-            watcher.send()
-
-    try:
-        future.add_done_callback(wake)
-        if not done.wait(timeout):
-            raise cf.TimeoutError()
-        return future.result(0)
-    finally:
-        live[0] = False
-        watcher.stop()
-        watcher.close()
 
 
 class InflightSlots:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from animator.files import PARTIAL_PREFIX, write_atomic
+
 from .deadline import Deadline
-from .errors import DeadlineExceeded, StorageFailed
+from .errors import StorageFailed
+from .loop import off_loop
 
 log = logging.getLogger("doodlepod.storage")
 
@@ -61,22 +63,12 @@ class LocalStorage:
         target = self.root / _safe_key(key)
         # write + fsync can take tens of ms on a busy disk: off the gevent loop, in a native thread
         # (plain file I/O, no monkey-patched locks involved)
-        _off_loop(self._write, key, target, data)
+        off_loop(self._write, key, target, data)
 
     def _write(self, key: str, target: Path, data: bytes) -> None:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".partial-", suffix=target.suffix)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(target, data, durable=True)
         except OSError as exc:
             raise StorageFailed(f"cannot write {key} to local storage: {exc.strerror or exc}") from None
 
@@ -90,7 +82,7 @@ class LocalStorage:
             key = _safe_key(key)
         except ValueError:
             return None
-        if any(p.startswith(".partial-") for p in key.split("/")):
+        if any(p.startswith(PARTIAL_PREFIX) for p in key.split("/")):
             return None
         path = (self.root / key).resolve()
         if self.root not in path.parents or not path.is_file():
@@ -140,8 +132,7 @@ class S3Storage:
 
         left = deadline.check("upload")
         try:
-            with gevent.Timeout(left, DeadlineExceeded(f"request deadline of {deadline.seconds:g} s "
-                                                       "passed during upload")):
+            with gevent.Timeout(left, deadline.exceeded("upload")):
                 self.client.put_object(Bucket=self.bucket, Key=self.key(key), Body=data,
                                        ContentType=content_type)
         except ClientError as exc:
@@ -184,17 +175,6 @@ class S3Storage:
                 "s3", region_name=self._region, endpoint_url=self.endpoint_url or None, config=config)
             self._ping = client
         return client
-
-
-def _off_loop(fn, *args):
-    try:
-        from gevent import monkey
-        if monkey.is_module_patched("os"):
-            import gevent
-            return gevent.get_hub().threadpool.apply(fn, args)
-    except ImportError:
-        pass
-    return fn(*args)
 
 
 def free_disk_mb(path: str | Path) -> float:

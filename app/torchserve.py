@@ -20,7 +20,8 @@ from typing import Any, Iterator
 import requests
 
 from .deadline import Deadline
-from .errors import ApiError, DeadlineExceeded, ModelServerError, ModelServerUnavailable
+from .errors import ApiError, ModelServerError, ModelServerUnavailable
+from .loop import under_gevent
 
 log = logging.getLogger("doodlepod.torchserve")
 
@@ -37,12 +38,7 @@ class _AttemptTimedOut(Exception):
 def _time_limit(seconds: float) -> Iterator[None]:
     """Bound the whole block to ``seconds`` under gevent (the app's workers); a no-op elsewhere,
     where requests' per-read timeouts are the only bound."""
-    try:
-        from gevent import monkey
-        patched = monkey.is_module_patched("socket")
-    except ImportError:
-        patched = False
-    if not patched:
+    if not under_gevent():
         yield
         return
     import gevent
@@ -115,8 +111,7 @@ class TorchServeClient:
                 raise failure(problem + f"; gave up after {attempt + 1} attempts")
             pause = self.backoff_s * (2 ** attempt)
             if deadline.remaining() <= pause:
-                raise DeadlineExceeded(f"request deadline of {deadline.seconds:g} s passed during {stage} "
-                                       f"({problem})")
+                raise deadline.exceeded(stage, problem)
             log.warning("%s; retry %d/%d in %.2f s", problem, attempt + 1, self.retries, pause)
             time.sleep(pause)
             attempt += 1

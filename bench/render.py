@@ -1,143 +1,268 @@
-"""Render benchmark: char1 x {dab, zombie, wave_hello, jumping_jacks} at 500x500, fresh processes.
+"""Render benchmark: whole ``python -m animator`` processes, A/B against references in the same run.
 
-Each row is one `python -m animator` subprocess (interpreter start and imports included), measured
-from outside: wall time, and peak resident memory of that child (ru_maxrss from wait4). Stage
-timings come from the child's --stats file. Prints figures and ratios; asserts nothing.
+Machines here differ 1.5-2.5x from one session to the next, and a shared machine's load changes by
+the minute, so a figure only means something next to a reference measured in the same run, in
+turn. This bench times, per row (default: char1 + dab, every BVH frame, 500x500 GIF):
 
-    python bench/render.py [--repeat N] [--size 500x500] [--keep DIR]
+* ``ours``: the working tree's ``python -m animator`` in a fresh process (interpreter start and
+  imports included), measured from outside: wall time, CPU time (user + system) and peak resident
+  memory of the child (``wait4``); stage timings from the child's ``--stats`` file.
+* ``base``: with ``--baseline-ref REF``, the same command with the code at git ref ``REF``, checked
+  out into a temporary ``git worktree`` (removed at the end); same inputs (this tree's fixtures).
+* ``peer``: with ``--peer CMD``, any other renderer (e.g. an AnimatedDrawings install) as a shell
+  command, timed the same way; ``--peer-output FILE`` names the file it writes, for its size.
+* ``pillow``: the floor: the time Pillow alone needs to write our frames as a GIF
+  (``Image.save(save_all=True)``, the frames decoded from our GIF beforehand, not timed).
+* ``scene`` (``--scene``): a scene file (AnimatedDrawings' mvc format): char1 doing the dab and
+  char2 the jumping jacks side by side on a background image, through AnimatedDrawings' default
+  camera, ``python -m animator scene.yaml`` whole processes, beside the single-character row.
 
-Columns: frames; setup s (load + retarget + mesh/ARAP precompute + sprite: everything before
-per-frame work); ms/frame (ARAP deform + rasterise, per frame); encode s; wall s (whole process);
-CPU s (user + system of the child: steadier than wall time on a busy machine); peak MB; bytes.
-Rasterising (2 threads) and GIF compression (2 threads) overlap: "ms/frame" and "encode s" are
-main-thread wall times of a pipeline, so their split shifts with the load; wall and CPU do not lie. Reference (AnimatedDrawings on this machine, char1 + dab, 339 frames,
-500x500): 22 s whole process, 745 MB peak, 4.2 MB GIF.
+The contenders run in turn, the order rotating every repeat; medians are printed with the load
+average and the ratios. Asserts nothing; with ``--baseline-ref`` it prints whether ours is at least
+``--target`` times faster (whole process, wall) and its GIF no larger.
+
+    python bench/render.py --baseline-ref 769e06a [--repeat 5] [--peer "CMD" --peer-output F]
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import io
 import json
 import os
+import shlex
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from worktree import Baseline, load_avg
+
 REPO = Path(__file__).resolve().parents[1]
 AD = REPO / "tests" / "fixtures" / "animated_drawings"
-MOTIONS = [("dab", "fair1_ppf"), ("zombie", "fair1_ppf"), ("wave_hello", "fair1_ppf"), ("jumping_jacks", "cmu1_pfp")]
-AD_REF = {"wall_s": 22.0, "peak_mb": 745.0, "bytes": 4.2e6}
+RETARGET = {"dab": "fair1_ppf", "zombie": "fair1_ppf", "wave_hello": "fair1_ppf", "jumping": "fair1_ppf",
+            "jumping_jacks": "cmu1_pfp"}
 
 
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def run_once(motion: str, retarget: str, fps: str | None, size: str, out_dir: Path, extra: tuple = ()) -> dict:
-    tag = "_".join([motion, fps or "default", size] + [str(x).lstrip("-") for x in extra])
-    out = out_dir / f"char1_{tag}.gif"
-    stats = out_dir / f"stats_{tag}.json"
-    cmd = [sys.executable, "-m", "animator", "examples/characters/char1",
-           "--motion", f"examples/config/motion/{motion}.yaml",
-           "--retarget", f"examples/config/retarget/{retarget}.yaml",
-           "-o", str(out), "--size", size, "--stats", str(stats)]
-    if fps:
-        cmd += ["--fps", fps]
-    cmd += list(extra)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+def timed(cmd: list[str] | str, cwd: Path, env: dict | None = None, shell: bool = False) -> dict:
+    """Run a command to its end: wall s, CPU s (user + system, its waited-for children included),
+    peak resident MB (the largest process among it and its children)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=AD, env=env, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{motion}: exit {proc.returncode}: {err.strip()}")
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"{cmd if isinstance(cmd, str) else shlex.join(cmd)}: exit {code}: {err.strip()[-2000:]}")
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024.0}
+
+
+def animator_cmd(motion: str, fps: str, size: str, out: Path, stats: Path, extra: list[str]) -> list[str]:
+    cmd = [sys.executable, "-m", "animator", "examples/characters/char1",
+           "--motion", f"examples/config/motion/{motion}.yaml",
+           "--retarget", f"examples/config/retarget/{RETARGET.get(motion, 'fair1_ppf')}.yaml",
+           "-o", str(out), "--size", size, "--stats", str(stats)]
+    if fps != "default":
+        cmd += ["--fps", fps]
+    return cmd + extra
+
+
+def run_animator(code_root: Path, motion: str, fps: str, size: str, out_dir: Path, tag: str,
+                 extra: list[str]) -> dict:
+    out = out_dir / f"{tag}_{motion}.gif"
+    stats = out_dir / f"{tag}_{motion}.json"
+    env = dict(os.environ, PYTHONPATH=str(code_root))
+    r = timed(animator_cmd(motion, fps, size, out, stats, extra), AD, env)
     s = json.loads(stats.read_text())
-    t = s["timings_ms"]
-    setup_ms = t["load"] + t["retarget"] + t["setup"] + t["sprite"]
-    return {"motion": motion, "frames": s["frames"], "setup_s": setup_ms / 1e3,
-            "ms_per_frame": (t["deform"] + t["rasterize"]) / s["frames"], "encode_s": t["encode"] / 1e3,
-            "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "peak_mb": usage.ru_maxrss / 1024.0, "bytes": s["bytes"], "load": load(), "stages": t}
+    data = out.read_bytes()
+    r.update(bytes=len(data), md5=hashlib.md5(data).hexdigest(), frames=s["frames"],
+             stages={k: float(v) for k, v in s["timings_ms"].items()}, path=out)
+    return r
 
 
-def table(title: str, rows: list[dict]) -> None:
-    print(f"\n{title}")
-    print(f"{'motion':<18}{'frames':>7}{'setup s':>9}{'ms/frame':>10}{'encode s':>10}{'wall s':>8}{'CPU s':>7}{'peak MB':>9}{'bytes':>12}   load(1,5,15)")
-    for r in rows:
-        print(f"{r['motion']:<18}{r['frames']:>7}{r['setup_s']:>9.3f}{r['ms_per_frame']:>10.2f}{r['encode_s']:>10.3f}"
-              f"{r['wall_s']:>8.2f}{r['cpu_s']:>7.2f}{r['peak_mb']:>9.0f}{r['bytes']:>12,}   {r['load']}")
+def pillow_floor(gif: Path) -> dict:
+    """Seconds Pillow's ``save_all`` takes to write the frames of ``gif`` (decoded first, one
+    palette, the same transparency, delays and loop), and the bytes it writes."""
+    from PIL import GifImagePlugin, Image, ImageSequence
+
+    GifImagePlugin.LOADING_STRATEGY = GifImagePlugin.LoadingStrategy.RGB_AFTER_DIFFERENT_PALETTE_ONLY
+    with Image.open(gif) as im:
+        info = dict(im.info)
+        frames, delays = [], []
+        for fr in ImageSequence.Iterator(im):
+            delays.append(fr.info.get("duration", 0))
+            frames.append(fr.copy())
+    kw = {"save_all": True, "append_images": frames[1:], "duration": delays, "loop": info.get("loop", 0),
+          "disposal": 2}
+    if "transparency" in info:
+        kw["transparency"] = info["transparency"]
+    buf = io.BytesIO()
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    frames[0].save(buf, "GIF", **kw)
+    return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "bytes": len(buf.getvalue()),
+            "frames": len(frames), "mode": frames[-1].mode}
 
 
-def main() -> None:
+def write_scene(folder: Path, size: str) -> Path:
+    """A two-character scene file (char1 + dab, char2 + jumping jacks, a gradient background)."""
+    import numpy as np
+    from PIL import Image
+
+    w, h = (int(v) for v in size.lower().split("x"))
+    y, x = np.mgrid[0:h, 0:w]
+    Image.fromarray(np.dstack([x * 0 + 90, 140 + y * 80 // h, 200 - x * 60 // w]).astype(np.uint8)).save(folder / "sky.png")
+    ex = AD / "examples"
+    chars = []
+    for name, motion, retarget, x0 in (("char1", "dab", "fair1_ppf", -0.4), ("char2", "jumping_jacks", "cmu1_pfp", 0.4)):
+        text = (ex / "config" / "retarget" / f"{retarget}.yaml").read_text()
+        (folder / f"{name}.yaml").write_text(text.replace("char_starting_location: [0.0, 0.0, -0.5]",
+                                                          f"char_starting_location: [{x0}, 0.0, -0.5]"))
+        chars.append({"character_cfg": str(ex / "characters" / name / "char_cfg.yaml"),
+                      "motion_cfg": str(ex / "config" / "motion" / f"{motion}.yaml"),
+                      "retarget_cfg": str(folder / f"{name}.yaml")})
+    scene = {"scene": {"ANIMATED_CHARACTERS": chars},
+             "view": {"WINDOW_DIMENSIONS": [w, h], "BACKGROUND_IMAGE": str(folder / "sky.png")},
+             "controller": {"MODE": "video_render", "OUTPUT_VIDEO_PATH": str(folder / "scene.gif")}}
+    (folder / "scene.yaml").write_text(json.dumps(scene, indent=1))  # JSON is YAML
+    return folder / "scene.yaml"
+
+
+def run_scene(scene: Path, fps: str, out_dir: Path) -> dict:
+    stats = out_dir / "scene_stats.json"
+    cmd = [sys.executable, "-m", "animator", str(scene), "-o", str(out_dir / "scene.gif"), "--stats", str(stats)]
+    if fps != "default":
+        cmd += ["--fps", fps]
+    r = timed(cmd, AD, dict(os.environ, PYTHONPATH=str(REPO)))
+    s = json.loads(stats.read_text())
+    r.update(bytes=s["bytes"], frames=s["frames"], stages={k: float(v) for k, v in s["timings_ms"].items()})
+    return r
+
+
+def median(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=3, help="runs per row; the fastest is kept (default 3)")
+    ap.add_argument("--baseline-ref", metavar="REF", help="also time the code at this git ref (e.g. 769e06a), A/B in turn")
+    ap.add_argument("--peer", metavar="CMD", help="also time this shell command (another renderer), in turn")
+    ap.add_argument("--peer-output", metavar="FILE", help="the file --peer writes (its size is reported)")
+    ap.add_argument("--peer-cwd", metavar="DIR", default=".", help="working directory of --peer (default: here)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each contender per row; medians printed (3)")
+    ap.add_argument("--motion", action="append", help="clip(s) of char1 (default dab); repeat the flag for more")
+    ap.add_argument("--fps", default="native", help="native (default: every BVH frame), default, or a number")
     ap.add_argument("--size", default="500x500")
-    ap.add_argument("--keep", help="keep the GIFs in this folder")
-    args = ap.parse_args()
+    ap.add_argument("--args", default="", help="extra animator options for ours and the baseline, e.g. '--margin 80'")
+    ap.add_argument("--target", type=float, default=3.0, help="speed-up over the baseline to report as met (3)")
+    ap.add_argument("--no-floor", action="store_true", help="skip Pillow's save_all floor")
+    ap.add_argument("--keep", help="keep the outputs in this folder")
+    ap.add_argument("--json", help="also write the figures to this JSON file")
+    ap.add_argument("--scene", action="store_true", help="also time a two-character scene file (see above)")
+    args = ap.parse_args(argv)
+
     out_dir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="animator-bench-"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load at start {load()}")
-    results = {}
-    for fps, title in (("native", "no pruning (--fps native)"), (None, "default pruning (25 fps)")):
-        rows = []
-        for motion, retarget in MOTIONS:
-            runs = [run_once(motion, retarget, fps, args.size, out_dir) for _ in range(max(1, args.repeat))]
-            rows.append(min(runs, key=lambda r: r["wall_s"]))
-        table(f"char1 at {args.size}, {title}, best of {args.repeat}", rows)
-        results[fps or "default"] = rows
-    dab = results["native"][0]
-    print("\nchar1 + dab, every frame, vs AnimatedDrawings (22 s, 745 MB, 4.2 MB GIF):")
-    def verdict(ok: bool) -> str:
-        return "met" if ok else "MISSED"
-
-    mb = dab["bytes"] / 1e6
-    print(f"  whole process {dab['wall_s']:.2f} s  -> {AD_REF['wall_s'] / dab['wall_s']:.1f}x faster   "
-          f"(target <= 1.0 s: {verdict(dab['wall_s'] <= 1.0)})")
-    print(f"  setup         {dab['setup_s']:.3f} s                  (target <= 0.3 s: {verdict(dab['setup_s'] <= 0.3)})")
-    print(f"  peak memory   {dab['peak_mb']:.0f} MB  -> {AD_REF['peak_mb'] / dab['peak_mb']:.1f}x less    "
-          f"(target <= 300 MB: {verdict(dab['peak_mb'] <= 300)})")
-    print(f"  GIF           {mb:.2f} MB -> {AD_REF['bytes'] / dab['bytes']:.1f}x smaller than AD's "
-          f"(target <= 1.4 MB: {verdict(mb <= 1.4)} at our default framing, character filling the canvas; "
-          f"the like-for-like row at AD's framing follows below)")
-    print("  stage ms: " + ", ".join(f"{k} {v:.0f}" for k, v in dab["stages"].items()))
-    # AnimatedDrawings' default camera (position (0, 0.7, 2), looking along (0, 0.5, 2), 35 degree
-    # vertical field of view, character plane at z = -0.5) shows one character unit, max(width, height)
-    # of the drawing, as about 317 px of a 500 px canvas: char1 (602 px) at 0.53 output px per drawing
-    # px, about 313 px tall at dab's first frame. Our --margin 80 draws that frame 315 px tall, so the
-    # "m80" rows are like for like (transparent, and on white as opaque GIFs store only what changed).
-    # Then what the palette merge buys (--merge 0 keeps every shade) and the app's phone default.
-    variants = [
-        ("dab m80", "native", args.size, ("--margin", "80")),
-        ("dab m80 white", "native", args.size, ("--margin", "80", "--background", "white")),
-        ("dab white", "native", args.size, ("--background", "white")),
-        ("dab merge 0", "native", args.size, ("--merge", "0")),
-        ("dab m80 merge 0", "native", args.size, ("--margin", "80", "--merge", "0")),
-        ("dab app 400 15fps", "15", "400x400", ()),
-    ]
-    rows = []
-    for name, fps, size, extra in variants:
-        r = min((run_once("dab", "fair1_ppf", fps, size, out_dir, extra) for _ in range(max(1, args.repeat))),
-                key=lambda r: r["wall_s"])
-        r["motion"] = name
-        rows.append(r)
-    table("char1 + dab: AD's framing (--margin 80: character at AD's size), on white, without the palette "
-          "merge, and the app's default", rows)
-    like = rows[0]
-    print(f"  like for like with AD (its framing, transparent, every frame): GIF {like['bytes'] / 1e6:.2f} MB "
-          f"(target <= 1.4 MB: {verdict(like['bytes'] / 1e6 <= 1.4)})")
-    for r in rows:
-        ratio = (f"{AD_REF['bytes'] / r['bytes']:.1f}x smaller than" if r["bytes"] <= AD_REF["bytes"]
-                 else f"{r['bytes'] / AD_REF['bytes']:.1f}x larger than")
-        print(f"  {r['motion']:<18} GIF {r['bytes'] / 1e6:.2f} MB -> {ratio} AD's;"
-              f" whole process {r['wall_s']:.2f} s -> {AD_REF['wall_s'] / r['wall_s']:.0f}x faster")
-    if not args.keep:
-        for p in out_dir.iterdir():
-            p.unlink()
-        out_dir.rmdir()
+    extra = shlex.split(args.args)
+    motions = args.motion or ["dab"]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average at start {load_avg()}", flush=True)
+    base = Baseline(args.baseline_ref) if args.baseline_ref else None
+    if base:
+        print(f"baseline: {args.baseline_ref} ({base.commit}) in a worktree at {base.dir}", flush=True)
+    report: dict = {"load_start": load_avg(), "rows": []}
+    try:
+        for motion in motions:
+            contenders: list[tuple[str, object]] = [("ours", REPO)]
+            if base:
+                contenders.append(("base", base.dir))
+            if args.peer:
+                contenders.append(("peer", None))
+            runs: dict[str, list[dict]] = {name: [] for name, _ in contenders}
+            for rep in range(max(1, args.repeat)):
+                k = rep % len(contenders)
+                for name, root in contenders[k:] + contenders[:k]:  # rotate who goes first
+                    if name == "peer":
+                        r = timed(args.peer, Path(args.peer_cwd), shell=True)
+                        if args.peer_output and Path(args.peer_output).exists():
+                            r["bytes"] = Path(args.peer_output).stat().st_size
+                    else:
+                        r = run_animator(root, motion, args.fps, args.size, out_dir, name, extra)  # type: ignore[arg-type]
+                    r["load"] = load_avg()
+                    runs[name].append(r)
+            row = {"motion": motion, "fps": args.fps, "size": args.size, "args": args.args, "runs": runs}
+            ours = runs["ours"]
+            print(f"\nchar1 + {motion}, fps {args.fps}, {args.size}{' ' + args.args if args.args else ''}: "
+                  f"{ours[0]['frames']} frames, median of {len(ours)} whole processes each, in turn")
+            print(f"{'':<8}{'wall s':>8}{'CPU s':>8}{'peak MB':>9}{'bytes':>12}   load(1,5,15) at its runs")
+            summary = {}
+            for name, rs in runs.items():
+                b = rs[-1].get("bytes")
+                summary[name] = {"wall_s": median(rs, "wall_s"), "cpu_s": median(rs, "cpu_s"),
+                                 "peak_mb": max(r["peak_mb"] for r in rs), "bytes": b}
+                loads = "; ".join(r["load"].split()[0] for r in rs)
+                print(f"{name:<8}{summary[name]['wall_s']:>8.2f}{summary[name]['cpu_s']:>8.2f}"
+                      f"{summary[name]['peak_mb']:>9.0f}{(f'{b:,}' if b else '-'):>12}   {loads}")
+            if not args.no_floor:
+                floor = pillow_floor(ours[-1]["path"])
+                summary["pillow"] = floor
+                print(f"{'pillow':<8}{floor['wall_s']:>8.2f}{floor['cpu_s']:>8.2f}{'':>9}{floor['bytes']:>12,}   "
+                      f"Pillow's save_all of our {floor['frames']} decoded frames (the floor: GIF writing alone)")
+            for name, rs in runs.items():
+                if name != "peer":
+                    st = {k: statistics.median(r["stages"][k] for r in rs) for k in rs[0]["stages"]}
+                    print(f"  {name} stage ms (median): " + ", ".join(f"{k} {v:.0f}" for k, v in st.items()))
+                    summary[name]["stages_ms"] = st
+            s = summary["ours"]
+            if "pillow" in summary:
+                print(f"  ours / Pillow's save_all alone: {s['wall_s'] / summary['pillow']['wall_s']:.2f}x the time "
+                      f"(ours renders too), GIF {s['bytes'] / summary['pillow']['bytes']:.2f}x the bytes")
+            for other in ("base", "peer"):
+                if other in summary:
+                    o = summary[other]
+                    line = (f"  {other} / ours: wall {o['wall_s'] / s['wall_s']:.2f}x, CPU {o['cpu_s'] / s['cpu_s']:.2f}x, "
+                            f"peak memory {o['peak_mb'] / s['peak_mb']:.2f}x")
+                    if o.get("bytes"):
+                        line += f", GIF bytes {o['bytes'] / s['bytes']:.3f}x"
+                    print(line)
+            if "base" in summary:
+                o = summary["base"]
+                same = runs["ours"][-1]["md5"] == runs["base"][-1]["md5"]
+                speed = o["wall_s"] / s["wall_s"]
+                print(f"  target: whole process >= {args.target:g}x faster than {args.baseline_ref}: "
+                      f"{'met' if speed >= args.target else 'MISSED'} ({speed:.2f}x); GIF no larger: "
+                      f"{'met' if s['bytes'] <= o['bytes'] else 'MISSED'} ({s['bytes']:,} vs {o['bytes']:,} bytes, "
+                      f"{'byte-identical' if same else 'different bytes'}); peak memory no higher: "
+                      f"{'met' if s['peak_mb'] <= o['peak_mb'] else 'MISSED'}")
+            row["summary"] = summary
+            report["rows"].append(row)
+            if args.scene and motion == motions[0]:
+                scene = write_scene(out_dir, args.size)
+                runs_s = [run_scene(scene, args.fps, out_dir) for _ in range(max(1, args.repeat))]
+                sc = {"wall_s": median(runs_s, "wall_s"), "cpu_s": median(runs_s, "cpu_s"),
+                      "peak_mb": max(r["peak_mb"] for r in runs_s), "bytes": runs_s[-1]["bytes"],
+                      "frames": runs_s[-1]["frames"],
+                      "stages_ms": {k: statistics.median(r["stages"][k] for r in runs_s) for k in runs_s[0]["stages"]}}
+                print(f"scene   {sc['wall_s']:>8.2f}{sc['cpu_s']:>8.2f}{sc['peak_mb']:>9.0f}{sc['bytes']:>12,}   "
+                      f"char1 + dab and char2 + jumping jacks on a background, {sc['frames']} frames "
+                      f"({sc['wall_s'] / s['wall_s']:.2f}x ours' wall for one character)")
+                print("  scene stage ms (median): " + ", ".join(f"{k} {v:.0f}" for k, v in sc["stages_ms"].items()))
+                row["scene"] = sc
+    finally:
+        if base:
+            base.close()
+        if not args.keep:
+            shutil.rmtree(out_dir, ignore_errors=True)
+    report["load_end"] = load_avg()
+    print(f"\nload average at end {report['load_end']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1, default=str))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

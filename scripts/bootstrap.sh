@@ -3,7 +3,11 @@
 #
 # The venv lives outside the repo (default ~/.cache/doodlepod/venv) so that a fresh clone on a warm
 # machine reuses it. A stamp file holds a hash of every requirements file and install script: when
-# the hash matches, this script returns at once; otherwise it installs (incrementally) and re-stamps.
+# the hash matches, the requirements are not looked at again; otherwise they are installed
+# (incrementally) and re-stamped. Last, the project itself is installed in editable mode (no
+# dependencies: the pins above are the dependencies) whenever the venv's `animator` is not this
+# checkout's: several checkouts (worktrees, CI's fresh clone) share one venv, and each `make` must
+# test and run its own code (`python -m animator` and `doodlepod-animate` from any folder).
 #
 # Env: DOODLEPOD_CACHE (default ~/.cache/doodlepod), DOODLEPOD_VENV (default $DOODLEPOD_CACHE/venv),
 #      PYTHON (default python3.11, else python3).
@@ -18,11 +22,28 @@ hashed=(requirements/*.txt scripts/bootstrap.sh)
 [[ -f scripts/install_model_stack.sh ]] && hashed+=(scripts/install_model_stack.sh)
 key=$(cat "${hashed[@]}" | sha256sum | cut -c1-16)
 stamp="$VENV/.doodlepod-stamp"
+log() { printf '[bootstrap %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+# The editable install of this checkout (seconds; from / so that the checkout's own folder on
+# sys.path cannot answer for the venv).
+install_project() {
+  local here installed project_key project_stamp="$VENV/.doodlepod-project"
+  here=$(pwd -P)
+  project_key="$here $(sha256sum pyproject.toml | cut -c1-16)"
+  installed=$(cd / && "$VENV/bin/python" -c 'import animator, os; print(os.path.dirname(os.path.dirname(os.path.realpath(animator.__file__))))' 2>/dev/null || true)
+  if [[ "$installed" != "$here" || "$(cat "$project_stamp" 2>/dev/null)" != "$project_key" ]]; then
+    log "installing this checkout ($here) into the venv in editable mode"
+    "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e . \
+      2> >(grep -v 'is ignored: it is neither' >&2)
+    echo "$project_key" > "$project_stamp"
+  fi
+}
+
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$key" ]]; then
+  install_project
   exit 0
 fi
 
-log() { printf '[bootstrap %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 start=$SECONDS
 if [[ ! -x "$VENV/bin/python" ]]; then
   log "creating virtualenv $VENV with $PYTHON"
@@ -37,5 +58,6 @@ if [[ -x scripts/install_model_stack.sh ]]; then
   log "installing the CPU OpenMMLab stack (mmcv wheel cached under $CACHE/wheels)"
   scripts/install_model_stack.sh "$VENV"
 fi
+install_project
 echo "$key" > "$stamp"
 log "venv ready in $((SECONDS - start)) s"

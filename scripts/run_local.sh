@@ -14,7 +14,7 @@
 #   tiny      tiny random-initialised models of the same architectures, built locally: they run the
 #             real handlers, but THEIR DETECTIONS ARE MEANINGLESS; send the character's joints instead
 #
-# Env (all optional; app settings are the DOODLEPOD_* variables of app/config.py, see README.md):
+# Env (all optional; app settings are the DOODLEPOD_* variables of app/config.py, see docs/configuration.md):
 #   DOODLEPOD_PORT                       app port (default 8000)
 #   DOODLEPOD_HOST                       app address (default here 127.0.0.1: not exposed to the network)
 #   DOODLEPOD_TORCHSERVE_URL             TorchServe inference address; TorchServe is started on it

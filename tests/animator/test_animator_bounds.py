@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,9 +21,8 @@ from animator import CharacterError, load_character
 from animator.arap import ARAP
 from animator.character import MAX_JOINTS, Character, Joint, parents_first
 from animator.mesh import build_mesh
+from tests.conftest import AD_EXAMPLES, REPO
 
-REPO = Path(__file__).resolve().parents[2]
-EX = REPO / "tests" / "fixtures" / "animated_drawings" / "examples"
 
 
 def _run_capped(code: str, limit_mb: int = 1024, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -64,7 +62,7 @@ def test_parents_first_keeps_the_order_of_repeated_passes() -> None:
 
 
 def test_a_skeleton_is_bounded_in_count_names_and_coordinates() -> None:
-    ch = load_character(EX / "characters" / "char1")
+    ch = load_character(AD_EXAMPLES / "characters" / "char1")
     extra = [Joint(f"x{i}", (200.0, 300.0), "torso") for i in range(8000)]
     t0 = time.perf_counter()
     with pytest.raises(CharacterError, match=f"at most {MAX_JOINTS}"):
@@ -124,7 +122,7 @@ def test_a_tiny_character_on_a_large_page_renders_in_bounded_memory() -> None:
 @pytest.mark.parametrize("side", [40, 80, 120])
 def test_small_characters_get_a_mesh_that_holds_them(side: int) -> None:
     # under ~120x120 px the mesh's sub-cells fell under a pixel and the mask shattered into pieces
-    ch = load_character(EX / "characters" / "char1")
+    ch = load_character(AD_EXAMPLES / "characters" / "char1")
     h, w = ch.mask.shape
     k = side / max(h, w)
     size = (round(w * k), round(h * k))
@@ -134,8 +132,8 @@ def test_small_characters_get_a_mesh_that_holds_them(side: int) -> None:
     small = Character(tex, mask, skeleton)
     mesh = build_mesh(small.mask, keep_points=np.array([j.loc for j in skeleton]))
     assert mesh.sub >= 1.0 and mesh.dropped_pixels <= 0.02 * mask.sum()
-    res = animator.render(small, animator.load_motion_config(EX / "config" / "motion" / "dab.yaml"),
-                          animator.load_retarget_config(EX / "config" / "retarget" / "fair1_ppf.yaml"),
+    res = animator.render(small, animator.load_motion_config(AD_EXAMPLES / "config" / "motion" / "dab.yaml"),
+                          animator.load_retarget_config(AD_EXAMPLES / "config" / "retarget" / "fair1_ppf.yaml"),
                           animator.RenderOptions(width=200, height=200, max_frames=5))
     assert res.frame_count == 5
 

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,8 +18,7 @@ from pathlib import Path
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
+from tests.fixtures.torchserve_fake import stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

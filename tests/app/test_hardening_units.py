@@ -5,15 +5,14 @@ import io
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from app import jobs
 from app.config import load_settings
+from tests.conftest import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 CHAR1 = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "characters" / "char1" / "texture.png"
 
 

@@ -1,0 +1,43 @@
+"""Hooks every request goes through: its id, one summary log line, and the request metrics.
+
+The request id is the client's ``X-Request-ID`` when it is a short safe token, else a new one; it is
+echoed in the answer's ``X-Request-ID`` and stamped on every log line of the request.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+
+from flask import Flask, Response, g, request
+
+from . import metrics
+from .pipeline import new_request_id
+
+log = logging.getLogger("doodlepod.http")
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+#: Probes and scrapes: counted in the metrics, not logged (they arrive every few seconds).
+_QUIET_ENDPOINTS = ("/ping", "/healthz", "/live", "/metrics")
+
+
+def install_hooks(app: Flask) -> None:
+    app.before_request(_begin)
+    app.after_request(_finish)
+
+
+def _begin() -> None:
+    g.t0 = time.perf_counter()
+    incoming = request.headers.get("X-Request-ID", "")
+    g.request_id = incoming if _REQUEST_ID.match(incoming) else new_request_id()
+
+
+def _finish(response: Response) -> Response:
+    response.headers["X-Request-ID"] = g.get("request_id", "-")
+    endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
+    elapsed = time.perf_counter() - g.get("t0", time.perf_counter())
+    metrics.REQUESTS.labels(endpoint=endpoint, method=request.method, status=str(response.status_code)).inc()
+    metrics.REQUEST_SECONDS.labels(endpoint=endpoint).observe(elapsed)
+    if endpoint not in _QUIET_ENDPOINTS:
+        log.info("%s %s -> %d in %.1f ms", request.method, request.path, response.status_code, elapsed * 1e3)
+    return response

@@ -1,0 +1,190 @@
+"""POST /animate (multipart: the photo and its options) and POST / (the old mobile client's JSON).
+
+Both hold a render slot for the whole request (503 at once when the pod is full), read and check
+the request's fields, then run :class:`app.pipeline.Pipeline` under the request's deadline.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, g, jsonify, request
+
+from animator import FORMATS
+
+from ..bvh_upload import read_bvh_upload
+from ..deadline import Deadline
+from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
+from ..pipeline import Job, Result
+from ..services import services
+from .api import base_url, render_slot, request_deadline
+
+log = logging.getLogger("doodlepod.http")
+
+bp = Blueprint("animate", __name__)
+
+@bp.post("/animate")
+def animate():
+    """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``, and a
+    client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``."""
+    deadline = request_deadline()
+    with render_slot():
+        return _animate(deadline)
+
+
+def _animate(deadline: Deadline):
+    upload = request.files.get("image")
+    if upload is None:
+        if request.mimetype.startswith("image/"):
+            image, declared = request.get_data(), request.mimetype
+        else:
+            raise BadRequest("send the drawing as the multipart form field 'image'")
+    else:
+        image, declared = upload.read(), upload.mimetype
+    if declared and not (declared.startswith("image/") or declared in ("application/octet-stream", "")):
+        _reject_if_not_image(image, declared)
+    fmt = (request.form.get("format") or services().settings.default_format).lower()
+    if fmt not in FORMATS:
+        raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
+    clip = uploaded_clip()
+    try:
+        motions = motion_list(request.form.getlist("motions"), defaults=clip is None) + ([clip] if clip else [])
+        result = _run({"image": image, "motions": motions, "format": fmt,
+                       "joints": parse_joints(request.form.get("joints")),
+                       "bbox": parse_bbox(request.form.get("bbox")), "deadline": deadline})
+    finally:
+        if clip is not None:
+            clip.remove()
+    return jsonify(id=result.id, animations=result.animations, character=result.character,
+                   timings_ms=result.timings_ms)
+
+
+@bp.post("/")
+def legacy_animate():
+    """The old mobile client: JSON ``{"file": <base64 image>}`` -> flat ``{motion: url}``."""
+    deadline = request_deadline()
+    with render_slot():
+        return _legacy_animate(deadline)
+
+
+def _legacy_animate(deadline: Deadline):
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict) or not isinstance(body.get("file"), str):
+        raise BadRequest('expected JSON {"file": "<base64 image>"}')
+    text = body["file"]
+    if text.startswith("data:") and "," in text:  # tolerate data: URLs
+        text = text.split(",", 1)[1]
+    try:
+        image = base64.b64decode(text, validate=False)
+    except (binascii.Error, ValueError):
+        raise BadRequest("'file' is not valid base64") from None
+    settings = services().settings
+    if len(image) > settings.max_upload_mb * 2**20:
+        raise TooLarge(f"image over the limit of {settings.max_upload_mb:g} MiB")
+    result = _run({"image": image, "motions": motion_list(None), "format": settings.default_format,
+                   "joints": parse_joints(body.get("joints")), "bbox": parse_bbox(body.get("bbox")),
+                   "deadline": deadline})
+    return jsonify(result.animations)
+
+
+def _run(job_kwargs: dict[str, Any]) -> Result:
+    """Run the pipeline (the caller holds a render slot)."""
+    job = Job(deadline=job_kwargs.pop("deadline"), base_url=base_url(), request_id=g.request_id, **job_kwargs)
+    log.info("animate motions=%s format=%s bytes=%d client_joints=%s deadline=%.1fs",
+             ",".join(m.name for m in job.motions), job.format, len(job.image), job.joints is not None,
+             job.deadline.remaining())
+    result = services().pipeline.run(job)
+    log.info("timings_ms %s", json.dumps(result.timings_ms))
+    return result
+
+
+# --- the request's fields -------------------------------------------------------------------------
+
+def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
+    """The motions asked for (repeated fields and/or comma lists), duplicates dropped; the default
+    motions when none is named and ``defaults`` (False: the request brings its own clip)."""
+    svc = services()
+    library = svc.motions
+    names: list[str] = []
+    for item in raw or []:
+        names += [n.strip() for n in item.split(",") if n.strip()]
+    if not names and defaults:
+        names = list(svc.settings.default_motions)
+    unknown = [n for n in names if n not in library]
+    if unknown:
+        raise UnknownMotion(f"unknown motion(s): {', '.join(unknown)}; GET /motions lists the "
+                            f"{len(library)} available")
+    seen: dict[str, None] = dict.fromkeys(names)
+    return [library[n] for n in seen]
+
+
+def uploaded_clip():
+    """The request's own BVH clip (form field ``bvh``, optional ``start_frame``/``end_frame``),
+    checked and saved for the render processes (:mod:`app.bvh_upload`), or None. The caller removes
+    it when the request ends."""
+    svc = services()
+    return read_bvh_upload(request.files, request.form, svc.settings, Path(svc.pipeline.scratch_dir) / "uploads",
+                           g.request_id)
+
+
+_ABSENT = object()
+
+
+def _json_field(raw: Any, name: str, shape: str = "") -> Any:
+    """A form/JSON field: absent or empty -> _ABSENT; JSON text is decoded; decoded values pass."""
+    if raw is None or raw == "":
+        return _ABSENT
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise BadRequest(f"'{name}' is not valid JSON{shape}") from None
+    return raw
+
+
+def parse_joints(raw: Any) -> list | None:
+    """Client joints: JSON text or an already decoded value, in uploaded-image pixels (see docs)."""
+    value = _json_field(raw, "joints")
+    if value is _ABSENT:
+        return None
+    from animator import CharacterError
+    from animator.photo_skeleton import skeleton_from_client
+
+    try:
+        return skeleton_from_client(value)
+    except CharacterError as exc:
+        raise BadRequest(f"'joints': {exc.message}") from None
+
+
+def parse_bbox(raw: Any) -> list[float] | None:
+    """Client box [left, top, right, bottom] in uploaded-image pixels."""
+    value = _json_field(raw, "bbox", " ([left, top, right, bottom])")
+    if value is _ABSENT:
+        return None
+    try:
+        box = [float(v) for v in value]
+    except (TypeError, ValueError):
+        box = []
+    if len(box) != 4:
+        raise BadRequest("'bbox' must be [left, top, right, bottom] in pixels")
+    return box
+
+
+def _reject_if_not_image(data: bytes, declared: str) -> None:
+    """A part declared as, say, text/plain: accept it only if it really is an image we read."""
+    from PIL import Image
+
+    from ..jobs import ACCEPTED_FORMATS, ACCEPTED_TEXT
+
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            if im.format in ACCEPTED_FORMATS:
+                return
+    except Exception:
+        pass
+    raise UnsupportedType(f"uploads of type {declared} are not supported; send {ACCEPTED_TEXT}")

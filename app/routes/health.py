@@ -1,0 +1,71 @@
+"""Probes and scrapes (public): GET /ping readiness, GET /healthz and /live liveness, GET /metrics."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Blueprint, Response, jsonify
+
+from .. import metrics
+from ..services import services
+from ..storage import free_disk_mb
+
+log = logging.getLogger("doodlepod.http")
+
+bp = Blueprint("health", __name__)
+
+
+@bp.get("/healthz")
+def healthz():
+    """Liveness: the worker's loop answers. Checks nothing else (a restart would not fix it)."""
+    return jsonify(status="alive")
+
+
+@bp.get("/live")
+def live():
+    return healthz()
+
+
+@bp.get("/ping")
+def ping():
+    """Readiness: TorchServe models READY, enough free disk, storage reachable. 200 or 503."""
+    import gevent
+
+    svc = services()
+    settings = svc.settings
+    timeout = settings.ping_timeout_s
+    ts = svc.torchserve
+    checks = {
+        "detector": gevent.spawn(ts.model_state, settings.detector_model, timeout),
+        "pose_estimator": gevent.spawn(ts.model_state, settings.pose_model, timeout),
+        "storage": gevent.spawn(svc.storage.check, timeout),
+    }
+    gevent.joinall(list(checks.values()), timeout=timeout + 1.0)
+    components: dict[str, dict[str, Any]] = {}
+    for name, greenlet in checks.items():
+        if greenlet.successful():
+            value = greenlet.value
+        elif greenlet.ready():
+            value = {"ok": False, "detail": f"check failed: {type(greenlet.exception).__name__}"}
+        else:
+            greenlet.kill(block=False)
+            value = {"ok": False, "detail": "check did not finish in time"}
+        if "ready" in value:
+            value = {"ok": value.pop("ready"), **value}
+        components[name] = value
+    path = svc.pipeline.disk_path()
+    free = free_disk_mb(path)
+    components["disk"] = {"ok": free >= settings.min_free_disk_mb, "path": path, "free_mb": round(free),
+                          "min_free_mb": settings.min_free_disk_mb}
+    ok = all(c["ok"] for c in components.values())
+    response = jsonify(status="ok" if ok else "unavailable", components=components)
+    response.status_code = 200 if ok else 503
+    if not ok:
+        log.warning("ping unavailable: %s", {k: v.get("detail", v) for k, v in components.items() if not v["ok"]})
+    return response
+
+
+@bp.get("/metrics")
+def metrics_endpoint():
+    body, content_type = metrics.render_latest()
+    return Response(body, content_type=content_type)

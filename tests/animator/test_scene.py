@@ -1,0 +1,228 @@
+"""Scenes from AnimatedDrawings' mvc config files: several characters on a background through a camera.
+
+The placement checks project the posed joints with AnimatedDrawings' camera written out here from its
+definition (look-at frame, 35-degree perspective, y flipped to the canvas), independently of
+animator.scene's code, and look for each character's own colour there in every frame.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+import animator
+from animator.errors import ConfigError
+from animator.scene import load_scene, render_scene
+from tests.conftest import REPO
+
+EX = REPO / "tests" / "fixtures" / "animated_drawings" / "examples"
+W, H = 400, 300
+CAM_POS, CAM_FWD = (0.1, 1.3, 2.7), (0.0, 0.5, 2.0)
+
+
+def _tinted(src: str, dst: Path, channel: int) -> Path:
+    """A copy of a character whose drawing is shades of one primary colour (0 red, 1 green)."""
+    dst.mkdir(parents=True)
+    folder = EX / "characters" / src
+    rgba = np.asarray(Image.open(folder / "texture.png").convert("RGBA")).copy()
+    grey = rgba[..., :3].mean(axis=2)
+    out = np.zeros_like(rgba[..., :3])
+    out[..., channel] = 140 + grey * 115 / 255
+    Image.fromarray(np.dstack([out, rgba[..., 3]]).astype(np.uint8), "RGBA").save(dst / "texture.png")
+    (dst / "mask.png").write_bytes((folder / "mask.png").read_bytes())
+    (dst / "char_cfg.yaml").write_text((folder / "char_cfg.yaml").read_text())
+    return dst / "char_cfg.yaml"
+
+
+def _retarget(src: str, dst: Path, start: tuple[float, float, float]) -> Path:
+    text = (EX / "config" / "retarget" / src).read_text()
+    dst.write_text(text.replace("char_starting_location: [0.0, 0.0, -0.5]", f"char_starting_location: {list(start)}"))
+    return dst
+
+
+def _scene(tmp: Path, starts=((-0.45, 0.0, -0.5), (0.45, 0.0, -0.5)), **extra) -> Path:
+    y, x = np.mgrid[0:150, 0:200]
+    Image.fromarray(np.dstack([x * 0, y * 0 + 30, 120 + x * 0.5]).astype(np.uint8)).save(tmp / "sky.png")
+    cfg = {
+        "scene": {"ANIMATED_CHARACTERS": [
+            {"character_cfg": str(_tinted("char1", tmp / "red", 0)), "motion_cfg": str(EX / "config/motion/dab.yaml"),
+             "retarget_cfg": str(_retarget("fair1_ppf.yaml", tmp / "a.yaml", starts[0]))},
+            {"character_cfg": str(_tinted("char2", tmp / "green", 1)), "motion_cfg": str(EX / "config/motion/jumping_jacks.yaml"),
+             "retarget_cfg": str(_retarget("cmu1_pfp.yaml", tmp / "b.yaml", starts[1]))},
+        ]},
+        "view": {"WINDOW_DIMENSIONS": [W, H], "BACKGROUND_IMAGE": "sky.png", "CAMERA_POS": list(CAM_POS),
+                 "CAMERA_FWD": list(CAM_FWD)},
+        "controller": {"MODE": "video_render", "OUTPUT_VIDEO_PATH": "video.gif"},
+    }
+    for section, fields in extra.items():
+        cfg.setdefault(section, {}).update(fields)
+    (tmp / "scene.yaml").write_text(yaml.safe_dump(cfg))
+    return tmp / "scene.yaml"
+
+
+def _expected_canvas(world: np.ndarray) -> np.ndarray:
+    """AnimatedDrawings' camera: look-at frame from CAMERA_FWD, perspective 35 deg, GL window -> top-left pixels."""
+    fwd = np.array(CAM_FWD) / np.linalg.norm(CAM_FWD)
+    right = np.cross([0.0, 1.0, 0.0], fwd)
+    right /= np.linalg.norm(right)
+    up = np.cross(fwd, right)
+    rel = world - np.array(CAM_POS)
+    x, y, z = rel @ right, rel @ up, rel @ fwd
+    f = 1 / math.tan(math.radians(35.0) / 2)
+    ndc_x, ndc_y = f * (H / W) * x / -z, f * y / -z
+    return np.stack([(ndc_x + 1) / 2 * W, (1 - ndc_y) / 2 * H], axis=-1)
+
+
+def _joint_world(motion, char, start) -> np.ndarray:
+    d = max(char.size)
+    rx, ry = next(j.loc for j in char.skeleton if j.name == "root")
+    p = motion.positions
+    return np.stack([start[0] + (p[..., 0] - rx) / d, start[1] + (ry - p[..., 1]) / d, np.full(p.shape[:-1], start[2])], -1)
+
+
+def _frames(data: bytes) -> list[np.ndarray]:
+    out = []
+    with Image.open(io.BytesIO(data)) as im:
+        for k in range(im.n_frames):
+            im.seek(k)
+            out.append(np.asarray(im.convert("RGB")).astype(int))
+    return out
+
+
+def _colour_near(rgb: np.ndarray, p: np.ndarray, channel: int, r: int = 2) -> bool:
+    x, y = int(p[0]), int(p[1])
+    win = rgb[max(0, y - r):y + r + 1, max(0, x - r):x + r + 1]
+    others = [c for c in range(3) if c != channel]
+    return bool(((win[..., channel] > 120) & (win[..., others[0]] < 60) & (win[..., others[1]] < 60)).any())
+
+
+def test_two_characters_on_a_background_are_placed_as_animated_drawings_places_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scene = load_scene(_scene(tmp_path))
+    res = render_scene(scene, animator.RenderOptions(max_frames=30))
+    frames = _frames(res.data)
+    assert len(frames) == res.frame_count == 30 and frames[0].shape == (H, W, 3)
+    starts = [(-0.45, 0.0, -0.5), (0.45, 0.0, -0.5)]
+    joints = ("root", "torso", "neck", "left_hand", "right_hand", "left_foot", "right_foot", "left_elbow", "right_knee")
+    for k, (sc, motion, start) in enumerate(zip(scene.characters, res.motion, starts)):
+        cols = [motion.joint_names.index(j) for j in joints]
+        canvas = _expected_canvas(_joint_world(motion, sc.character, start))[:, cols]
+        assert canvas[..., 0].min() > 0 and canvas[..., 0].max() < W  # in view
+        for f, rgb in enumerate(frames):
+            missed = [j for j, p in zip(joints, canvas[f]) if not _colour_near(rgb, p, channel=k)]
+            assert len(missed) <= 1, f"character {k}, frame {f}: its colour is not at {missed}"
+    # the background shows where no character is: the top corners keep the image's blue
+    assert frames[0][2, 2, 2] > 100 and frames[0][2, W - 3, 2] > 100
+
+
+def test_shorter_clip_holds_its_last_pose_and_time_runs_at_the_first_characters_frame_time(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    scene = load_scene(_scene(tmp_path))
+    res = render_scene(scene, animator.RenderOptions(fps="native"))
+    dab, jj = res.motion
+    assert res.frame_count == 339 and dab.frame_time_s == pytest.approx(0.0333333)  # dab: 339 frames at 30 fps
+    # jumping_jacks has 125 frames at 0.03333 s: BVH frame round(t / 0.03333), then its last frame
+    assert jj.source_frames[124] == 124 and (jj.source_frames[125:] == 124).all()
+
+
+def test_nearer_character_is_drawn_over_the_farther_one_whatever_the_file_order(tmp_path):
+    # the red character stands behind the green one, at the same x; red is listed first
+    scene = load_scene(_scene(tmp_path, starts=((0.0, 0.0, -1.2), (0.0, 0.0, -0.5))))
+    res = render_scene(scene, animator.RenderOptions(max_frames=5))
+    rgb = _frames(res.data)[0]
+    green_root = _expected_canvas(_joint_world(res.motion[1], scene.characters[1].character, (0.0, 0.0, -0.5)))[0]
+    torso = green_root[res.motion[1].joint_names.index("torso")]
+    assert _colour_near(rgb, torso, channel=1) and not _colour_near(rgb, torso, channel=0, r=0)
+    # and the other way round when the file order is swapped in depth
+    swap = tmp_path / "swap"
+    swap.mkdir()
+    scene = load_scene(_scene(swap, starts=((0.0, 0.0, -0.5), (0.0, 0.0, -1.2))))
+    res = render_scene(scene, animator.RenderOptions(max_frames=5))
+    rgb = _frames(res.data)[0]
+    red = _expected_canvas(_joint_world(res.motion[0], scene.characters[0].character, (0.0, 0.0, -0.5)))[0]
+    assert _colour_near(rgb, red[res.motion[0].joint_names.index("torso")], channel=0)
+
+
+def test_not_applicable_fields_are_logged_as_ignored_and_unknown_fields_name_themselves(tmp_path, monkeypatch, caplog):
+    monkeypatch.chdir(tmp_path)
+    path = _scene(tmp_path, view={"USE_MESA": True, "DRAW_AD_RIG": True}, scene={"ADD_FLOOR": True},
+                  controller={"KEYBOARD_TIMESTEP": 0.05, "OUTPUT_VIDEO_CODEC": "avc1"})
+    with caplog.at_level(logging.WARNING, logger="animator"):
+        scene = load_scene(path)
+    assert set(scene.ignored) == {"view.USE_MESA", "view.DRAW_AD_RIG", "scene.ADD_FLOOR", "controller.KEYBOARD_TIMESTEP",
+                                  "controller.OUTPUT_VIDEO_CODEC"}
+    for name in scene.ignored:
+        assert f"{name} ignored" in caplog.text
+    cases = [({"view": {"CAMERA_ZOOM": 2}}, r"field 'view.CAMERA_ZOOM': unknown field"),
+             ({"scene": {"ANIMATED_CHARACTERS": [{"character_cfg": "x", "motion_cfg": "y", "speed": 2}]}},
+              r"field 'scene.ANIMATED_CHARACTERS\[0\].speed': unknown field"),
+             ({"views": {}}, r"field 'views': unknown section"),
+             ({"view": {"WINDOW_DIMENSIONS": [0, 10]}}, r"view.WINDOW_DIMENSIONS"),
+             ({"view": {"CLEAR_COLOR": [1, 1, 1, 2]}}, r"view.CLEAR_COLOR"),
+             ({"view": {"BACKGROUND_IMAGE": "nope.png"}}, r"view.BACKGROUND_IMAGE': file 'nope.png' not found"),
+             ({"controller": {"MODE": "movie"}}, r"controller.MODE"),
+             ({"controller": {"OUTPUT_VIDEO_PATH": "out.avi"}}, r"controller.OUTPUT_VIDEO_PATH"),
+             ({"scene": {"ANIMATED_CHARACTERS": []}}, r"scene.ANIMATED_CHARACTERS': must be a non-empty list"),
+             ({"scene": {"ANIMATED_CHARACTERS": [{"character_cfg": "nope/char_cfg.yaml", "motion_cfg": "y"}]}},
+              r"ANIMATED_CHARACTERS\[0\].character_cfg': file 'nope/char_cfg.yaml' not found")]
+    for change, message in cases:
+        cfg = yaml.safe_load(path.read_text())
+        for section, fields in change.items():
+            if section in cfg and isinstance(fields, dict):
+                cfg[section].update(fields)
+            else:
+                cfg[section] = fields
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(yaml.safe_dump(cfg))
+        with pytest.raises(ConfigError, match=message):
+            load_scene(bad)
+
+
+def test_a_character_without_retarget_cfg_gets_a_derived_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = _scene(tmp_path)
+    cfg = yaml.safe_load(path.read_text())
+    del cfg["scene"]["ANIMATED_CHARACTERS"][1]["retarget_cfg"]
+    path.write_text(yaml.safe_dump(cfg))
+    scene = load_scene(path)
+    assert "derived retarget config" in scene.characters[1].retarget_cfg.path
+    assert "Hips" in dict(scene.characters[1].retarget_cfg.char_joint_bvh_joints_mapping)["torso"]
+
+
+def _cli(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-m", "animator", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_renders_a_scene_file_to_its_output_path(tmp_path):
+    _scene(tmp_path, view={"USE_MESA": True})
+    r = _cli("scene.yaml", "--max-frames", "8", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "view.USE_MESA ignored" in r.stderr
+    with Image.open(tmp_path / "video.gif") as im:
+        assert im.size == (W, H) and im.n_frames == 8
+    r = _cli("scene.yaml", "--max-frames", "4", "-o", "other.webp", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "other.webp").stat().st_size > 0
+    r = _cli("scene.yaml", "--size", "100x100", cwd=tmp_path)
+    assert r.returncode == 2 and "WINDOW_DIMENSIONS" in r.stderr
+
+
+def test_cli_interactive_scene_needs_an_output(tmp_path):
+    path = _scene(tmp_path)
+    cfg = yaml.safe_load(path.read_text())
+    cfg["controller"] = {"MODE": "interactive"}
+    path.write_text(yaml.safe_dump(cfg))
+    r = _cli("scene.yaml", cwd=tmp_path)
+    assert r.returncode == 1 and "controller.MODE" in r.stderr and "-o" in r.stderr
+    r = _cli("scene.yaml", "-o", "x.gif", "--max-frames", "3", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,218 @@
+"""The HTTP API in-process: Flask's test client on the real ``create_app``, no sockets, no gunicorn.
+
+Everything here needs no model server: auth, the motion list, and every way a request can be
+refused before (or instead of) a model call. TorchServe points at a closed port, so the one test
+that reaches it sees the real "model server down" answer. Decoding and rendering run in the app's
+real render process pool. The same answers over real HTTP are in test_app_e2e.py.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from app import errors
+from tests.conftest import CHAR1
+
+TOKEN = "in-process-token"
+
+
+def _encode(image: Image.Image, fmt: str = "PNG") -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format=fmt)
+    return buf.getvalue()
+
+
+def _post(client, data: bytes, mime: str = "image/png", headers=None, **form):
+    return client.post("/animate", data={"image": (io.BytesIO(data), "drawing", mime), **form},
+                       headers=headers or {})
+
+
+def _error(resp, status: int, code: str) -> dict:
+    assert resp.status_code == status, resp.get_data(as_text=True)
+    assert resp.headers["Content-Type"].startswith("application/json")
+    body = resp.json
+    assert body["error"] == code, body
+    assert isinstance(body["message"], str) and body["message"] and "Traceback" not in body["message"]
+    assert resp.headers.get("X-Request-ID")
+    return body
+
+
+@pytest.fixture(scope="module")
+def page() -> tuple[bytes, dict[str, list[float]]]:
+    """char1's texture on a 700x600 white page at (40, 30), as PNG, and its joints in page pixels."""
+    texture = Image.open(CHAR1 / "texture.png").convert("RGB")
+    sheet = Image.new("RGB", (700, 600), "white")
+    sheet.paste(texture, (40, 30))
+    skeleton = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())["skeleton"]
+    return _encode(sheet), {j["name"]: [j["loc"][0] + 40, j["loc"][1] + 30] for j in skeleton}
+
+
+# --- auth -------------------------------------------------------------------------------------------
+
+def test_bearer_token_guards_every_api_endpoint_and_nothing_else(make_app) -> None:
+    app = make_app(auth_token=TOKEN, ping_timeout_s=0.2)
+    client = app.test_client()
+    guarded = []
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint == "static":
+            continue
+        path = rule.rule.replace("<path:key>", "some/file.gif")
+        method = sorted(rule.methods - {"HEAD", "OPTIONS"})[0]
+        resp = client.open(path, method=method)
+        if rule.endpoint.startswith("api."):
+            guarded.append(rule.rule)
+            _error(resp, 401, "unauthorized")
+            assert resp.headers["WWW-Authenticate"].startswith("Bearer")
+        else:                                               # probes, metrics and files need no token
+            assert resp.status_code != 401, rule.rule
+    assert {"/animate", "/", "/motions"} <= set(guarded)
+    _error(client.get("/motions", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
+    _error(client.get("/motions", headers={"Authorization": TOKEN}), 401, "unauthorized")
+    assert client.get("/motions", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+
+
+def test_no_token_configured_means_no_auth(client) -> None:
+    assert client.get("/motions").status_code == 200
+
+
+# --- what the API offers ------------------------------------------------------------------------------
+
+def test_motions_lists_the_library(client) -> None:
+    body = client.get("/motions").json
+    assert body["default"] == ["dab", "jumping", "zombie"]
+    names = [m["name"] for m in body["motions"]]
+    assert {"dab", "jumping", "zombie", "wave_hello", "jumping_jacks"} <= set(names)
+    assert all(m["source"] == "builtin" and m["description"] for m in body["motions"])
+
+
+def test_request_id_is_echoed_or_made(client) -> None:
+    assert client.get("/healthz", headers={"X-Request-ID": "abc-1"}).headers["X-Request-ID"] == "abc-1"
+    made = client.get("/healthz", headers={"X-Request-ID": "bad id with spaces"}).headers["X-Request-ID"]
+    assert made and " " not in made
+
+
+# --- every way a request is refused ------------------------------------------------------------------
+
+def test_bad_requests_are_400(client, page) -> None:
+    data, _ = page
+    body = _error(_post(client, data, motions="dab,moonwalk"), 400, "unknown_motion")
+    assert "moonwalk" in body["message"]
+    _error(_post(client, data, format="avi"), 400, "bad_request")
+    _error(_post(client, data, joints="{not json"), 400, "bad_request")
+    body = _error(_post(client, data, joints=json.dumps({"root": [1, 2]})), 400, "bad_request")
+    assert "missing" in body["message"]
+    _error(_post(client, data, bbox="[1, 2, 3]"), 400, "bad_request")
+    _error(_post(client, data, headers={"X-Deadline-Seconds": "soon"}), 400, "bad_request")
+    _error(_post(client, data, headers={"X-Deadline-Seconds": "0"}), 400, "bad_request")
+    _error(client.post("/animate", data={"x": "1"}), 400, "bad_request")
+    _error(client.post("/", json={"image": "x"}), 400, "bad_request")
+    _error(client.post("/", json={"file": "!!! not base64 !!!"}), 400, "bad_request")
+    _error(client.get("/nope"), 404, "not_found")
+    _error(client.get("/animate"), 405, "method_not_allowed")
+    _error(client.get("/files/x.gif"), 404, "not_found")
+
+
+def test_unreadable_images_are_400(client) -> None:
+    _error(_post(client, b""), 400, "unreadable_image")
+    _error(_post(client, b"\x89PNG\r\n\x1a\n this is not really a png"), 400, "unreadable_image")
+    png = _encode(Image.fromarray(np.random.default_rng(1).integers(0, 255, (300, 300, 3), np.uint8)))
+    _error(_post(client, png[: len(png) // 3]), 400, "unreadable_image")
+    _error(client.post("/", json={"file": base64.b64encode(b"not an image").decode()}), 400, "unreadable_image")
+
+
+def test_too_large_is_413(make_app) -> None:
+    client = make_app(max_upload_mb=1.0, max_image_pixels=6_000_000).test_client()
+    body = _error(_post(client, b"\xff\xd8" + bytes(2 * 2**20)), 413, "too_large")
+    assert "MiB" in body["message"]
+    bomb = _encode(Image.new("L", (3000, 2500), 255))           # a small file, 7.5 MP > 6 MP
+    assert len(bomb) < 2**20
+    body = _error(_post(client, bomb), 413, "too_large")
+    assert "7.5 MP" in body["message"]
+
+
+def test_unsupported_types_are_415(client) -> None:
+    _error(_post(client, _encode(Image.new("RGB", (64, 64), "white"), "GIF"), "image/gif"), 415, "unsupported_type")
+    _error(_post(client, b"hello, I am a text file", "text/plain"), 415, "unsupported_type")
+    _error(_post(client, b"%PDF-1.4\n" + bytes(100), "application/pdf"), 415, "unsupported_type")
+    avif = b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf" + bytes(200)
+    _error(_post(client, avif, "image/avif"), 415, "unsupported_type")
+
+
+def test_heic_photo_from_a_phone_is_accepted_upright(client, page) -> None:
+    """iPhones upload HEIC, stored sideways with "rotate 90 deg clockwise" (EXIF orientation 6)."""
+    data, joints = page
+    upright = Image.open(io.BytesIO(data))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    upright.transpose(Image.Transpose.ROTATE_90).save(buf, format="HEIF", exif=exif.tobytes(), quality=90)
+    resp = _post(client, buf.getvalue(), "image/heic", motions="dab", joints=json.dumps(joints))
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    got = resp.json["character"]
+    assert max(abs(got["joints"][k][i] - joints[k][i]) for k in joints for i in (0, 1)) <= 2.0
+    l, t, r, b = got["bbox"]
+    assert r > l and b > t and r <= upright.width and b <= upright.height      # upright page coordinates
+
+
+def test_model_server_down_is_503_with_retry_after(client, page) -> None:
+    data, _ = page
+    body = _error(_post(client, data), 503, "model_server_unavailable")
+    assert "TorchServe" in body["message"]
+    assert int(_post(client, data).headers["Retry-After"]) >= 1
+
+
+def test_client_joints_off_the_drawing_are_422_not_500(client, page) -> None:
+    data, joints = page
+    texture = Image.open(CHAR1 / "texture.png").convert("RGB")
+    wide = Image.new("RGB", (2 * texture.width + 100, texture.height + 60), "white")
+    wide.paste(texture, (40, 30))
+    # inside the crop (the box is the whole page) but on the blank paper right of the drawing
+    off = {name: [x + texture.width + 20, y] for name, (x, y) in joints.items()}
+    body = _error(_post(client, _encode(wide), motions="dab", joints=json.dumps(off),
+                        bbox=json.dumps([0, 0, wide.width, wide.height])), 422, "invalid_character")
+    assert "skeleton joint" in body["message"]
+    # far outside the drawing and the page
+    far = {name: [x + 400, y + 300] for name, (x, y) in joints.items()}
+    _error(_post(client, data, motions="dab", joints=json.dumps(far)), 422, "invalid_character")
+
+
+# --- the error families ------------------------------------------------------------------------------
+
+def _all_subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_all_subclasses(sub)]
+    return found
+
+
+def test_every_api_error_belongs_to_one_family_with_a_matching_status() -> None:
+    families = {errors.ClientError: range(400, 500), errors.UpstreamError: {502}, errors.Unavailable: {503},
+                errors.DeadlineExceeded: {504}, errors.RenderFailed: {500}}
+    for cls in _all_subclasses(errors.ApiError):
+        owners = [f for f in families if issubclass(cls, f)]
+        assert len(owners) == 1, f"{cls.__name__} is in {owners}"
+        assert cls.status in families[owners[0]], cls.__name__
+        assert cls.retryable == issubclass(cls, errors.Unavailable), cls.__name__
+    codes = [c.code for c in _all_subclasses(errors.ApiError) if c not in families]
+    assert len(codes) == len(set(codes)), "each error code names one class"
+
+
+def test_from_animator_maps_every_animator_error() -> None:
+    import animator.errors as ae
+
+    for cls in [ae.AnimatorError, *_all_subclasses(ae.AnimatorError)]:
+        exc = cls(None, "field", "what went wrong") if issubclass(cls, ae.ConfigError) else cls("what went wrong")
+        mapped = errors.from_animator(exc, "while testing")
+        assert mapped.message == "while testing: what went wrong"
+        if issubclass(cls, ae.RenderError):
+            assert mapped.status == 500, cls.__name__          # the renderer failed on input it accepted
+        else:
+            assert isinstance(mapped, errors.ClientError) and mapped.status == 422, cls.__name__
+    with pytest.raises(TypeError):
+        errors.from_animator(ValueError("not the animator's"))

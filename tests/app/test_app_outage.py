@@ -1,0 +1,122 @@
+"""The app when its neighbours go away: S3 stopped -> 502 + /ping 503; TorchServe stopped -> 503.
+
+Real gunicorn (gevent), real TorchServe serving the fake models (their weights cannot be downloaded
+here; see test_app_e2e.py), moto's S3 server. Each neighbour is stopped for real during the test,
+so this module has its own instances.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.fixtures.torchserve_fake import stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def stack_up():
+    workdir = stack.make_workdir("dp-outage-")
+    (workdir / "ts").mkdir(parents=True, exist_ok=True)
+    ts = stack.FakeTorchServe(workdir / "ts")
+    s3 = stack.MotoS3()
+    app = None
+    try:
+        ts.start()
+        s3.start()
+        app = stack.Gunicorn(workdir / "app", {
+            **stack.S3_ENV, "DOODLEPOD_TORCHSERVE_URL": ts.inference_url,
+            "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url, "DOODLEPOD_STORAGE": "s3",
+            "DOODLEPOD_S3_BUCKET": s3.bucket, "DOODLEPOD_S3_ENDPOINT_URL": s3.endpoint,
+            "DOODLEPOD_S3_REGION": "us-east-1", "DOODLEPOD_S3_RETRIES": "2", "DOODLEPOD_S3_TIMEOUT_S": "2",
+            "DOODLEPOD_TORCHSERVE_RETRIES": "2", "DOODLEPOD_RENDER_SIZE": "160", "DOODLEPOD_RENDER_PROCESSES": "1"})
+        app.start()
+        yield ts, s3, app
+    finally:
+        if app is not None:
+            app.stop()
+        s3.stop()
+        ts.stop()
+        stack.remove(workdir)
+
+
+def _components(app) -> tuple[int, dict]:
+    t0 = time.monotonic()
+    resp = requests.get(f"{app.url}/ping", timeout=10)
+    assert time.monotonic() - t0 < 3.0, "/ping must answer within its check timeouts"
+    return resp.status_code, resp.json()["components"]
+
+
+def test_s3_stopped_gives_502_and_ping_503(stack_up) -> None:
+    ts, s3, app = stack_up
+    status, comps = _components(app)
+    assert status == 200, comps
+    page, joints = stack.page_with_character()
+    s3.stop()
+    status, comps = _components(app)
+    assert status == 503
+    assert comps["storage"]["ok"] is False and "unreachable" in comps["storage"]["detail"]
+    assert comps["detector"]["ok"] and comps["pose_estimator"]["ok"] and comps["disk"]["ok"]
+    resp = requests.post(f"{app.url}/animate", files={"image": ("p.png", stack.encode(page), "image/png")},
+                         data={"motions": "dab", "joints": json.dumps({k: list(v) for k, v in joints.items()})},
+                         timeout=300)
+    assert resp.status_code == 502, resp.text
+    assert resp.json()["error"] == "storage_error"
+    assert "storage_error" in app.log_text()
+
+
+def test_torchserve_stopped_gives_503_and_ping_503(stack_up) -> None:
+    ts, _, app = stack_up
+    ts.stop()
+    status, comps = _components(app)
+    assert status == 503
+    for model in ("detector", "pose_estimator"):
+        assert comps[model]["ok"] is False and "unreachable" in comps[model]["detail"]
+    page, _ = stack.page_with_character()
+    t0 = time.monotonic()
+    resp = requests.post(f"{app.url}/animate", files={"image": ("p.png", stack.encode(page), "image/png")},
+                         timeout=60)
+    assert resp.status_code == 503, resp.text
+    body = resp.json()
+    assert body["error"] == "model_server_unavailable" and "cannot connect" in body["message"]
+    assert time.monotonic() - t0 < 10, "a stopped model server must not make the client wait long"
+    # liveness is not readiness: the app itself is fine
+    assert requests.get(f"{app.url}/healthz", timeout=5).status_code == 200
+
+
+def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path) -> None:
+    """A rolling update sends SIGTERM: the request being rendered still gets its animations."""
+    import os
+    import signal
+    import threading
+
+    app = stack.Gunicorn(tmp_path / "app", {"DOODLEPOD_LOCAL_DIR": str(tmp_path / "files"),
+                                            "DOODLEPOD_RENDER_SIZE": "160", "DOODLEPOD_RENDER_PROCESSES": "1"})
+    try:
+        app.start()
+        page, joints = stack.page_with_character()
+        result: dict = {}
+
+        def post() -> None:
+            result["resp"] = requests.post(
+                f"{app.url}/animate", files={"image": ("p.png", stack.encode(page), "image/png")},
+                data={"motions": "dab,jumping,zombie", "joints": json.dumps({k: list(v) for k, v in joints.items()})},
+                timeout=120)
+
+        client = threading.Thread(target=post)
+        client.start()
+        stack.wait_for(lambda: "stage=segment" in app.log_text(), 30, "the request to reach rendering")
+        os.kill(app.proc.pid, signal.SIGTERM)
+        client.join(120)
+        resp = result["resp"]
+        assert resp.status_code == 200, resp.text
+        assert sorted(resp.json()["animations"]) == ["dab", "jumping", "zombie"]
+        assert app.proc.wait(60) == 0
+        files = sorted(p.name for p in (tmp_path / "files").rglob("*.gif"))
+        assert files == ["dab.gif", "jumping.gif", "zombie.gif"]
+    finally:
+        app.stop()

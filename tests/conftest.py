@@ -1,0 +1,67 @@
+"""What every test folder shares: the repository's paths and an in-process app on the real factory.
+
+Paths are module constants (``from tests.conftest import CHAR1``); fixtures are found by pytest.
+Markers (registered in pyproject.toml): ``e2e`` real servers over HTTP (gunicorn, TorchServe, moto),
+``model_stack`` the OpenMMLab stack (torch, mmcv, mmdet, mmpose), ``browser`` a real Chromium,
+``redis`` a real Redis server. ``make test-fast`` runs the tests that carry none of them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+#: AnimatedDrawings' example files (characters, BVH clips, motion and retarget configs), MIT licence.
+AD_ROOT = FIXTURES / "animated_drawings"
+AD_EXAMPLES = AD_ROOT / "examples"
+CHARACTERS = AD_EXAMPLES / "characters"
+CHAR1 = CHARACTERS / "char1"
+BVH_DIR = AD_EXAMPLES / "bvh"
+MOTION_CONFIGS = AD_EXAMPLES / "config" / "motion"
+RETARGET_CONFIGS = AD_EXAMPLES / "config" / "retarget"
+FAIR = RETARGET_CONFIGS / "fair1_ppf.yaml"
+CMU = RETARGET_CONFIGS / "cmu1_pfp.yaml"
+#: Joint positions recorded from AnimatedDrawings' own code (see that folder's README.md).
+AD_REFERENCE = FIXTURES / "ad_reference"
+#: TorchServe serving fake models, moto's S3 server and gunicorn, for the end-to-end tests.
+TORCHSERVE_FAKE = FIXTURES / "torchserve_fake"
+
+
+@pytest.fixture(scope="session")
+def make_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
+    """``make_app(**settings)``: the real :func:`app.create_app` in this process, on local storage
+    in a temporary folder, one render process, and TorchServe pointed at a closed port (model calls
+    fail fast as 503). Keyword arguments override settings by attribute name (``auth_token="x"``).
+    Render pools are shut down at the end of the session."""
+    from app import create_app
+
+    apps = []
+
+    def make(**overrides: Any):
+        root = tmp_path_factory.mktemp("app")
+        settings: dict[str, Any] = {"local_dir": str(root / "files"), "runtime_dir": str(root / "run"),
+                                    "render_processes": 1, "torchserve_url": "http://127.0.0.1:9",
+                                    "torchserve_management_url": "http://127.0.0.1:9",
+                                    "torchserve_retries": 0}
+        app = create_app(**{**settings, **overrides})
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        app.extensions["doodlepod"].pool.shutdown()
+
+
+@pytest.fixture(scope="session")
+def app(make_app):
+    """The app on default settings (no auth), shared by the session's in-process tests."""
+    return make_app()
+
+
+@pytest.fixture
+def client(app):
+    """A Flask test client of :func:`app` (in-process HTTP: no sockets, no gunicorn)."""
+    return app.test_client()

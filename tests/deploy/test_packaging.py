@@ -1,0 +1,145 @@
+"""The project as a package: pyproject.toml against the pinned requirements, the installed CLI, and
+the README's animator example run exactly as written from the folder it names.
+
+``make venv`` (scripts/bootstrap.sh) installs this checkout into the venv in editable mode, so
+``python -m animator`` and ``doodlepod-animate`` work from any folder with the venv active.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+README = REPO / "README.md"
+VENV_BIN = Path(sys.executable).parent
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def _names_in_requirements(path: Path) -> set[str]:
+    names = set()
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            names.add(_canonical(re.split(r"[=<>\[;]", line)[0]))
+    return names
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower().strip()
+
+
+def _names_in_pyproject(specs: list[str]) -> set[str]:
+    return {_canonical(re.split(r"[=<>\[;]", s)[0]) for s in specs} - {"doodlepod"}
+
+
+@pytest.mark.parametrize("extra, requirements", [(None, "animator.txt"), ("app", "app.txt"), ("test", "test.txt")])
+def test_pyproject_names_the_pinned_packages(extra, requirements) -> None:
+    project = PYPROJECT["project"]
+    specs = project["dependencies"] if extra is None else project["optional-dependencies"][extra]
+    assert _names_in_pyproject(specs) == _names_in_requirements(REPO / "requirements" / requirements), (
+        f"pyproject.toml's {extra or 'dependencies'} and requirements/{requirements} list different packages")
+
+
+def _activated_env() -> dict[str, str]:
+    """The environment of a shell with the venv activated (no PYTHONPATH: the install must do)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(VENV_BIN.parent)
+    return env
+
+
+def _require_this_checkout_installed() -> None:
+    found = subprocess.run(["python", "-c", "import animator; print(animator.__file__)"], cwd="/",
+                           env=_activated_env(), capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, ("the venv cannot import animator from outside the repo: `make venv` "
+                                   f"installs the project in editable mode\n{found.stderr}")
+    installed = Path(found.stdout.strip()).resolve().parents[1]
+    if installed != REPO.resolve():
+        pytest.skip(f"the shared venv's editable install is another checkout's ({installed}); "
+                    "`make venv` in this checkout points it here")
+
+
+def test_console_script_and_module_run_from_any_folder(tmp_path: Path) -> None:
+    _require_this_checkout_installed()
+    for command in (["doodlepod-animate", "--help"], ["python", "-m", "animator", "--help"]):
+        result = subprocess.run(command, cwd=tmp_path, env=_activated_env(), capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 0, result.stderr
+        assert "--motion" in result.stdout and "exit codes" in result.stdout
+
+
+def readme_cli_example() -> str:
+    """The README's block marked ``animator-cli-example``: shell lines, continuations kept."""
+    text = README.read_text()
+    m = re.search(r"<!-- animator-cli-example[^>]*-->\s*```sh\n(.*?)```", text, re.S)
+    assert m, "README.md has no block marked <!-- animator-cli-example -->"
+    return m.group(1)
+
+
+def test_readme_cli_example_runs_as_written() -> None:
+    from PIL import Image
+
+    _require_this_checkout_installed()
+    script = readme_cli_example()
+    folder = re.match(r"cd (\S+)\n", script)
+    assert folder, "the example starts in the folder it names"
+    output = re.search(r"-o (\S+)", script)
+    assert output, "the example names its output file"
+    made = REPO / folder.group(1) / output.group(1)
+    made.unlink(missing_ok=True)
+    try:
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=_activated_env(),
+                                 capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        with Image.open(made) as im:
+            size = re.search(r"--size (\d+)(?:x(\d+))?", script)
+            assert im.format == "GIF" and im.n_frames > 10
+            assert size is None or im.size == (int(size.group(1)), int(size.group(2) or size.group(1)))
+    finally:
+        made.unlink(missing_ok=True)
+
+
+# --- the docs ------------------------------------------------------------------------------------
+
+DOCS = sorted((REPO / "docs").glob("*.md"))
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    return {_slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, re.M)}
+
+
+def test_readme_is_a_front_door_to_every_docs_page() -> None:
+    text = README.read_text()
+    assert len(text.encode()) < 10_000, "README.md is the front door: keep it under 10 KB, move detail to docs/"
+    unlinked = [p.name for p in DOCS if f"](docs/{p.name})" not in text]
+    assert not unlinked, f"README.md's docs table does not link {unlinked}"
+
+
+@pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: p.name)
+def test_relative_links_and_anchors_resolve(page: Path) -> None:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file_part, _, anchor = target.partition("#")
+        dest = (page.parent / file_part).resolve() if file_part else page
+        if not dest.exists():
+            broken.append(target)
+        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+            broken.append(target)
+    assert not broken, f"{page.name}: broken links {broken}"
