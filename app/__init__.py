@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,12 @@ def create_app(**overrides: Any):
     app.config["SETTINGS"] = settings
     app.json.sort_keys = False
 
-    pool = RenderPool(settings.render_processes, run_dir / f"spill-{os.getpid()}")
+    # Spill files (images and renders on their way to and from the render processes) and uploaded
+    # clips go to the temp folder, not the runtime folder: that one holds only small state (slots,
+    # metric files) on a small volume of its own.
+    scratch = Path(tempfile.mkdtemp(prefix=f"doodlepod-scratch-{os.getpid()}-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    pool = RenderPool(settings.render_processes, scratch / "spill")
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
@@ -70,7 +76,8 @@ def create_app(**overrides: Any):
         torchserve=torchserve,
         pool=pool,
         slots=InflightSlots(run_dir / "slots", settings.max_inflight),
-        pipeline=Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir),
+        pipeline=Pipeline(settings, torchserve, storage, pool, scratch_dir=scratch),
+        runtime_dir=run_dir,
     )
     app.extensions[EXTENSION] = services
     errors.register(app)

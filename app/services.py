@@ -6,6 +6,7 @@ service add a field here and build it in ``create_app``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flask import current_app
@@ -30,6 +31,7 @@ class Services:
     pool: RenderPool                 # this worker's render processes
     slots: InflightSlots             # the pod-wide render slots (admission)
     pipeline: Pipeline
+    runtime_dir: Path                # the pod's shared runtime folder (slots, metric files)
 
 
 def services() -> Services:
