@@ -5,14 +5,17 @@ VENV ?= $(DOODLEPOD_CACHE)/venv
 PY := $(VENV)/bin/python
 export DOODLEPOD_CACHE VENV
 
-.PHONY: help venv test test-fast
+.PHONY: help venv lint test test-fast
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 venv: ## create/update the dev virtualenv (outside the repo, reused while requirements are unchanged)
 	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh
 
-test: venv ## install what is needed and run every test
+lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyproject.toml)
+	$(VENV)/bin/ruff check .
+
+test: venv lint ## install what is needed, lint, and run every test
 	$(PY) -m pytest -q tests
 
 FAST_TESTS := not e2e and not model_stack and not browser and not redis

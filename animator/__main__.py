@@ -159,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "side); larger: a smaller character and a smaller file")
     p.add_argument("--dump-joints", metavar="FILE.json",
                    help='also write the posed skeleton per output frame: {"joints": [names], "frames": '
-                        '[[[x, y], ...], ...]} in the drawing\'s pixels (y down)')
+                        '[[[x, y], ...], ...]} in the drawing\'s pixels (y down); a scene: {"characters": '
+                        '[{"character": char_cfg, "joints": ..., "frames": ...}, ...]}')
     p.add_argument("--stats", metavar="FILE.json",
                    help="also write frames, duration, bytes and per-stage timings (ms) as JSON")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log progress and timings (-vv: debug)")
@@ -226,10 +227,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     try:
         _write(output, result.data)
-        if args.dump_joints and not is_scene:
+        if args.dump_joints:
             import json
 
-            _write(args.dump_joints, json.dumps(result.motion.to_json()).encode())
+            doc = result.motion.to_json() if not is_scene else {"characters": [
+                {"character": sc.source, **m.to_json()} for sc, m in zip(scene.characters, result.motion)]}
+            _write(args.dump_joints, json.dumps(doc).encode())
         if args.stats:
             import json
 

@@ -26,11 +26,17 @@ import numpy as np
 
 from .character import Character
 from .encode import FORMATS
-from .errors import ConfigError, RenderError
+from .errors import ConfigError
 
 log = logging.getLogger("animator")
 
 Fps = Union[float, int, str, None]
+
+def _is_int(value: Any, lo: int, hi: int | None = None) -> bool:
+    """``value`` is an integer (not a bool) in ``lo..hi`` (``hi`` None: no upper bound)."""
+    return (not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= lo
+            and (hi is None or value <= hi))
+
 
 def _default_fps() -> float:
     from .prune import DEFAULT_FPS
@@ -102,27 +108,32 @@ class RenderOptions:
             try:
                 fps = float(self.fps)
             except (TypeError, ValueError):
-                raise ConfigError("options", "fps", f"must be a positive number or 'native', got {self.fps!r}") from None
+                raise ConfigError("options", "fps",
+                                  f"must be a positive number or 'native', got {self.fps!r}") from None
             if not (0 < fps <= 1000):
-                raise ConfigError("options", "fps", f"must be a positive number (at most 1000) or 'native', got {self.fps!r}")
+                raise ConfigError("options", "fps", "must be a positive number (at most 1000) or 'native', got "
+                                                    f"{self.fps!r}")
             self.fps = fps
-        if self.max_frames is not None and (isinstance(self.max_frames, bool) or not isinstance(self.max_frames, (int, np.integer)) or self.max_frames < 1):
+        if self.max_frames is not None and not _is_int(self.max_frames, 1):
             raise ConfigError("options", "max_frames", f"must be a positive integer, got {self.max_frames!r}")
-        if isinstance(self.colours, bool) or not isinstance(self.colours, (int, np.integer)) or not 2 <= self.colours <= 255:
+        if not _is_int(self.colours, 2, 255):
             raise ConfigError("options", "colours", f"must be an integer from 2 to 255, got {self.colours!r}")
         if isinstance(self.merge, bool) or not isinstance(self.merge, (int, float, np.integer, np.floating)) \
                 or not 0 <= float(self.merge) <= 100:
             raise ConfigError("options", "merge", f"must be a colour difference from 0 to 100, got {self.merge!r}")
         self.merge = float(self.merge)
-        if self.tolerance is not None and (isinstance(self.tolerance, bool) or not isinstance(self.tolerance, (int, float))
+        if self.tolerance is not None and (isinstance(self.tolerance, bool)
+                                           or not isinstance(self.tolerance, (int, float))
                                            or not 0 <= self.tolerance <= 442):
             raise ConfigError("options", "tolerance", f"must be a number from 0 to 442, got {self.tolerance!r}")
         if self.margin is not None and (not isinstance(self.margin, (int, float)) or self.margin < 0
                                         or 2 * self.margin >= min(self.width, self.height) - 8):
-            raise ConfigError("options", "margin", f"must be >= 0 and leave room for the character, got {self.margin!r}")
-        if isinstance(self.mesh_cells, bool) or not isinstance(self.mesh_cells, (int, np.integer)) or not 8 <= self.mesh_cells <= 5000:
-            raise ConfigError("options", "mesh_cells", f"must be an integer from 8 to 5000, got {self.mesh_cells!r}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, (int, np.integer)) or not 1 <= self.threads <= 64:
+            raise ConfigError("options", "margin",
+                              f"must be >= 0 and leave room for the character, got {self.margin!r}")
+        if not _is_int(self.mesh_cells, 8, 5000):
+            raise ConfigError("options", "mesh_cells",
+                              f"must be an integer from 8 to 5000, got {self.mesh_cells!r}")
+        if not _is_int(self.threads, 1, 64):
             raise ConfigError("options", "threads", f"must be an integer from 1 to 64, got {self.threads!r}")
         if self.background is not None:
             try:
@@ -130,7 +141,8 @@ class RenderOptions:
             except TypeError:
                 bg = ()
             if len(bg) != 3 or not all(isinstance(c, (int, np.integer)) and 0 <= c <= 255 for c in bg):
-                raise ConfigError("options", "background", f"must be None or three integers 0..255, got {self.background!r}")
+                raise ConfigError("options", "background", "must be None or three integers 0..255, got "
+                                                           f"{self.background!r}")
             self.background = tuple(int(c) for c in bg)  # type: ignore[assignment]
 
 

@@ -187,7 +187,8 @@ def find_body(bvh: BVH) -> Body:
     for side in ("left", "right"):
         fore = sorted((i for i in real if sides[i] == side and parts[i] in _FOREARM), key=lambda i: depth[i])
         if not fore:
-            missing.append(f"{side} forearm (a joint like {side.title()}ForeArm, {side.title()}Elbow, lowerarm_{side[0]})")
+            missing.append(f"{side} forearm (a joint like {side.title()}ForeArm, {side.title()}Elbow, "
+                           f"lowerarm_{side[0]})")
         else:
             f = fore[0]
             words["arm"] = parts[f]
@@ -321,7 +322,8 @@ def derive_motion_config(bvh: BVH, bvh_path: str | Path, start_frame_idx: int = 
     return MotionConfig(
         path=f"{bvh.path or bvh_path} (derived motion config)", bvh_path=str(bvh_path),
         start_frame_idx=int(start_frame_idx), end_frame_idx=end_frame_idx, groundplane_joint=legs["left"].end,
-        forward_perp_joint_vectors=((arms["left"].upper, arms["right"].upper), (legs["left"].upper, legs["right"].upper)),
+        forward_perp_joint_vectors=((arms["left"].upper, arms["right"].upper),
+                                    (legs["left"].upper, legs["right"].upper)),
         scale=float(scale), up="+y" if axis == 1 else "+z",
     )
 
@@ -369,7 +371,8 @@ def retarget_config_yaml(cfg: RetargetConfig) -> str:
         out.append("  char_joints:")
         out += [f"  - {q(n)}" for n in p.char_joints]
     ro = cfg.char_bvh_root_offset
-    out += ["char_bvh_root_offset:", f"  bvh_projection_bodypart_group_for_offset: {q(ro.bvh_projection_bodypart_group_for_offset)}",
+    out += ["char_bvh_root_offset:",
+            f"  bvh_projection_bodypart_group_for_offset: {q(ro.bvh_projection_bodypart_group_for_offset)}",
             "  bvh_joints:"]
     for chain in ro.bvh_joints:
         out += [f"  {'-' if k == 0 else ' '} - {q(n)}" for k, n in enumerate(chain)]
@@ -385,5 +388,6 @@ def retarget_config_yaml(cfg: RetargetConfig) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["Body", "Limb", "configs_for", "derive_motion_config", "derive_retarget_config", "find_body", "retarget_config_yaml",
+__all__ = ["Body", "Limb", "configs_for", "derive_motion_config", "derive_retarget_config", "find_body",
+           "retarget_config_yaml",
            "shared_prefix", "split_name"]

@@ -124,7 +124,8 @@ class BVH:
                 j = int(self.parents[j])
         return np.flatnonzero(keep)
 
-    def local_quaternions(self, frames: np.ndarray | slice | None = None, joints: np.ndarray | None = None) -> np.ndarray:
+    def local_quaternions(self, frames: np.ndarray | slice | None = None,
+                          joints: np.ndarray | None = None) -> np.ndarray:
         """Local rotations as unit quaternions (w, x, y, z), (F, len(joints), 4); identity without channels."""
         data = self.motion if frames is None else self.motion[frames]
         joints = np.arange(self.n_joints) if joints is None else np.asarray(joints, dtype=np.int64)
@@ -500,7 +501,8 @@ def _parse_motion_rows(lines: list[str], start: int, n_frames: int, n_channels: 
                        frames_line: int) -> np.ndarray:
     rows = [ln for ln in lines[start:] if ln.strip()]
     if len(rows) != n_frames:
-        raise BVHError(where, f"line {frames_line}", f"'Frames: {n_frames}' but the MOTION block has {len(rows)} rows of data")
+        raise BVHError(where, f"line {frames_line}",
+                       f"'Frames: {n_frames}' but the MOTION block has {len(rows)} rows of data")
     if n_channels == 0:
         return np.zeros((n_frames, 0))
     try:  # numpy's C text parser: ~2 ms for 839 frames x 84 channels
@@ -515,7 +517,8 @@ def _parse_motion_rows(lines: list[str], start: int, n_frames: int, n_channels: 
                 continue
             parts = ln.split()
             if len(parts) != n_channels:
-                raise BVHError(where, f"line {ln_no}", f"frame {k} has {len(parts)} values, the HIERARCHY declares {n_channels} channels")
+                raise BVHError(where, f"line {ln_no}",
+                               f"frame {k} has {len(parts)} values, the HIERARCHY declares {n_channels} channels")
             try:
                 vals = np.array(parts, dtype=np.float64)
             except ValueError:

@@ -62,9 +62,11 @@ class Character:
 
     def __post_init__(self) -> None:
         if self.texture.ndim != 3 or self.texture.shape[2] != 4 or self.texture.dtype != np.uint8:
-            raise CharacterError(None, "texture", f"expected an RGBA uint8 image, got {self.texture.dtype} {self.texture.shape}")
+            raise CharacterError(None, "texture", f"expected an RGBA uint8 image, got {self.texture.dtype} "
+                                                  f"{self.texture.shape}")
         if self.mask.shape != self.texture.shape[:2]:
-            raise CharacterError(None, "mask", f"mask size {self.mask.shape[::-1]} differs from texture size {self.texture.shape[1::-1]}")
+            raise CharacterError(None, "mask", f"mask size {self.mask.shape[::-1]} differs from texture size "
+                                               f"{self.texture.shape[1::-1]}")
         self.mask = self.mask.astype(bool, copy=False)
         if not self.mask.any():
             raise CharacterError(None, "mask", "mask is empty: no character pixels")
@@ -72,7 +74,8 @@ class Character:
         self.skeleton = parents_first(self.skeleton)
         root = next((j for j in self.skeleton if j.name == "root"), None)
         if root is None:
-            raise CharacterError(None, "skeleton", "missing joint 'root' (the top of the skeleton, as in AnimatedDrawings)")
+            raise CharacterError(None, "skeleton", "missing joint 'root' (the top of the skeleton, as in "
+                                                   "AnimatedDrawings)")
         if root.parent is not None:
             raise CharacterError(None, "skeleton", f"joint 'root' must have no parent, has '{root.parent}'")
         if len(self.skeleton) < 2:
@@ -164,7 +167,8 @@ def skeleton_from_config(entries: Sequence[Mapping[str, Any]], path: str | Path 
             x, y = (float(v) for v in e["loc"])
             parent = e.get("parent")
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise CharacterError(path, f"skeleton[{i}]", f"expected {{name, loc: [x, y], parent}}, got {_short_repr(e)}") from exc
+            raise CharacterError(path, f"skeleton[{i}]",
+                                 f"expected {{name, loc: [x, y], parent}}, got {_short_repr(e)}") from exc
         joints.append(Joint(name, (x, y), None if parent is None else str(parent)))
     return joints
 

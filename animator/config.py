@@ -79,7 +79,8 @@ class MotionConfig:
         end = min(end, n_frames)
         if self.start_frame_idx >= end:
             field = "start_frame_idx" if self.start_frame_idx >= n_frames else "end_frame_idx"
-            raise ConfigError(self.path, field, f"frame range [{self.start_frame_idx}, {end}) is empty (the BVH has {n_frames} frames)")
+            raise ConfigError(self.path, field, f"frame range [{self.start_frame_idx}, {end}) is empty (the BVH has "
+                                                f"{n_frames} frames)")
         return self.start_frame_idx, end
 
 
@@ -234,7 +235,8 @@ def load_motion_config(path: str | Path) -> MotionConfig:
         raise ConfigError(p, "filepath", f"must be the path of a BVH file, got {filepath!r}")
     bvh_path = resolve_bvh_path(filepath, p)
     if bvh_path is None:
-        raise ConfigError(p, "filepath", f"BVH file '{filepath}' not found (looked in the working directory and in {Path(p).resolve().parent} and its parents)")
+        raise ConfigError(p, "filepath", f"BVH file '{filepath}' not found (looked in the working directory and in "
+                                         f"{Path(p).resolve().parent} and its parents)")
 
     return MotionConfig(
         path=p, bvh_path=str(bvh_path), start_frame_idx=int(start), end_frame_idx=None if end is None else int(end),
@@ -254,7 +256,8 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
 
     groups_raw = _required(cfg, "bvh_projection_bodypart_groups", p)
     if not isinstance(groups_raw, list) or not groups_raw:
-        raise ConfigError(p, "bvh_projection_bodypart_groups", "must be a non-empty list of {name, bvh_joint_names, method}")
+        raise ConfigError(p, "bvh_projection_bodypart_groups", "must be a non-empty list of {name, bvh_joint_names, "
+                                                               "method}")
     groups: list[ProjectionGroup] = []
     for k, g in enumerate(groups_raw):
         f = f"bvh_projection_bodypart_groups[{k}]"
@@ -271,7 +274,8 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
     seen = [g.name for g in groups]
     dupes = sorted({n for n in seen if seen.count(n) > 1})
     if dupes:
-        raise ConfigError(p, "bvh_projection_bodypart_groups", f"group names must be unique; repeated: {', '.join(dupes)}")
+        raise ConfigError(p, "bvh_projection_bodypart_groups", "group names must be unique; repeated: "
+                                                               f"{', '.join(dupes)}")
 
     parts_raw = _required(cfg, "char_bodypart_groups", p)
     if not isinstance(parts_raw, list) or not parts_raw:
@@ -288,7 +292,9 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
     f = "char_bvh_root_offset"
     group_for_offset = _required(ro, "bvh_projection_bodypart_group_for_offset", p, f)
     if group_for_offset not in seen:
-        raise ConfigError(p, f"{f}.bvh_projection_bodypart_group_for_offset", f"{group_for_offset!r} is not the name of a bvh_projection_bodypart_groups entry ({', '.join(seen)})")
+        raise ConfigError(p, f"{f}.bvh_projection_bodypart_group_for_offset",
+                          f"{group_for_offset!r} is not the name of a bvh_projection_bodypart_groups entry "
+                          f"({', '.join(seen)})")
     chains = {}
     for key in ("bvh_joints", "char_joints"):
         raw = _required(ro, key, p, f)
@@ -299,7 +305,8 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
 
     mapping_raw = _required(cfg, "char_joint_bvh_joints_mapping", p)
     if not isinstance(mapping_raw, dict):
-        raise ConfigError(p, "char_joint_bvh_joints_mapping", "must map character joint names to (bvh_joint, bvh_joint)")
+        raise ConfigError(p, "char_joint_bvh_joints_mapping",
+                          "must map character joint names to (bvh_joint, bvh_joint)")
     mapping: list[tuple[str, tuple[str, str]]] = []
     for key, val in mapping_raw.items():
         fk = f"char_joint_bvh_joints_mapping.{key}"
@@ -311,7 +318,8 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
 
     checks_raw = cfg.get("char_runtime_checks") or []
     if not isinstance(checks_raw, list):
-        raise ConfigError(p, "char_runtime_checks", "must be a list of checks such as [above, neck, right_shoulder, left_shoulder]")
+        raise ConfigError(p, "char_runtime_checks", "must be a list of checks such as [above, neck, right_shoulder, "
+                                                    "left_shoulder]")
     checks: list[tuple[str, ...]] = []
     for k, c in enumerate(checks_raw):
         fk = f"char_runtime_checks[{k}]"
@@ -357,17 +365,20 @@ def check_against_bvh(motion: MotionConfig, retarget: RetargetConfig, has_joint)
         need(rp, f, g.bvh_depth_drivers)
         for n in g.bvh_depth_drivers:
             if n not in projected:
-                raise ConfigError(rp, f, f"depth driver '{n}' is in no bvh_projection_bodypart_groups entry, so it has no depth")
+                raise ConfigError(rp, f, f"depth driver '{n}' is in no bvh_projection_bodypart_groups entry, so it has "
+                                         "no depth")
     for k, chain in enumerate(retarget.char_bvh_root_offset.bvh_joints):
         need(rp, f"char_bvh_root_offset.bvh_joints[{k}]", chain)
     for char_joint, (prox, dist) in retarget.char_joint_bvh_joints_mapping:
         f = f"char_joint_bvh_joints_mapping.{char_joint}"
         need(rp, f, (prox, dist))
         if dist not in projected:
-            raise ConfigError(rp, f, f"distal BVH joint '{dist}' is in no bvh_projection_bodypart_groups entry, so it has no projection plane")
+            raise ConfigError(rp, f, f"distal BVH joint '{dist}' is in no bvh_projection_bodypart_groups entry, so it "
+                                     "has no projection plane")
 
 
-def check_against_character(retarget: RetargetConfig, char_joints: Sequence[str], parents: Mapping[str, str | None]) -> None:
+def check_against_character(retarget: RetargetConfig, char_joints: Sequence[str],
+                            parents: Mapping[str, str | None]) -> None:
     """Check that every character joint the retarget config names exists in the character."""
     names = set(char_joints)
     rp = retarget.path
@@ -395,7 +406,8 @@ def check_against_character(retarget: RetargetConfig, char_joints: Sequence[str]
                           "end of a limb needs a (proximal, distal) BVH joint pair, or it never moves")
 
 
-def unmapped_joints(retarget: RetargetConfig, char_joints: Sequence[str], parents: Mapping[str, str | None]) -> list[str]:
+def unmapped_joints(retarget: RetargetConfig, char_joints: Sequence[str],
+                    parents: Mapping[str, str | None]) -> list[str]:
     """Character joints at the end of a limb (no children, not the root) that the mapping leaves out.
 
     A mapped joint turns the bone that ends at it; a joint with no mapping below it stays rigid on its

@@ -18,7 +18,8 @@ disposal-1 frame, and a disposal-1 frame is only possible when no pixel of it tu
 the next one. When the whole body moves (every AnimatedDrawings clip sways the whole body: in char1
 x dab, zombie, wave_hello and jumping_jacks no frame lacks such pixels), every frame must be
 disposed and the next drawn in full: the file's size is that of the frames themselves, which is
-why the clip's palette is made flat (see :func:`animator.rasterize.merge_palette`). Delays are whole centiseconds chosen by
+why the clip's palette is made flat (see :func:`animator.rasterize.merge_palette`). Delays are whole
+centiseconds chosen by
 cumulative rounding, so they add up to the clip's duration (to the nearest centisecond).
 
 WebP: Pillow's animated WebP writer, lossless by default (transparency kept): the clip's flat palette
@@ -155,7 +156,8 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
         if n >= len(delays_cs):
             raise RenderError(f"more frames than delays ({len(delays_cs)})")
         if bits < 8 and int(block.max()) >> bits:
-            raise RenderError(f"a frame holds palette index {int(block.max())}, beyond the {len(palette)} colours given")
+            raise RenderError(f"a frame holds palette index {int(block.max())}, "
+                              f"beyond the {len(palette)} colours given")
         x0, y0, x1, y1 = rect
         head = (b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delays_cs[n], transparent, 0)
                 + b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
@@ -352,7 +354,6 @@ def encode_webp(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: 
     With ``n_frames`` given, frames are handed to the encoder one at a time (memory stays flat);
     otherwise they are collected first.
     """
-    from PIL import Image
 
     rgba = _rgba_frames(frames, palette, transparent)
     if n_frames is None:
@@ -435,7 +436,8 @@ def ffmpeg_exe() -> str:
         exe = shutil.which("ffmpeg")
         if exe:
             return exe
-        raise RenderError(f"MP4 output needs ffmpeg (pip install imageio-ffmpeg): the codec is unavailable ({exc})") from exc
+        raise RenderError("MP4 output needs ffmpeg (pip install imageio-ffmpeg): "
+                          f"the codec is unavailable ({exc})") from exc
 
 
 def encode_mp4(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
@@ -475,7 +477,8 @@ def encode_mp4(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
             pass
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         if proc.wait() != 0:
-            raise RenderError(f"ffmpeg failed to encode MP4: {err.strip().splitlines()[-1] if err.strip() else 'exit ' + str(proc.returncode)}")
+            raise RenderError("ffmpeg failed to encode MP4: "
+                              f"{err.strip().splitlines()[-1] if err.strip() else 'exit ' + str(proc.returncode)}")
         with open(path, "rb") as fh:
             return fh.read()
     except OSError as exc:

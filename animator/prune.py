@@ -117,7 +117,8 @@ def clip_of(source: Any) -> tuple[int, float, int]:
         if len(frames) == 0:
             raise ConfigError(None, "motion", "the motion has no frames")
         # A native-rate Motion2D covers consecutive BVH frames.
-        return int(frames[-1] - frames[0] + 1), float(ft) * len(frames) / int(frames[-1] - frames[0] + 1), int(frames[0])
+        span = int(frames[-1] - frames[0] + 1)
+        return span, float(ft) * len(frames) / span, int(frames[0])
     raise TypeError(f"expected a BVH, MotionConfig or Motion2D, got {type(source).__name__}")
 
 

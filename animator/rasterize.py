@@ -450,8 +450,14 @@ def _splat_pixels(sprite: Sprite, layout: _SplatLayout, coef: np.ndarray, width:
     x, y, cols, rows = scratch.x, scratch.y, scratch.cols, scratch.rows
     qx, qy = sprite.local
     a, b, c, d, e, g, half = np.repeat(coef[:, sprite.run_tri], sprite.run_len, axis=1)
-    np.multiply(a, qx, out=x); b *= qy; x += b; x += c
-    np.multiply(d, qx, out=y); e *= qy; y += e; y += g
+    np.multiply(a, qx, out=x)
+    b *= qy
+    x += b
+    x += c
+    np.multiply(d, qx, out=y)
+    e *= qy
+    y += e
+    y += g
     if not inside:
         np.clip(x, 0.5, width - 1.5, out=x)  # keeps every offset write on the canvas
         np.clip(y, 0.5, height - 1.5, out=y)

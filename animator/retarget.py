@@ -186,7 +186,8 @@ def retarget(character: Character, motion_cfg: MotionConfig, retarget_cfg: Retar
             raise ConfigError(None, "frame_indices", "must be a non-empty 1-D array of integer BVH frame indices")
         local = idx.astype(np.int64) - start
         if local.min() < 0 or local.max() >= n_all:
-            raise ConfigError(motion_cfg.path, "frame_indices", f"BVH frames must lie in the clip's range [{start}, {end}), got {int(idx.min())}..{int(idx.max())}")
+            raise ConfigError(motion_cfg.path, "frame_indices", f"BVH frames must lie in the clip's range [{start}, "
+                                                                f"{end}), got {int(idx.min())}..{int(idx.max())}")
         out_time = float(frame_time_s) if frame_time_s is not None else n_all * clip_frame_time / len(local)
 
     motion = _bvh_motion(bvh, motion_cfg, retarget_cfg, start, end)
@@ -321,7 +322,8 @@ def runtime_check_failures(retarget_cfg: RetargetConfig, rest_up: dict[str, np.n
     return failed
 
 
-def _pose_character(character: Character, motion: _BVHMotion, retarget_cfg: RetargetConfig) -> tuple[np.ndarray, np.ndarray]:
+def _pose_character(character: Character, motion: _BVHMotion,
+                    retarget_cfg: RetargetConfig) -> tuple[np.ndarray, np.ndarray]:
     """(F, J, 2) positions in drawing pixels (y down) and (F, P) group depths, for every frame of the range."""
     skel = character.skeleton
     names = [j.name for j in skel]
@@ -368,10 +370,12 @@ def _pose_character(character: Character, motion: _BVHMotion, retarget_cfg: Reta
     ro = retarget_cfg.char_bvh_root_offset
     char_len = sum(float(np.linalg.norm(rest[index[c[k + 1]]] - rest[index[c[k]]]))
                    for c in ro.char_joints for k in range(len(c) - 1))
-    bvh_len = sum(float(np.linalg.norm(motion.world_last[_bvh_index(motion, c[k + 1])] - motion.world_last[_bvh_index(motion, c[k])]))
+    world = motion.world_last
+    bvh_len = sum(float(np.linalg.norm(world[_bvh_index(motion, c[k + 1])] - world[_bvh_index(motion, c[k])]))
                   for c in ro.bvh_joints for k in range(len(c) - 1))
     if not bvh_len > 0:
-        raise ConfigError(retarget_cfg.path, "char_bvh_root_offset.bvh_joints", "the BVH limb chains have zero length, so root motion cannot be scaled")
+        raise ConfigError(retarget_cfg.path, "char_bvh_root_offset.bvh_joints", "the BVH limb chains have zero length, "
+                                                                                "so root motion cannot be scaled")
     k_px = char_len / bvh_len
     plane = motion.planes[ro.bvh_projection_bodypart_group_for_offset]
     fwd = motion.fwd
@@ -404,7 +408,8 @@ def _pose_character(character: Character, motion: _BVHMotion, retarget_cfg: Reta
 
     depths = np.empty((n, len(retarget_cfg.char_bodypart_groups)))
     for g_i, g in enumerate(retarget_cfg.char_bodypart_groups):
-        depths[:, g_i] = np.mean([_depth(motion.canonical, _bvh_index(motion, d), motion.joint_plane[d]) for d in g.bvh_depth_drivers], axis=0)
+        depths[:, g_i] = np.mean([_depth(motion.canonical, _bvh_index(motion, d), motion.joint_plane[d])
+                                  for d in g.bvh_depth_drivers], axis=0)
     return pos, depths
 
 
@@ -416,7 +421,8 @@ def to_animated_drawings_frame(motion: Motion2D, character: Character, retarget_
     """Convert positions to AnimatedDrawings' rig frame: (F, J, 2), y up, units of max(width, height) px,
     root placed at ``char_starting_location`` at the first frame of the clip."""
     d = float(max(character.size))
-    root = np.asarray(next(j.loc for j in character.skeleton if j.name == "root") if any(j.name == "root" for j in character.skeleton) else character.skeleton[0].loc, dtype=np.float64)
+    root_joint = next((j for j in character.skeleton if j.name == "root"), character.skeleton[0])
+    root = np.asarray(root_joint.loc, dtype=np.float64)
     sx, sy = retarget_cfg.char_starting_location[:2]
     out = np.empty_like(motion.positions)
     out[..., 0] = (motion.positions[..., 0] - root[0]) / d + sx

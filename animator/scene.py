@@ -42,7 +42,7 @@ import numpy as np
 from .api import RenderOptions, RenderResult, Rig, encode_frames
 from .character import Character
 from .config import MotionConfig, RetargetConfig, read_yaml, resolve_bvh_path
-from .errors import ConfigError, RenderError
+from .errors import ConfigError
 
 log = logging.getLogger("animator")
 
@@ -65,6 +65,8 @@ MAX_CHARACTERS = 16
 #: Vertical field of view of AnimatedDrawings' camera, degrees.
 FOV_DEG = 35.0
 _OUTPUT_EXTS = (".gif", ".mp4", ".webp")
+#: Extra canvas pixels on every side of a character's frames (cropped; see render_scene).
+_PAD = 2
 
 
 @dataclass
@@ -187,14 +189,16 @@ def load_scene(path: str | Path) -> Scene:
         raise ConfigError(p, "controller.MODE", f"must be 'interactive' or 'video_render', got {mode!r}")
     out = ctl["OUTPUT_VIDEO_PATH"]
     if out is not None and (not isinstance(out, str) or Path(out).suffix.lower() not in _OUTPUT_EXTS):
-        raise ConfigError(p, "controller.OUTPUT_VIDEO_PATH", f"must be a path ending in {', '.join(_OUTPUT_EXTS)}, got {out!r}")
+        raise ConfigError(p, "controller.OUTPUT_VIDEO_PATH",
+                          f"must be a path ending in {', '.join(_OUTPUT_EXTS)}, got {out!r}")
     background = None
     if view["BACKGROUND_IMAGE"] is not None:
         background = _background(p, view["BACKGROUND_IMAGE"], width, height)
 
     entries = scene.get("ANIMATED_CHARACTERS")
     if not isinstance(entries, list) or not entries:
-        raise ConfigError(p, "scene.ANIMATED_CHARACTERS", "must be a non-empty list of {character_cfg, motion_cfg, retarget_cfg}")
+        raise ConfigError(p, "scene.ANIMATED_CHARACTERS",
+                          "must be a non-empty list of {character_cfg, motion_cfg, retarget_cfg}")
     if len(entries) > MAX_CHARACTERS:
         raise ConfigError(p, "scene.ANIMATED_CHARACTERS", f"at most {MAX_CHARACTERS} characters, got {len(entries)}")
     characters = []
@@ -251,8 +255,8 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
     dt = fulls[0].frame_time_s
     plan = plan_frames(max(m.n_frames for m in fulls), dt, fps=opts.fps, max_frames=opts.max_frames)
     t_out = plan.indices * dt
-    motions = [m.select(np.minimum(np.round(t_out / m.frame_time_s).astype(np.int64), m.n_frames - 1), plan.frame_time_s)
-               for m in fulls]
+    motions = [m.select(np.minimum(np.round(t_out / m.frame_time_s).astype(np.int64), m.n_frames - 1),
+                        plan.frame_time_s) for m in fulls]
     F = len(plan.indices)
     clock.lap("retarget")
 
@@ -288,18 +292,22 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
              ", ".join(f"{scene.characters[i].source} at depth {placed[i][1]:.2f}" for i in order))
 
     def frames() -> Iterator[np.ndarray]:
+        # Characters may leave the window (a fixed camera): each is drawn on a canvas _PAD pixels
+        # larger on every side, where the rasterizer's clamp of off-canvas points lands, then cropped.
         gens = []
+        w, h = scene.width + 2 * _PAD, scene.height + 2 * _PAD
         for i in order:
             m, sprite = motions[i], sprites[i]
             part_order, rev = m.part_order, m.part_reversed
             if part_order is None or part_order.ndim != 2 or part_order.shape[1] != len(sprite.groups):
                 part_order, rev = None, None
-            gens.append((rasterize(sprite, placed[i][0], scene.width, scene.height, part_order, rev,
-                                   threads=opts.threads), sprite.transparent, bases[i]))
+            gens.append((rasterize(sprite, placed[i][0] + _PAD, w, h, part_order, rev, threads=opts.threads),
+                         sprite.transparent, bases[i]))
+        inner = (slice(_PAD, _PAD + scene.height), slice(_PAD, _PAD + scene.width))
         for _ in range(F):
             out = bg.copy()
             for gen, tr, b in gens:
-                fr = next(gen)
+                fr = next(gen)[inner]
                 drawn = fr != tr
                 out[drawn] = fr[drawn] + np.uint8(b)
             yield out
@@ -366,7 +374,8 @@ def _shared_palette(scene: Scene, opts: RenderOptions, n_chars: int):
 def _window(path: str, value: Any) -> tuple[int, int]:
     if (not isinstance(value, (list, tuple)) or len(value) != 2
             or not all(isinstance(v, int) and not isinstance(v, bool) and 16 <= v <= 4096 for v in value)):
-        raise ConfigError(path, "view.WINDOW_DIMENSIONS", f"must be [width, height], integers from 16 to 4096, got {value!r}")
+        raise ConfigError(path, "view.WINDOW_DIMENSIONS",
+                          f"must be [width, height], integers from 16 to 4096, got {value!r}")
     return int(value[0]), int(value[1])
 
 
@@ -389,7 +398,8 @@ def _background(path: str, name: Any, width: int, height: int) -> np.ndarray:
     try:
         with Image.open(found) as im:
             if im.width * im.height > 64_000_000:
-                raise ConfigError(path, "view.BACKGROUND_IMAGE", f"{im.width}x{im.height} is too large (64 megapixels at most)")
+                raise ConfigError(path, "view.BACKGROUND_IMAGE",
+                                  f"{im.width}x{im.height} is too large (64 megapixels at most)")
             img = ImageOps.exif_transpose(im).convert("RGB").resize((width, height), Image.Resampling.BILINEAR)
     except OSError as exc:
         raise ConfigError(path, "view.BACKGROUND_IMAGE", f"not a readable image: {exc}") from None

@@ -45,6 +45,7 @@ def create_app(**overrides: Any):
 
     # Imports that need PROMETHEUS_MULTIPROC_DIR set come after runtime_dir().
     from . import errors
+    from .characters import Characters
     from .hooks import install_hooks
     from .loop import under_gevent
     from .motions import load_motions
@@ -69,6 +70,7 @@ def create_app(**overrides: Any):
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
+    pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=scratch)
     services = Services(
         settings=settings,
         motions=load_motions(settings.motions_dir or None),
@@ -76,7 +78,8 @@ def create_app(**overrides: Any):
         torchserve=torchserve,
         pool=pool,
         slots=InflightSlots(run_dir / "slots", settings.max_inflight),
-        pipeline=Pipeline(settings, torchserve, storage, pool, scratch_dir=scratch),
+        pipeline=pipeline,
+        characters=Characters(settings, pipeline, storage),
         runtime_dir=run_dir,
     )
     app.extensions[EXTENSION] = services
@@ -88,6 +91,10 @@ def create_app(**overrides: Any):
     if under_gevent():
         import gevent
         gevent.spawn(_warm, pool, log)
+        if storage.name == "local":  # S3 expires objects with a lifecycle rule (docs/api.md)
+            from . import sweep
+            gevent.spawn(sweep.run_forever, storage.root, settings.expiry_hours * 3600,
+                         settings.sweep_interval_s, run_dir / "sweep.lock")
     log.info("app ready: storage=%s motions=%s render_processes=%d max_inflight=%d deadline=%gs",
              storage.name, ",".join(services.motions), pool.processes,
              settings.max_inflight, settings.request_deadline_s)

@@ -11,13 +11,16 @@ travel as files) and derive its motion and retarget configs; it is removed when 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .errors import BadRequest, InvalidMotion, TooLarge
+
+log = logging.getLogger("doodlepod.bvh")
 
 #: The name an uploaded clip's animation has in the answer's ``animations``.
 UPLOAD_NAME = "upload"
@@ -49,18 +52,19 @@ class UploadedMotion:
 
 
 def read_bvh_upload(files: Mapping[str, Any], form: Mapping[str, Any], settings: Any, folder: Path,
-                    request_id: str) -> UploadedMotion | None:
+                    request_id: str, run: Callable[..., dict[str, Any]] | None = None) -> UploadedMotion | None:
     """The request's ``bvh`` clip, checked and written to ``folder``; None when there is none.
+
+    The request reads the fields and writes the raw file (I/O only); parsing, checking and cutting
+    (:func:`check_clip`, up to a few hundred ms for a large clip) run through ``run(fn, *args)``:
+    the app passes one that runs it in a render process, so the gevent loop never does that work
+    (default: in this process).
 
     Raises:
         TooLarge: the file is over DOODLEPOD_BVH_MAX_MB.
         BadRequest: ``start_frame`` / ``end_frame`` are not integers, or are sent without a clip.
         InvalidMotion: the clip cannot be used (the message names the field and the line).
     """
-    from animator.auto_retarget import derive_motion_config, find_body
-    from animator.bvh import parse_bvh
-    from animator.errors import BVHError
-
     part = files.get("bvh")
     start, end = _int_field(form, "start_frame"), _int_field(form, "end_frame")
     text_field = form.get("bvh") if part is None else None
@@ -77,13 +81,45 @@ def read_bvh_upload(files: Mapping[str, Any], form: Mapping[str, Any], settings:
     if b"\0" in data:
         raise InvalidMotion("field 'bvh': not a text file (a BVH clip starts with HIERARCHY)")
     name = os.path.basename(getattr(part, "filename", None) or "") or "bvh"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"upload-{request_id}.bvh"
+    path.write_bytes(data)
+    limits = (settings.bvh_max_joints, settings.bvh_max_frames, float(settings.bvh_max_seconds))
     try:
-        bvh = parse_bvh(data.decode("utf-8", errors="replace"), None, max_joints=settings.bvh_max_joints,
-                        max_frames=settings.bvh_max_frames)
+        facts = (run or _inline)(check_clip, str(path), name, start, end, limits)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    log.info("bvh upload %s: %d frames, %d joints, %s joint names; checked in pid %d", name, facts["frames"],
+             facts["joints"], facts["family"], facts["pid"])
+    return UploadedMotion(UPLOAD_NAME, path, facts["frames"], facts["joints"], facts["frame_time_s"],
+                          facts["family"], facts["sha256"])
+
+
+def _inline(fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
+
+
+def check_clip(path: str, name: str, start: int | None, end: int | None,
+               limits: tuple[int, int, float]) -> dict[str, Any]:
+    """Parse and check the clip at ``path`` and rewrite it cut to frames ``start``..``end - 1``
+    (a render-process job: it takes file paths and returns small facts).
+
+    ``limits``: (most joints, most frames, most seconds of the chosen frames). Returns frames,
+    joints, frame_time_s, family (of the joint names) and sha256 of the cut clip. Raises
+    :class:`InvalidMotion` naming the field (and the line, for a syntax error).
+    """
+    from animator.auto_retarget import derive_motion_config, find_body
+    from animator.bvh import parse_bvh
+    from animator.errors import BVHError
+
+    max_joints, max_frames, max_seconds = limits
+    text = Path(path).read_bytes().decode("utf-8", errors="replace")
+    try:
+        bvh = parse_bvh(text, None, max_joints=max_joints, max_frames=max_frames)
     except BVHError as exc:
         where = f", {exc.field}" if exc.field else ""
         raise InvalidMotion(f"field 'bvh' ({name}){where}: {exc.message}") from None
-
     n = bvh.n_frames
     first = 0 if start is None else start
     if not 0 <= first < n:
@@ -91,26 +127,23 @@ def read_bvh_upload(files: Mapping[str, Any], form: Mapping[str, Any], settings:
     if end is not None and not first < end <= n:
         raise InvalidMotion(f"field 'end_frame': {end} must be after start_frame ({first}) and at most the "
                             f"clip's {n} frames (it is exclusive)")
-    seconds = ((end if end is not None else n) - first) * bvh.frame_time
-    if seconds > settings.bvh_max_seconds:
+    last = n if end is None else end
+    seconds = (last - first) * bvh.frame_time
+    if seconds > max_seconds:
         raise InvalidMotion(f"field 'bvh' ({name}): the selected frames last {seconds:.1f} s; at most "
-                            f"{settings.bvh_max_seconds:g} s are accepted (DOODLEPOD_BVH_MAX_SECONDS): "
+                            f"{max_seconds:g} s are accepted (DOODLEPOD_BVH_MAX_SECONDS): "
                             "pick a range with start_frame / end_frame")
     try:
         body = find_body(bvh)
         derive_motion_config(bvh, name, first, end, body=body)
     except BVHError as exc:
         raise InvalidMotion(f"field 'bvh' ({name}): {exc.message}") from None
-
-    clip = _cut(data.decode("utf-8", errors="replace"), first, n if end is None else end)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"upload-{request_id}.bvh"
-    tmp = path.with_suffix(".part")
+    clip = _cut(text, first, last)
+    tmp = Path(path).with_suffix(".part")
     tmp.write_bytes(clip)
     os.replace(tmp, path)
-    frames = (n if end is None else end) - first
-    return UploadedMotion(UPLOAD_NAME, path, frames, bvh.n_joints, bvh.frame_time, body.family,
-                          hashlib.sha256(clip).hexdigest())
+    return {"frames": last - first, "joints": bvh.n_joints, "frame_time_s": bvh.frame_time, "family": body.family,
+            "sha256": hashlib.sha256(clip).hexdigest(), "pid": os.getpid()}
 
 
 def _cut(text: str, start: int, end: int) -> bytes:

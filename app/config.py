@@ -122,6 +122,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_DEFAULT_FORMAT", "gif", "Animation format when a request names none.",
             _choice(*FORMATS)),
     Setting("DOODLEPOD_RENDER_SIZE", "400", "Width and height of rendered animations, in pixels.", int),
+    Setting("DOODLEPOD_RENDER_SIZE_MIN", "64", "Smallest 'size' a client may ask of POST "
+            "/characters/{id}/animations, in pixels.", int),
+    Setting("DOODLEPOD_RENDER_SIZE_MAX", "1024", "Largest 'size' a client may ask of POST "
+            "/characters/{id}/animations, in pixels.", int),
     Setting("DOODLEPOD_RENDER_FPS", "15", "Frames per second of the animations (the BVH clips are resampled; "
             "15 is smooth on a phone at 40% fewer frames than 25); 'native' keeps every BVH frame; empty: "
             "the animator's default (25).", _fps),
@@ -155,6 +159,12 @@ SETTINGS: tuple[Setting, ...] = (
             "working directory; the container uses /var/lib/doodlepod/files)."),
     Setting("DOODLEPOD_PUBLIC_URL", "", "Base URL clients reach the app at (e.g. https://doodles.example.com), "
             "used for local-storage URLs; empty: the request's own host."),
+    Setting("DOODLEPOD_EXPIRY_HOURS", "24", "Characters and animations are deleted this many hours after "
+            "they are made (a character: after its upload; GET answers 404 from then on). Local storage "
+            "sweeps them; with S3 give the bucket a lifecycle rule (deploy/examples/s3-lifecycle.json).",
+            _positive_float),
+    Setting("DOODLEPOD_SWEEP_INTERVAL_S", "600", "How often the local storage is swept of expired files, "
+            "in seconds (one worker of the pod sweeps at a time).", _positive_float),
     Setting("DOODLEPOD_S3_BUCKET", "", "S3 bucket (required when DOODLEPOD_STORAGE=s3)."),
     Setting("DOODLEPOD_S3_PREFIX", "doodlepod/", "Key prefix of uploaded animations."),
     Setting("DOODLEPOD_S3_REGION", "", "S3 region; empty: boto3's default chain."),

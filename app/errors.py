@@ -71,6 +71,7 @@ class Unauthorized(ClientError):
 
 
 class NotFound(ClientError):
+    """No such path, file, or character (a character also once deleted or expired)."""
     status, code = 404, "not_found"
 
 
@@ -102,6 +103,36 @@ class RequestTimeout(ClientError):
 class InvalidCharacter(ClientError):
     """The character cannot be animated (e.g. client joints that make no usable skeleton)."""
     status, code = 422, "invalid_character"
+
+
+class BadMask(ClientError):
+    """A mask sent to PATCH /characters/{id} is not a readable PNG image."""
+    status, code = 400, "bad_mask"
+
+
+class MaskWrongSize(ClientError):
+    """The mask is not of the texture's size (the document's ``texture.width`` x ``texture.height``)."""
+    status, code = 422, "mask_wrong_size"
+
+
+class JointsOutsideImage(InvalidCharacter):
+    """Joints sent for a character lie outside the uploaded image."""
+    status, code = 422, "joints_outside_image"
+
+
+class BoxOutsideImage(ClientError):
+    """The box sent for a character is empty or lies outside the uploaded image."""
+    status, code = 422, "bbox_outside_image"
+
+
+class VersionMismatch(ClientError):
+    """``If-Match`` names a version of the character that is no longer current: nothing changed."""
+    status, code = 412, "version_mismatch"
+
+
+class EditConflict(ClientError):
+    """Without ``If-Match``, an edit lost every race to concurrent edits of the character; retry."""
+    status, code = 409, "edit_conflict"
 
 
 class InvalidMotion(ClientError):
@@ -226,7 +257,9 @@ def register(app: Flask) -> None:
         status = exc.code or 500
         log.warning("error status=%d code=%s message=%s", status, code, exc.description)
         _count(status, code)
-        return error_response(status, code, exc.description or exc.name)
+        # werkzeug's own headers stay (a 405's Allow, a 416's Content-Range); the body is ours
+        headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}
+        return error_response(status, code, exc.description or exc.name, headers)
 
     def on_unexpected(exc: Exception):
         log.exception("error status=500 code=internal_error unexpected %s", type(exc).__name__)

@@ -22,7 +22,16 @@ import numpy as np
 import pillow_heif
 from PIL import Image, ImageOps
 
-from .errors import NoCharacter, TooLarge, UnreadableImage, UnsupportedType, from_animator
+from .errors import (
+    BadMask,
+    InvalidCharacter,
+    MaskWrongSize,
+    NoCharacter,
+    TooLarge,
+    UnreadableImage,
+    UnsupportedType,
+    from_animator,
+)
 
 #: Formats Pillow reports for the images we accept (MPO: the multi-picture JPEG some phones write;
 #: HEIF: HEIC/HEIF photos, iPhones' default, read by pillow-heif).
@@ -181,6 +190,15 @@ def segment_crop(crop: np.ndarray, box: tuple[int, int, int, int]) -> SegmentedC
                          {"segment": (t1 - t0) * 1e3, "encode_crop": (t2 - t1) * 1e3})
 
 
+def segment_png(work_png: bytes, box: tuple[int, int, int, int]) -> SegmentedCrop:
+    """:func:`segment_crop` of ``box`` (work pixels) in a stored work image (PNG)."""
+    with Image.open(io.BytesIO(work_png)) as im:
+        rgb = np.asarray(im.convert("RGB"))
+    l, t, r, b = box
+    r, b = min(r, rgb.shape[1]), min(b, rgb.shape[0])  # the caller's work size may be 1 px off (rounding)
+    return segment_crop(np.ascontiguousarray(rgb[t:b, l:r]), (l, t, r, b))
+
+
 @lru_cache(maxsize=64)
 def _load_configs(motion_path: str, retarget_path: str, _mtimes: tuple[float, float]):
     import animator
@@ -198,7 +216,8 @@ def _configs(motion_path: str, retarget_path: str | None):
     return _load_configs(motion_path, retarget_path, mtimes)
 
 
-def render_motion(character: Any, motion_path: str, retarget_path: str | None, options: dict[str, Any]) -> dict[str, Any]:
+def render_motion(character: Any, motion_path: str, retarget_path: str | None,
+                  options: dict[str, Any]) -> dict[str, Any]:
     """Render one motion for ``character`` (an :class:`animator.Character`) with ``RenderOptions(**options)``.
 
     ``motion_path``/``retarget_path``: a library motion's configs, or a client's .bvh clip and None.
@@ -225,7 +244,7 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None, o
 
 def warm(seconds: float = 0.2) -> int:
     """Import what renders need, then linger so that the pool starts every process (returns the pid)."""
-    import animator  # noqa: F401
+    import animator
     import animator.segment  # noqa: F401
     time.sleep(seconds)
     return os.getpid()
@@ -233,3 +252,188 @@ def warm(seconds: float = 0.2) -> int:
 
 def read_bytes(path: str | Path) -> bytes:
     return Path(path).read_bytes()
+
+
+# --- characters: the rig check and the files a person judges a character by ---------------------
+
+#: Fewer joints than this fraction on the drawing's mesh: the skeleton is refused (422).
+MIN_JOINTS_ON_DRAWING = 0.5
+
+
+def check_rig(mask: np.ndarray, joints: list[tuple[str, tuple[float, float]]], mesh_cells: int = 300) -> int:
+    """Check that a skeleton can drive the drawing: count the joints within one mesh cell of the
+    character (the renderer attaches a joint to its mesh within that distance; the cell size is the
+    one :func:`animator.mesh.build_mesh` picks for ``mesh_cells`` cells). Joints are texture pixels.
+    Returns how many lie on the drawing; raises :class:`InvalidCharacter` when fewer than half do
+    (e.g. joints placed on blank paper: the renderer could not deform the drawing sensibly).
+    """
+    mask = np.asarray(mask, dtype=bool)
+    area = int(mask.sum())
+    if not area:
+        raise InvalidCharacter("the mask is empty: paint the character white")
+    cell = int(np.clip(round(np.sqrt(area / mesh_cells) / 2) * 2, 4, 256))
+    h, w = mask.shape
+    on: list[bool] = []
+    for _, (x, y) in joints:
+        l, t = max(0, int(np.floor(x - cell))), max(0, int(np.floor(y - cell)))
+        r, b = min(w, int(np.ceil(x + cell)) + 1), min(h, int(np.ceil(y + cell)) + 1)
+        ys, xs = np.nonzero(mask[t:b, l:r]) if r > l and b > t else (np.empty(0), np.empty(0))
+        on.append(bool(len(xs)) and bool((((xs + l - x) ** 2 + (ys + t - y) ** 2) <= cell * cell).any()))
+    if sum(on) < max(1, MIN_JOINTS_ON_DRAWING * len(joints)):
+        off = [name for (name, _), ok in zip(joints, on) if not ok]
+        raise InvalidCharacter(f"{len(off)} of {len(joints)} skeleton joints lie off the drawing ({', '.join(off)}): "
+                               "the skeleton cannot be rigged; place the joints on the character")
+    return int(sum(on))
+
+
+def encode_png(array: np.ndarray, compress_level: int = 1) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(array).save(buf, format="PNG", compress_level=compress_level)
+    return buf.getvalue()
+
+
+def mask_png(mask: np.ndarray) -> bytes:
+    """The mask as a greyscale PNG: white (255) on the character, black elsewhere."""
+    return encode_png(np.where(mask, 255, 0).astype(np.uint8), compress_level=6)
+
+
+def read_texture(data: bytes) -> np.ndarray:
+    """A stored texture PNG -> RGBA uint8 (alpha 255, as :func:`segment_crop` makes it)."""
+    with Image.open(io.BytesIO(data)) as im:
+        return np.asarray(im.convert("RGBA"))
+
+
+def read_mask(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
+    """A mask image (PNG, or any image Pillow reads) -> bool array, True where it is white.
+
+    Grey levels above 127 count as white; transparent pixels count as black. ``size`` (width, height)
+    is the texture's: a mask of another size raises :class:`MaskWrongSize`; bytes that are not an
+    image raise :class:`BadMask`.
+    """
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            if im.format not in ("PNG", "WEBP", "BMP", "TIFF"):
+                raise BadMask(f"the mask must be a PNG image, got {im.format or 'an unknown format'}")
+            if size is not None and im.size != tuple(size):  # checked from the header, before decoding
+                raise MaskWrongSize(f"the mask is {im.size[0]}x{im.size[1]} but the texture is "
+                                    f"{size[0]}x{size[1]}: send a mask of the texture's size")
+            im.load()
+            if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+                rgba = im.convert("RGBA")
+                grey = np.asarray(rgba.convert("L"), dtype=np.uint16) * np.asarray(rgba)[..., 3] // 255
+            else:
+                grey = np.asarray(im.convert("L"))
+    except (BadMask, MaskWrongSize):
+        raise
+    except Exception:
+        raise BadMask("the mask is not a readable PNG image") from None
+    return grey > 127
+
+
+#: Overlay colours (RGB): the mask tint, the box, and the skeleton by side of the figure.
+_TINT = (255, 215, 0)
+_BOX = (220, 0, 220)
+_SIDE_COLOURS = {"left": (40, 110, 255), "right": (235, 50, 50), "": (30, 190, 60)}
+
+
+#: Colours of the crop in the tinted picture; the overlay's own colours take the palette entries after.
+_CROP_COLOURS = 60
+_INK = {"box": _BOX, "left": _SIDE_COLOURS["left"], "right": _SIDE_COLOURS["right"], "": _SIDE_COLOURS[""],
+        "white": (255, 255, 255)}
+_INK_INDEX = {name: _CROP_COLOURS + i for i, name in enumerate(_INK)}
+
+
+def tinted_png(texture: np.ndarray, mask: np.ndarray) -> bytes:
+    """The crop with the mask tinted, as a palette PNG whose entries after :data:`_CROP_COLOURS` are
+    the overlay's inks: the part of the overlay only a new box or a new mask changes. It is stored
+    beside the mask, so that moving a joint costs a 2 ms decode and drawing, no quantizing."""
+    rgb = texture[..., :3]
+    tinted = ((rgb.astype(np.uint16) * 141 + np.array(_TINT, np.uint16) * 115) >> 8).astype(np.uint8)
+    im = Image.fromarray(np.where(mask[..., None], tinted, rgb)).quantize(
+        _CROP_COLOURS, method=Image.Quantize.FASTOCTREE)
+    palette = (im.getpalette() or [])[: 3 * _CROP_COLOURS]
+    palette += [0] * (3 * _CROP_COLOURS - len(palette))
+    im.putpalette(palette + [c for ink in _INK.values() for c in ink])
+    buf = io.BytesIO()
+    im.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def overlay_png(tinted: bytes, joints: list[tuple[str, tuple[float, float], str | None]]) -> bytes:
+    """A picture to judge a character at a glance: the :func:`tinted_png` crop, the box (the crop's
+    border) and the skeleton (bones, and a dot per joint; the figure's left side blue, its right
+    side red, the rest green). Everything in texture pixels."""
+    from PIL import ImageDraw
+
+    with Image.open(io.BytesIO(tinted)) as im:
+        im.load()
+        draw = ImageDraw.Draw(im)
+        w, h = im.size
+        line = max(2, round(min(w, h) / 150))
+        draw.rectangle([0, 0, w - 1, h - 1], outline=_INK_INDEX["box"], width=line)
+        where = {name: loc for name, loc, _ in joints}
+
+        def ink(name: str) -> int:
+            return _INK_INDEX[name.split("_", 1)[0] if name.startswith(("left_", "right_")) else ""]
+
+        for name, loc, parent in joints:
+            if parent in where:
+                draw.line([tuple(where[parent]), tuple(loc)], fill=ink(name), width=line)
+        r = line * 2
+        for name, (x, y), _ in joints:
+            draw.ellipse([x - r, y - r, x + r, y + r], fill=ink(name), outline=_INK_INDEX["white"])
+        buf = io.BytesIO()
+        im.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def character_files(joints: list[tuple[str, tuple[float, float], str | None]], *,
+                    texture: np.ndarray | None = None, texture_png: bytes | None = None,
+                    mask: np.ndarray | None = None, mask_bytes: bytes | None = None, new_mask: bool = False,
+                    tinted: bytes | None = None) -> dict[str, Any]:
+    """One render-process job for a character version: check the rig and make the files that changed.
+
+    Given arrays (a new crop) are encoded; given bytes are stored files (or, with ``new_mask``, a
+    mask a client sent: read, checked against the texture's size, stored binarised). With
+    ``tinted`` (the stored :func:`tinted_png`) and the stored mask, only the skeleton changed:
+    nothing is decoded but two small PNGs. Returns PNG bytes ``texture``, ``mask``, ``tinted`` and
+    ``overlay`` for the files to write (None: unchanged), ``size`` (width, height) and ``joints_on``.
+    """
+    out: dict[str, Any] = {"texture": None, "mask": None, "tinted": None}
+    if tinted is not None and mask is None and not new_mask:
+        with Image.open(io.BytesIO(tinted)) as im:
+            size = im.size
+        mask = read_mask(mask_bytes, size)  # type: ignore[arg-type]
+    else:
+        if texture is None:
+            texture = read_texture(texture_png)  # type: ignore[arg-type]
+        else:
+            out["texture"] = encode_png(np.ascontiguousarray(texture[..., :3]))
+        size = (texture.shape[1], texture.shape[0])
+        if mask is None:
+            mask = read_mask(mask_bytes, size)  # type: ignore[arg-type]
+            if new_mask:
+                out["mask"] = mask_png(mask)
+        else:
+            out["mask"] = mask_png(mask)
+        tinted = out["tinted"] = tinted_png(texture, mask)
+    if not mask.any():
+        raise InvalidCharacter("the mask is empty: paint the character white")
+    out["joints_on"] = check_rig(mask, [(n, loc) for n, loc, _ in joints])
+    out["overlay"] = overlay_png(tinted, joints)
+    out["size"] = size
+    return out
+
+
+def render_stored(texture_png: bytes, mask_png_bytes: bytes, joints: list[tuple[str, tuple[float, float], str | None]],
+                  motion_path: str, retarget_path: str, options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`render_motion` for a stored character (its texture and mask PNGs, joints in texture pixels)."""
+    import animator
+
+    texture = read_texture(texture_png)
+    mask = read_mask(mask_png_bytes)
+    try:
+        character = animator.Character(texture, mask, [animator.Joint(n, tuple(loc), p) for n, loc, p in joints])
+    except animator.AnimatorError as exc:
+        raise from_animator(exc, "the character cannot be animated") from None
+    return render_motion(character, motion_path, retarget_path, options)

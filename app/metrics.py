@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import (CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram,
-                               generate_latest)
-from prometheus_client import multiprocess
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 
 _STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -24,6 +30,11 @@ STAGE_SECONDS = Histogram("doodlepod_stage_seconds", "Time of each pipeline stag
 RENDERS_IN_FLIGHT = Gauge("doodlepod_renders_in_flight", "Requests holding a render slot now.",
                           multiprocess_mode="livesum")
 ANIMATIONS = Counter("doodlepod_animations_total", "Animations rendered and stored.", ["motion", "format"])
+ANIMATION_CACHE = Counter("doodlepod_animation_cache_total", "Animations a character's render request "
+                          "found already stored (hit) or had to render (miss).", ["result"])
+CHARACTER_EDITS = Counter("doodlepod_character_edits_total", "Characters created and edited, by what "
+                          "changed (create, bbox, mask, joints).", ["change"])
+EXPIRED = Counter("doodlepod_expired_total", "Stored items deleted by the expiry sweep.", ["kind"])
 
 
 def render_latest() -> tuple[bytes, str]:
@@ -34,8 +45,3 @@ def render_latest() -> tuple[bytes, str]:
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(), CONTENT_TYPE_LATEST
 
-
-def mark_worker_dead(pid: int) -> None:
-    """Drop a dead worker's live gauges (gunicorn ``child_exit`` hook)."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        multiprocess.mark_process_dead(pid)

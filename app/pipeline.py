@@ -16,16 +16,23 @@ import logging
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import jobs, metrics
 from .deadline import Deadline
-from .errors import (InsufficientStorage, InvalidCharacter, ModelServerError, NoCharacter, NoSkeleton,
-                     from_animator)
+from .errors import (
+    InsufficientStorage,
+    InvalidCharacter,
+    ModelServerError,
+    NoCharacter,
+    NoSkeleton,
+    from_animator,
+)
 from .motions import Motion
 from .storage import LocalStorage, free_disk_mb
 
@@ -44,6 +51,12 @@ class Job:
     request_id: str
     joints: list | None = None          # client joints (animator Joints) in image pixels, or None
     bbox: Sequence[float] | None = None  # client box [l, t, r, b] in image pixels, or None
+
+
+@dataclass(frozen=True)
+class Detection:
+    box: tuple[int, int, int, int]  # work pixels, clipped to the image
+    score: float
 
 
 @dataclass
@@ -86,56 +99,147 @@ class Pipeline:
             raise InsufficientStorage(f"only {free:.0f} MiB free on {self.disk_path()} (need "
                                       f"{self.settings.min_free_disk_mb:.0f} MiB); try again later")
 
-    # -- the pipeline --------------------------------------------------------------------------
-    def run(self, job: Job) -> Result:
+    # -- the steps -----------------------------------------------------------------------------
+    # Each step is one stage of the data flow; /animate chains them all in memory (:meth:`run`),
+    # the characters API (:mod:`app.characters`) runs only those an edit needs and stores the rest.
+
+    def decode(self, image: bytes, deadline: Deadline, timings: dict[str, float]) -> jobs.PreparedImage:
+        """Decode the upload, apply its EXIF orientation, downsize to work pixels (render process)."""
         s = self.settings
-        timings: dict[str, float] = {}
         self.check_disk()
         with self._stage(timings, "decode"):
-            img: jobs.PreparedImage = self.pool.run(jobs.prepare_image, job.image, s.max_image_pixels,
-                                                   s.detect_max_side, deadline=job.deadline, stage="decode")
+            img: jobs.PreparedImage = self.pool.run(jobs.prepare_image, image, s.max_image_pixels,
+                                                   s.detect_max_side, deadline=deadline, stage="decode")
         log.info("image %s %dx%d, work size %dx%d (scale %.3f)", img.format, *img.image_size,
                  img.rgb.shape[1], img.rgb.shape[0], img.scale)
-        height, width = img.rgb.shape[:2]
+        return img
 
+    def detect(self, img: jobs.PreparedImage, deadline: Deadline,
+               timings: dict[str, float]) -> list[Detection]:
+        """The detector's boxes (work pixels, clipped to the image) scoring at least the minimum,
+        best first; raises :class:`NoCharacter` when none is left."""
+        height, width = img.rgb.shape[:2]
+        with self._stage(timings, "detect"):
+            answer = self.torchserve.predict(self.settings.detector_model, img.png, deadline, "detect")
+        return self._detections(answer, width, height)
+
+    def segment(self, img: jobs.PreparedImage, box: tuple[int, int, int, int], deadline: Deadline,
+                timings: dict[str, float]) -> jobs.SegmentedCrop:
+        """Crop ``box`` (work pixels) and mask the character in it (render process)."""
+        l, t, r, b = box
+        with self._stage(timings, "segment"):
+            return self.pool.run(jobs.segment_crop, np.ascontiguousarray(img.rgb[t:b, l:r]), box,
+                                 deadline=deadline, stage="segment")
+
+    def segment_stored(self, work_png: bytes, box: tuple[int, int, int, int], deadline: Deadline,
+                       timings: dict[str, float]) -> jobs.SegmentedCrop:
+        """:meth:`segment` for a stored work image (a character's ``image.png``)."""
+        with self._stage(timings, "segment"):
+            return self.pool.run(jobs.segment_png, work_png, box, deadline=deadline, stage="segment")
+
+    def pose(self, crop_png: bytes, deadline: Deadline, timings: dict[str, float]) -> list:
+        """The skeleton the pose model finds in the crop (animator Joints, crop pixels)."""
+        with self._stage(timings, "pose"):
+            people = self.torchserve.predict(self.settings.pose_model, crop_png, deadline, "pose")
+        return self._skeleton(people)
+
+    def rig(self, texture: np.ndarray, mask: np.ndarray, skeleton: list, deadline: Deadline,
+            timings: dict[str, float]):
+        """The animator character, checked to be riggable: most joints lie on the drawing.
+
+        Raises :class:`InvalidCharacter` (422) for a skeleton the animator could not deform
+        (e.g. joints placed on blank paper), instead of a render failing later.
+        """
+        import animator
+        try:
+            character = animator.Character(texture, mask, skeleton)
+        except animator.AnimatorError as exc:
+            raise from_animator(exc, "the character cannot be rigged") from None
+        with self._stage(timings, "rig"):  # about a millisecond of numpy: no render-process round trip
+            jobs.check_rig(character.mask, [(j.name, j.loc) for j in character.skeleton])
+        return character
+
+    def render(self, character: tuple, motions: Sequence[Motion], options: dict[str, Any], deadline: Deadline,
+               timings: dict[str, float], store: Callable[[Motion, dict[str, Any]], str],
+               job: Callable[..., dict[str, Any]] = jobs.render_motion) -> dict[str, str]:
+        """Render every motion in parallel in the process pool: ``job(*character, motion_cfg,
+        retarget_cfg, options)`` (:func:`jobs.render_motion` for an animator Character in memory,
+        :func:`jobs.render_stored` for a stored one's files). ``store(motion, out)`` saves each file
+        as soon as it is rendered and answers its URL. Returns ``{motion name: url}``."""
+        t0 = time.perf_counter()
+        futures = [(m, self.pool.submit(job, *character, str(m.motion_cfg),
+                                        None if m.retarget_cfg is None else str(m.retarget_cfg), options))
+                   for m in motions]
+        urls: dict[str, str] = {}
+        try:
+            for motion, future in futures:
+                out = self.pool.wait(future, deadline, f"animate:{motion.name}")
+                ms = out["timings_ms"].get("total", 0.0)
+                timings[f"animate:{motion.name}"] = round(ms, 1)
+                metrics.STAGE_SECONDS.labels(stage="animate").observe(ms / 1e3)
+                log.info("stage=animate:%s ms=%.1f frames=%d bytes=%d pid=%d detail=%s", motion.name, ms,
+                         out["frame_count"], len(out["data"]), out["pid"],
+                         {k: round(v, 1) for k, v in out["timings_ms"].items()})
+                with self._stage(timings, f"upload:{motion.name}"):
+                    urls[motion.name] = store(motion, out)
+                metrics.ANIMATIONS.labels(motion=motion.name, format=options.get("format", "gif")).inc()
+        except BaseException:
+            # an error, a passed deadline or a dropped client: the other motions' renders stop now,
+            # and the request (and its render slot) ends only once the render processes are free
+            self.pool.abandon([pending for _, pending in futures])
+            raise
+        timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
+        return urls
+
+    def render_options(self, fmt: str, size: int | None = None) -> dict[str, Any]:
+        """:class:`animator.RenderOptions` keyword arguments from the settings (``size`` overrides
+        DOODLEPOD_RENDER_SIZE)."""
+        s = self.settings
+        side = int(size or s.render_size)
+        options: dict[str, Any] = {"width": side, "height": side, "format": fmt}
+        if s.render_fps:
+            options["fps"] = s.render_fps if s.render_fps == "native" else float(s.render_fps)
+        if s.render_max_frames:
+            options["max_frames"] = s.render_max_frames
+        return options
+
+    # -- /animate: every step in memory ---------------------------------------------------------
+    def run(self, job: Job) -> Result:
+        timings: dict[str, float] = {}
+        img = self.decode(job.image, job.deadline, timings)
+        height, width = img.rgb.shape[:2]
         if job.joints is not None:
             _check_inside(job.joints, img.image_size)
             work_joints = _scale_joints(job.joints, img.scale)
             box = _box_for_client(job.bbox, work_joints, img.scale, width, height)
         else:
-            with self._stage(timings, "detect"):
-                detections = self.torchserve.predict(s.detector_model, img.png, job.deadline, "detect")
-            box = self._best_box(detections, width, height)
-
-        with self._stage(timings, "segment"):
-            l, t, r, b = box
-            crop: jobs.SegmentedCrop = self.pool.run(jobs.segment_crop, np.ascontiguousarray(img.rgb[t:b, l:r]), box,
-                                                     deadline=job.deadline, stage="segment")
-
+            box = self.detect(img, job.deadline, timings)[0].box
+        crop = self.segment(img, box, job.deadline, timings)
+        l, t, _, _ = box
         if job.joints is not None:
             from animator.photo_skeleton import transform_skeleton
             skeleton = transform_skeleton(work_joints, offset=(-l, -t))
         else:
-            with self._stage(timings, "pose"):
-                people = self.torchserve.predict(s.pose_model, crop.png, job.deadline, "pose")
-            skeleton = self._skeleton(people)
-
-        import animator
-        try:
-            character = animator.Character(crop.texture, crop.mask, skeleton)
-        except animator.AnimatorError as exc:
-            raise from_animator(exc, "the character cannot be rigged") from None
+            skeleton = self.pose(crop.png, job.deadline, timings)
+        character = self.rig(crop.texture, crop.mask, skeleton, job.deadline, timings)
 
         # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
         # client can repeat or make up) stays in the logs and headers and never names a stored file.
         set_id = new_storage_id()
-        animations = self._animate_and_store(job, character, timings, set_id)
+
+        def store(motion: Motion, out: dict[str, Any]) -> str:
+            key = f"{set_id}/{motion.name}.{out['extension']}"
+            self.storage.put(key, out["data"], out["mime"], job.deadline)
+            return self.storage.url(key, job.base_url)
+
+        animations = self.render((character,), job.motions, self.render_options(job.format), job.deadline,
+                                 timings, store)
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
         bbox_img = [round(v / img.scale, 1) for v in box]
         return Result(set_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings)
 
-    def _best_box(self, detections: Any, width: int, height: int) -> tuple[int, int, int, int]:
+    def _detections(self, detections: Any, width: int, height: int) -> list[Detection]:
         if not isinstance(detections, list) or not all(isinstance(d, dict) for d in detections):
             raise ModelServerError("the detector answered in an unexpected format (expected a list of "
                                    "{bbox, score})")
@@ -147,11 +251,14 @@ class Pipeline:
         kept = [(score, b) for score, b in scored if score >= self.settings.min_detection_score]
         log.info("detections=%d kept=%d best_score=%s", len(scored), len(kept),
                  f"{scored[0][0]:.3f}" if scored else "-")
-        for _, bbox in kept:
+        found = []
+        for score, bbox in kept:
             box = jobs.clamp_box(bbox, width, height)
             if box is not None:
-                return box
-        raise NoCharacter("no drawn character was found in the image")
+                found.append(Detection(box, score))
+        if not found:
+            raise NoCharacter("no drawn character was found in the image")
+        return found
 
     def _skeleton(self, people: Any) -> list:
         from animator.photo_skeleton import skeleton_from_coco
@@ -172,40 +279,6 @@ class Pipeline:
         if not np.isfinite(keypoints[:, :2]).all():
             raise NoSkeleton("the pose model returned no usable joint positions")
         return skeleton_from_coco(keypoints)
-
-    def _animate_and_store(self, job: Job, character, timings: dict[str, float], folder: str) -> dict[str, str]:
-        s = self.settings
-        options: dict[str, Any] = {"width": s.render_size, "height": s.render_size, "format": job.format}
-        if s.render_fps:
-            options["fps"] = s.render_fps if s.render_fps == "native" else float(s.render_fps)
-        if s.render_max_frames:
-            options["max_frames"] = s.render_max_frames
-        t0 = time.perf_counter()
-        futures = [(m, self.pool.submit(jobs.render_motion, character, str(m.motion_cfg),
-                                        None if m.retarget_cfg is None else str(m.retarget_cfg),
-                                        options)) for m in job.motions]
-        urls: dict[str, str] = {}
-        try:
-            for motion, future in futures:
-                out = self.pool.wait(future, job.deadline, f"animate:{motion.name}")
-                ms = out["timings_ms"].get("total", 0.0)
-                timings[f"animate:{motion.name}"] = round(ms, 1)
-                metrics.STAGE_SECONDS.labels(stage="animate").observe(ms / 1e3)
-                log.info("stage=animate:%s ms=%.1f frames=%d bytes=%d pid=%d detail=%s", motion.name, ms,
-                         out["frame_count"], len(out["data"]), out["pid"],
-                         {k: round(v, 1) for k, v in out["timings_ms"].items()})
-                key = f"{folder}/{motion.name}.{out['extension']}"
-                with self._stage(timings, f"upload:{motion.name}"):
-                    self.storage.put(key, out["data"], out["mime"], job.deadline)
-                urls[motion.name] = self.storage.url(key, job.base_url)
-                metrics.ANIMATIONS.labels(motion=motion.name, format=job.format).inc()
-        except BaseException:
-            # an error, a passed deadline or a dropped client: the other motions' renders stop now,
-            # and the request (and its render slot) ends only once the render processes are free
-            self.pool.abandon([pending for _, pending in futures])
-            raise
-        timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
-        return urls
 
 
 def new_request_id() -> str:

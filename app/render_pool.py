@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .deadline import Deadline
 from animator.files import write_atomic
 
+from .deadline import Deadline
 from .errors import DeadlineExceeded, RenderFailed
 from .loop import wait_future
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from flask import current_app
 
 if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (see create_app)
+    from .characters import Characters
     from .config import Settings
     from .motions import Motion
     from .pipeline import Pipeline
@@ -32,6 +33,7 @@ class Services:
     slots: InflightSlots             # the pod-wide render slots (admission)
     pipeline: Pipeline
     runtime_dir: Path                # the pod's shared runtime folder (slots, metric files)
+    characters: Characters           # the characters API's steps over the pipeline and the storage
 
 
 def services() -> Services:

@@ -8,6 +8,8 @@ X-Request-ID), so no request can overwrite or guess another's files.
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import logging
 import os
 import shutil
@@ -82,7 +84,7 @@ class LocalStorage:
             key = _safe_key(key)
         except ValueError:
             return None
-        if any(p.startswith(PARTIAL_PREFIX) for p in key.split("/")):
+        if any(p.startswith((PARTIAL_PREFIX, ".")) for p in key.split("/")):  # partial files, lock files
             return None
         path = (self.root / key).resolve()
         if self.root not in path.parents or not path.is_file():
@@ -92,6 +94,75 @@ class LocalStorage:
     def check(self, timeout_s: float) -> dict[str, Any]:
         ok = os.access(self.root, os.W_OK)
         return {"ok": ok, "backend": "local", "detail": str(self.root) if ok else f"{self.root} not writable"}
+
+    # -- reads, conditional writes and deletes (the characters API's documents and folders) ------
+    def get(self, key: str, deadline: Deadline) -> bytes | None:
+        """The object's bytes, or None if there is none."""
+        deadline.check("storage read")
+        path = self.path_of(key)
+        if path is None:
+            return None
+        try:
+            return off_loop(path.read_bytes)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageFailed(f"cannot read {key} from local storage: {exc.strerror or exc}") from None
+
+    def get_tagged(self, key: str, deadline: Deadline) -> tuple[bytes, str] | None:
+        """The object's bytes and a tag that changes whenever it is replaced (for :meth:`put_if`)."""
+        data = self.get(key, deadline)
+        return None if data is None else (data, _tag(data))
+
+    def put_if(self, key: str, data: bytes, content_type: str, deadline: Deadline, tag: str | None) -> None:
+        """Write ``key`` only if it is unchanged since it was read with ``tag`` (``None``: only if it
+        does not exist yet); else raise :class:`Conflict`. Writers of one key take turns on a lock
+        file beside it (readers never wait: the file is swapped with a rename)."""
+        deadline.check("upload")
+        target = self.root / _safe_key(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lock = target.parent / f".lock-{target.name}"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    deadline.check("upload")
+                    _sleep(0.002)
+            try:
+                current = target.read_bytes()
+            except FileNotFoundError:
+                current = None
+            if (tag is None) != (current is None) or (current is not None and _tag(current) != tag):
+                raise Conflict(key)
+            off_loop(self._write, key, target, data)
+        finally:
+            os.close(fd)
+
+    def exists(self, key: str, deadline: Deadline) -> bool:
+        deadline.check("storage read")
+        return self.path_of(key) is not None
+
+    def delete_prefix(self, prefix: str, deadline: Deadline) -> int:
+        """Delete every object under the folder ``prefix`` (ending in ``/``); returns how many."""
+        deadline.check("storage delete")
+        folder = self.root / _safe_key(prefix.rstrip("/"))
+        if not folder.is_dir():
+            return 0
+        count = sum(1 for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+        off_loop(shutil.rmtree, folder, True)
+        return count
+
+    def list_folders(self, prefix: str, deadline: Deadline) -> list[str]:
+        """Names of the folders directly under ``prefix`` (ending in ``/``)."""
+        deadline.check("storage list")
+        folder = self.root / _safe_key(prefix.rstrip("/"))
+        try:
+            return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        except FileNotFoundError:
+            return []
 
 
 class S3Storage:
@@ -175,6 +246,108 @@ class S3Storage:
                 "s3", region_name=self._region, endpoint_url=self.endpoint_url or None, config=config)
             self._ping = client
         return client
+
+    # -- reads, conditional writes and deletes (the characters API's documents and folders) ------
+    def _call(self, deadline: Deadline, stage: str, what: str, fn, **kwargs):
+        import gevent
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        left = deadline.check(stage)
+        try:
+            with gevent.Timeout(left, deadline.exceeded(stage)):
+                return fn(Bucket=self.bucket, **kwargs)
+        except ClientError as exc:
+            err = exc.response.get("Error", {})
+            code = str(err.get("Code", "?"))
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code in ("NoSuchKey", "404", "NotFound") or status == 404:
+                raise _Missing() from None
+            if code in ("PreconditionFailed", "ConditionalRequestConflict") or status in (409, 412):
+                raise Conflict(what) from None
+            raise StorageFailed(f"S3 refused {what}: {code} {err.get('Message', '')}".strip()) from None
+        except BotoCoreError as exc:
+            raise StorageFailed(f"S3 {stage} of {what} failed: {exc}") from None
+
+    def get_tagged(self, key: str, deadline: Deadline) -> tuple[bytes, str] | None:
+        """The object's bytes and its ETag (for :meth:`put_if`), or None if there is none."""
+        import gevent
+
+        try:
+            resp = self._call(deadline, "storage read", key, self.client.get_object, Key=self.key(key))
+            with gevent.Timeout(deadline.check("storage read"), deadline.exceeded("storage read")):
+                data = resp["Body"].read()
+        except _Missing:
+            return None
+        return data, resp["ETag"]
+
+    def get(self, key: str, deadline: Deadline) -> bytes | None:
+        got = self.get_tagged(key, deadline)
+        return None if got is None else got[0]
+
+    def put_if(self, key: str, data: bytes, content_type: str, deadline: Deadline, tag: str | None) -> None:
+        """Write ``key`` only if its ETag is still ``tag`` (``None``: only if it does not exist yet),
+        with S3's conditional writes; else raise :class:`Conflict`."""
+        condition = {"IfNoneMatch": "*"} if tag is None else {"IfMatch": tag}
+        try:
+            self._call(deadline, "upload", key, self.client.put_object, Key=self.key(key), Body=data,
+                       ContentType=content_type, **condition)
+        except _Missing:  # If-Match on a key deleted meanwhile
+            raise Conflict(key) from None
+
+    def exists(self, key: str, deadline: Deadline) -> bool:
+        try:
+            self._call(deadline, "storage read", key, self.client.head_object, Key=self.key(key))
+        except _Missing:
+            return False
+        return True
+
+    def delete_prefix(self, prefix: str, deadline: Deadline) -> int:
+        """Delete every object under the folder ``prefix`` (ending in ``/``); returns how many."""
+        full = self.key(prefix.rstrip("/")) + "/"
+        count = 0
+        while True:
+            page = self._call(deadline, "storage delete", prefix, self.client.list_objects_v2, Prefix=full,
+                              MaxKeys=1000)
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if not keys:
+                return count
+            self._call(deadline, "storage delete", prefix, self.client.delete_objects,
+                       Delete={"Objects": keys, "Quiet": True})
+            count += len(keys)
+
+    def list_folders(self, prefix: str, deadline: Deadline) -> list[str]:
+        """Names of the folders directly under ``prefix`` (ending in ``/``)."""
+        full = self.key(prefix.rstrip("/")) + "/"
+        names: list[str] = []
+        token: dict[str, str] = {}
+        while True:
+            page = self._call(deadline, "storage list", prefix, self.client.list_objects_v2, Prefix=full,
+                              Delimiter="/", **token)
+            names += [p["Prefix"][len(full):].rstrip("/") for p in page.get("CommonPrefixes", [])]
+            if not page.get("IsTruncated"):
+                return sorted(names)
+            token = {"ContinuationToken": page["NextContinuationToken"]}
+
+
+class Conflict(Exception):
+    """A conditional write lost: the object changed (or appeared, or went) since it was read."""
+
+
+class _Missing(Exception):
+    """S3 answered 404 for the key."""
+
+
+def _tag(data: bytes) -> str:
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+def _sleep(seconds: float) -> None:
+    try:
+        import gevent
+        gevent.sleep(seconds)
+    except ImportError:
+        import time
+        time.sleep(seconds)
 
 
 def free_disk_mb(path: str | Path) -> float:

@@ -88,7 +88,8 @@ class Stack:
     def start_ts(self) -> None:
         self.ts.start()
         page = self.character["image"]
-        self.ts.set_control(pose={"mode": "fractions", "fractions": stack.pose_fractions(page, self.character["joints"])})
+        fractions = stack.pose_fractions(page, self.character["joints"])
+        self.ts.set_control(pose={"mode": "fractions", "fractions": fractions})
 
     def start_app(self, name: str, code_root: Path = REPO) -> str:
         env = {"DOODLEPOD_TORCHSERVE_URL": self.ts.inference_url,
@@ -130,7 +131,8 @@ def _start_in(app, code_root: Path):
     return start
 
 
-def post(url: str, data: bytes, motions: str, headers: dict, timeout: float) -> tuple[int, str, float, dict, requests.Response | None]:
+def post(url: str, data: bytes, motions: str, headers: dict,
+         timeout: float) -> tuple[int, str, float, dict, requests.Response | None]:
     t0 = time.perf_counter()
     try:
         resp = requests.post(f"{url}/animate", files={"image": ("photo.jpg", data, "image/jpeg")},
@@ -280,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
             local = Stack(character)
             local.start_ts()
             urls["ours"] = local.start_app("ours")
-            print(f"started local stack: app {urls['ours']} (gunicorn gevent), fake TorchServe {local.ts.inference_url}",
+            print(f"started local stack: app {urls['ours']} (gunicorn gevent), "
+                  f"fake TorchServe {local.ts.inference_url}",
                   flush=True)
             if args.baseline_ref:
                 base = Baseline(args.baseline_ref)
@@ -331,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if "base" in loads:
             b = loads["base"]
-            targets.append(("load: throughput no lower than the baseline's", load["animations_per_s"] >= b["animations_per_s"],
+            targets.append(("load: throughput no lower than the baseline's",
+                            load["animations_per_s"] >= b["animations_per_s"],
                             f"{load['animations_per_s']:.2f} vs {b['animations_per_s']:.2f} animations/s"))
     print("\n== targets")
     for name, ok, figure in targets:

@@ -116,10 +116,12 @@ def write_scene(folder: Path, size: str) -> Path:
 
     w, h = (int(v) for v in size.lower().split("x"))
     y, x = np.mgrid[0:h, 0:w]
-    Image.fromarray(np.dstack([x * 0 + 90, 140 + y * 80 // h, 200 - x * 60 // w]).astype(np.uint8)).save(folder / "sky.png")
+    sky = np.dstack([x * 0 + 90, 140 + y * 80 // h, 200 - x * 60 // w]).astype(np.uint8)
+    Image.fromarray(sky).save(folder / "sky.png")
     ex = AD / "examples"
     chars = []
-    for name, motion, retarget, x0 in (("char1", "dab", "fair1_ppf", -0.4), ("char2", "jumping_jacks", "cmu1_pfp", 0.4)):
+    for name, motion, retarget, x0 in (("char1", "dab", "fair1_ppf", -0.4),
+                                       ("char2", "jumping_jacks", "cmu1_pfp", 0.4)):
         text = (ex / "config" / "retarget" / f"{retarget}.yaml").read_text()
         (folder / f"{name}.yaml").write_text(text.replace("char_starting_location: [0.0, 0.0, -0.5]",
                                                           f"char_starting_location: [{x0}, 0.0, -0.5]"))
@@ -150,7 +152,8 @@ def median(rows: list[dict], key: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--baseline-ref", metavar="REF", help="also time the code at this git ref (e.g. 769e06a), A/B in turn")
+    ap.add_argument("--baseline-ref", metavar="REF",
+                    help="also time the code at this git ref (e.g. 769e06a), A/B in turn")
     ap.add_argument("--peer", metavar="CMD", help="also time this shell command (another renderer), in turn")
     ap.add_argument("--peer-output", metavar="FILE", help="the file --peer writes (its size is reported)")
     ap.add_argument("--peer-cwd", metavar="DIR", default=".", help="working directory of --peer (default: here)")
@@ -224,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             for other in ("base", "peer"):
                 if other in summary:
                     o = summary[other]
-                    line = (f"  {other} / ours: wall {o['wall_s'] / s['wall_s']:.2f}x, CPU {o['cpu_s'] / s['cpu_s']:.2f}x, "
-                            f"peak memory {o['peak_mb'] / s['peak_mb']:.2f}x")
+                    line = (f"  {other} / ours: wall {o['wall_s'] / s['wall_s']:.2f}x, "
+                            f"CPU {o['cpu_s'] / s['cpu_s']:.2f}x, peak memory {o['peak_mb'] / s['peak_mb']:.2f}x")
                     if o.get("bytes"):
                         line += f", GIF bytes {o['bytes'] / s['bytes']:.3f}x"
                     print(line)

@@ -234,7 +234,8 @@ class BatchImageHandler:
             except Exception:  # noqa: BLE001 - one bad batch must not kill the worker
                 logger.exception("%s: inference failed on a batch of %d", self.model_name, len(images))
                 for i in slots:
-                    answers[i] = {"error": "inference_failed", "message": f"{self.model_name} could not process the image; see the model server log"}
+                    answers[i] = {"error": "inference_failed",
+                                  "message": f"{self.model_name} could not process the image; see the model server log"}
                     _set_status(context, i, 500)
             else:
                 for i, out in zip(slots, outputs):

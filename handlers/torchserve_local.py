@@ -1,6 +1,8 @@
-"""Start and stop a TorchServe on this machine, with doodlepod's config.properties.
+"""Start and stop a TorchServe on this machine: the one launcher of the kit.
 
-Used by the handler tests and by ``make run`` (CPU, tiny or real archives)::
+``make run`` (scripts/run_local.sh), ``make serve-models``, the handler tests (real models) and the
+app's end-to-end tests and load bench (fake models, tests/fixtures/torchserve_fake) all start
+TorchServe through :class:`LocalTorchServe`::
 
     python -m handlers.torchserve_local --model-store build/model-store            # 8080/8081/8082
     python -m handlers.torchserve_local --model-store build/model-store --free-ports
@@ -119,6 +121,10 @@ class LocalTorchServe:
     models: tuple[str, ...] = DEFAULT_MODELS
     overrides: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    #: the config to start from (its listen addresses, model store and tmpdir are replaced)
+    template: Path = CONFIG_TEMPLATE
+    #: seconds :meth:`stop` waits after SIGTERM before SIGKILL
+    stop_timeout: float = 60.0
     proc: subprocess.Popen | None = None
 
     @property
@@ -153,8 +159,10 @@ class LocalTorchServe:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         overrides = {"load_models": ",".join(f"{m}.mar" for m in self.models), **self.overrides}
         config = write_config(self.workdir / "config.properties", self.ports, self.host,
-                              self.model_store, overrides, tmpdir=java_tmpdir(self.workdir / "tmp"))
-        torchserve = shutil.which("torchserve", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+                              self.model_store, overrides, template=self.template,
+                              tmpdir=java_tmpdir(self.workdir / "tmp"))
+        search = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        torchserve = shutil.which("torchserve", path=search)
         if torchserve is None:
             raise FileNotFoundError("torchserve is not installed (pip install torchserve==0.12.0)")
         env = {**os.environ, "TMPDIR": str(self.workdir / "tmp"), "LOG_LOCATION": str(self.log_dir),
@@ -197,8 +205,11 @@ class LocalTorchServe:
                 chunks.append(f"--- {path} (last {len(tail)} lines) ---\n" + "\n".join(tail))
         return "\n".join(chunks)
 
-    def stop(self, timeout: float = 60.0) -> None:
-        """Stop TorchServe's whole process group: SIGTERM, then SIGKILL after ``timeout``."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop TorchServe's whole process group: SIGTERM, then SIGKILL after ``timeout`` (default
+        :attr:`stop_timeout`); return once its ports are closed (the Java frontend can outlive the
+        ``torchserve`` command)."""
+        timeout = self.stop_timeout if timeout is None else timeout
         proc, self.proc = self.proc, None
         if proc is None:
             return
@@ -219,12 +230,22 @@ class LocalTorchServe:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        end = time.monotonic() + 20
+        while time.monotonic() < end and (_listening(self.host, self.ports.management)
+                                          or _listening(self.host, self.ports.inference)):
+            time.sleep(0.2)
 
     def __enter__(self) -> "LocalTorchServe":
         return self.start() if self.proc is None else self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _listening(host: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,26 +259,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inference-port", type=int, default=8080)
     parser.add_argument("--management-port", type=int, default=8081)
     parser.add_argument("--metrics-port", type=int, default=8082)
+    parser.add_argument("--grpc-port", type=int, default=7070,
+                        help="gRPC inference port; gRPC management is the next one (default %(default)s)")
     parser.add_argument("--free-ports", action="store_true", help="pick free ports instead")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for READY workers")
+    parser.add_argument("--stop-timeout", type=float, default=10.0,
+                        help="seconds TorchServe gets to stop on SIGTERM/Ctrl-C before it is killed")
     args = parser.parse_args(argv)
     ports = Ports.free() if args.free_ports else Ports(
-        args.inference_port, args.management_port, args.metrics_port)
-    server = LocalTorchServe(args.model_store, args.workdir, ports, args.host)
+        args.inference_port, args.management_port, args.metrics_port, args.grpc_port, args.grpc_port + 1)
+    server = LocalTorchServe(args.model_store, args.workdir, ports, args.host, stop_timeout=args.stop_timeout)
     t0 = time.monotonic()
     print(f"starting TorchServe on {server.host} (inference {ports.inference}, management "
           f"{ports.management}, metrics {ports.metrics}) with {args.model_store}", flush=True)
-    stop = {"now": False}
+    stop = {"now": False, "ready": False}
+
+    class _Stopped(BaseException):
+        """A signal while the models load: start() stops TorchServe on the way out."""
 
     def _on_signal(signum: int, _frame: object) -> None:
         stop["now"] = True
+        if not stop["ready"]:
+            raise _Stopped()
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
         server.start(args.timeout)
+        stop["ready"] = True
     except (RuntimeError, TimeoutError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
+        return 1
+    except BaseException:  # e.g. Ctrl-C while the models load: start() has stopped TorchServe
+        print("TorchServe stopped before it was ready", file=sys.stderr)
         return 1
     print(f"ready in {time.monotonic() - t0:.1f} s: {server.inference_url}/predictions/<model>, "
           f"management {server.management_url}, logs {server.log_dir}", flush=True)

@@ -18,6 +18,10 @@ CACHE=${DOODLEPOD_CACHE:-$HOME/.cache/doodlepod}
 VENV=${DOODLEPOD_VENV:-$CACHE/venv}
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 
+# The browser for the studio page's tests is a system package: checked on every run (instant when
+# present), outside the venv stamp below.
+scripts/install_browser.sh
+
 hashed=(requirements/*.txt scripts/bootstrap.sh)
 [[ -f scripts/install_model_stack.sh ]] && hashed+=(scripts/install_model_stack.sh)
 key=$(cat "${hashed[@]}" | sha256sum | cut -c1-16)

@@ -168,7 +168,8 @@ def detector_overrides(legacy: dict[str, Any], meta: dict[str, Any]) -> tuple[di
         if model.get("type") != "MaskRCNN":
             problems.append(f"model.type is {model.get('type')!r}, not 'MaskRCNN'")
         if _get(model, "backbone", "type") != "ResNet" or _get(model, "backbone", "depth") != 50:
-            problems.append(f"backbone is {_get(model, 'backbone', 'type')}-{_get(model, 'backbone', 'depth')}, not ResNet-50")
+            backbone = f"{_get(model, 'backbone', 'type')}-{_get(model, 'backbone', 'depth')}"
+            problems.append(f"backbone is {backbone}, not ResNet-50")
         if _get(model, "neck", "type") != "FPN":
             problems.append(f"neck is {_get(model, 'neck', 'type')!r}, not 'FPN'")
         if problems:
@@ -203,7 +204,8 @@ def pose_overrides(legacy: dict[str, Any]) -> dict[str, Any]:
         if model.get("type") != "TopDown":
             problems.append(f"model.type is {model.get('type')!r}, not 'TopDown'")
         if _get(model, "backbone", "type") != "ResNet" or _get(model, "backbone", "depth") != 50:
-            problems.append(f"backbone is {_get(model, 'backbone', 'type')}-{_get(model, 'backbone', 'depth')}, not ResNet-50")
+            backbone = f"{_get(model, 'backbone', 'type')}-{_get(model, 'backbone', 'depth')}"
+            problems.append(f"backbone is {backbone}, not ResNet-50")
         if _get(model, "keypoint_head", "type") != "TopdownHeatmapSimpleHead":
             problems.append(f"head is {_get(model, 'keypoint_head', 'type')!r}, not 'TopdownHeatmapSimpleHead'")
         if _get(model, "keypoint_head", "out_channels", default=17) != 17:

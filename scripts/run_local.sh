@@ -120,7 +120,6 @@ cleanup() {
   trap - EXIT
   stop_group "$APP_PID" "the app"        # the app first: it drains while TorchServe still answers
   stop_group "$TS_PID" "TorchServe"
-  [[ -n ${TS_TMP:-} ]] && rm -rf "$TS_TMP"
   log "stopped"
   exit "$rc"
 }
@@ -185,32 +184,18 @@ for m in "${MODELS[@]}"; do
   [[ -f "$MODEL_STORE/$m.mar" ]] || die "archive $MODEL_STORE/$m.mar missing after the build"
 done
 
-# TorchServe's config: handlers/config.properties with this run's ports and model store (the model
-# helper's write_config changes only those keys, so the run uses the pod's settings otherwise).
-TS_CONFIG=$RUN_DIR/config.properties
-# TorchServe's worker sockets go in a java.io.tmpdir of this run's own (see handlers/torchserve_local.py).
-rm -rf "$RUN_DIR/ts-tmp"
-TS_TMP=$("$PY" - "$TS_CONFIG" "$TS_HOST" "$TS_PORT" "$MGMT_PORT" "$TS_METRICS_PORT" "$TS_GRPC_PORT" "$MODEL_STORE" "$RUN_DIR/ts-tmp" <<'EOF'
-import sys
-from pathlib import Path
-from handlers.torchserve_local import Ports, java_tmpdir, write_config
-dest, host, inference, management, metrics, grpc, store, tmp = sys.argv[1:]
-ports = Ports(int(inference), int(management), int(metrics), int(grpc), int(grpc) + 1)
-write_config(Path(dest), ports, host, Path(store),
-             {"load_models": "drawn_humanoid_detector.mar,drawn_humanoid_pose_estimator.mar"},
-             tmpdir=(chosen := java_tmpdir(Path(tmp))))
-print(chosen)
-EOF
-)
-
-
-log "starting TorchServe on $TS_HOST:$TS_PORT (management :$MGMT_PORT, metrics :$TS_METRICS_PORT); log: $RUN_DIR/logs/torchserve.out"
+# TorchServe, through the kit's one launcher (handlers/torchserve_local.py): handlers/config.properties
+# with this run's ports and model store, its own java.io.tmpdir, logs in $RUN_DIR/ts/logs; it waits for
+# READY workers and stops TorchServe's whole process group when told to (or when TorchServe dies).
+TS_LOG=$RUN_DIR/ts/logs/torchserve.out
+log "starting TorchServe on $TS_HOST:$TS_PORT (management :$MGMT_PORT, metrics :$TS_METRICS_PORT); log: $TS_LOG"
+rm -rf "$RUN_DIR/ts"
 (
-  cd "$RUN_DIR"
-  # TMPDIR: TorchServe unpacks the archives there (its own folder keeps runs apart).
-  export TMPDIR=$TS_TMP LOG_LOCATION=$RUN_DIR/logs METRICS_LOCATION=$RUN_DIR/logs PATH="$VENV/bin:$PATH"
-  exec setsid "$VENV/bin/torchserve" --foreground --ncs --disable-token-auth \
-    --ts-config "$TS_CONFIG" --model-store "$MODEL_STORE" </dev/null >"$RUN_DIR/logs/torchserve.out" 2>&1
+  export PATH="$VENV/bin:$PATH"
+  exec setsid "$PY" -m handlers.torchserve_local --model-store "$MODEL_STORE" --workdir "$RUN_DIR/ts" \
+    --host "$TS_HOST" --inference-port "$TS_PORT" --management-port "$MGMT_PORT" \
+    --metrics-port "$TS_METRICS_PORT" --grpc-port "$TS_GRPC_PORT" --timeout "$READY_TIMEOUT" \
+    --stop-timeout 10 </dev/null >"$RUN_DIR/logs/torchserve-launcher.log" 2>&1
 ) &
 TS_PID=$!
 
@@ -241,7 +226,7 @@ wait_until() {  # wait_until WHAT CHECK PID NAME LOG
   log "$what: ready after $((SECONDS - t0)) s"
 }
 
-wait_until "TorchServe (both models READY)" models_ready "$TS_PID" TorchServe "$RUN_DIR/logs/torchserve.out"
+wait_until "TorchServe (both models READY)" models_ready "$TS_PID" TorchServe "$RUN_DIR/logs/torchserve-launcher.log"
 
 log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOODLEPOD_PORT; log: $RUN_DIR/logs/app.log"
 # The run's own knobs are not app settings: keep them out of the app's environment.
@@ -263,7 +248,8 @@ photo_note=""
 cat <<EOF
 
 doodlepod is running at $base  (models: $archives_kind weights; logs: $RUN_DIR/logs)
-Try, from $ROOT:
+Open $base/studio in a browser to upload a drawing, fix its box, mask and joints and watch it move.
+Or try, from $ROOT:
 
 # health: 200 with each component's state
 curl -s $base/ping
@@ -285,7 +271,7 @@ EOF
 
 # Run until a signal (handled by the traps) or until a server dies.
 while true; do
-  for pair in "$TS_PID:TorchServe:torchserve.out" "$APP_PID:the app:app.log"; do
+  for pair in "$TS_PID:TorchServe:torchserve-launcher.log" "$APP_PID:the app:app.log"; do
     IFS=: read -r pid name logf <<<"$pair"
     if ! kill -0 "$pid" 2>/dev/null; then
       wait "$pid" 2>/dev/null && rc=0 || rc=$?

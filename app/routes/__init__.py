@@ -1,20 +1,22 @@
 """The app's HTTP endpoints, one blueprint (``bp``) per module.
 
-Public: :mod:`.health` (probes, metrics) and :mod:`.files` (the local storage's files). Behind the
-bearer token: the children of :mod:`.api`'s ``api`` blueprint (:mod:`.animate`, :mod:`.motions`),
-which inherit its auth hook. A new endpoint module adds its ``bp`` to one of the two lists below.
+Public: :mod:`.health` (probes, metrics), :mod:`.files` (the local storage's files) and
+:mod:`.studio` (the studio page, whose API calls carry the person's token). Behind the
+bearer token: the children of :mod:`.api`'s ``api`` blueprint (:mod:`.animate`, :mod:`.motions`,
+:mod:`.characters`), which inherit its auth hook. A new endpoint module adds its ``bp`` to one of the
+two lists below.
 """
 from __future__ import annotations
 
 from flask import Flask
 
-from . import animate, files, health, motions
+from . import animate, characters, files, health, motions, studio
 from .api import api
 
 #: Children of ``api``: bearer auth applies.
-API_CHILDREN = (animate.bp, motions.bp)
+API_CHILDREN = (animate.bp, motions.bp, characters.bp)
 #: Registered on the app directly: no auth.
-PUBLIC = (health.bp, files.bp)
+PUBLIC = (health.bp, files.bp, studio.bp)
 
 for _child in API_CHILDREN:  # once, at import: a blueprint's children are fixed before its first use
     api.register_blueprint(_child)

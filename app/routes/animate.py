@@ -41,7 +41,9 @@ def animate():
     return _animate(deadline)
 
 
-def _animate(deadline: Deadline):
+def read_drawing() -> bytes:
+    """The uploaded drawing: the multipart field ``image``, or the raw body with an ``image/*`` type
+    (POST /animate and POST /characters take it the same way)."""
     upload = request.files.get("image")
     if upload is None:
         if request.mimetype.startswith("image/"):
@@ -52,11 +54,16 @@ def _animate(deadline: Deadline):
         image, declared = upload.read(), upload.mimetype
     if declared and not (declared.startswith("image/") or declared in ("application/octet-stream", "")):
         _reject_if_not_image(image, declared)
+    return image
+
+
+def _animate(deadline: Deadline):
+    image = read_drawing()
     fmt = (request.form.get("format") or services().settings.default_format).lower()
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
     joints, bbox = parse_joints(request.form.get("joints")), parse_bbox(request.form.get("bbox"))
-    clip = uploaded_clip()
+    clip = uploaded_clip(deadline)
     try:
         named = motion_list(request.form.getlist("motions"), defaults=clip is None)
         with render_slot():
@@ -132,13 +139,18 @@ def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
     return [library[n] for n in seen]
 
 
-def uploaded_clip():
+def uploaded_clip(deadline: Deadline | None = None):
     """The request's own BVH clip (form field ``bvh``, optional ``start_frame``/``end_frame``),
-    checked and saved for the render processes (:mod:`app.bvh_upload`), or None. The caller removes
-    it when the request ends."""
+    checked in a render process and saved for them (:mod:`app.bvh_upload`), or None. The caller
+    removes it when the request ends."""
     svc = services()
+    limit = deadline or request_deadline()
+
+    def in_pool(fn, *args):
+        return svc.pool.wait(svc.pool.submit(fn, *args), limit, "check:bvh")
+
     return read_bvh_upload(request.files, request.form, svc.settings, Path(svc.pipeline.scratch_dir) / "uploads",
-                           g.request_id)
+                           g.request_id, run=in_pool)
 
 
 _ABSENT = object()

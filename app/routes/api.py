@@ -12,12 +12,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from typing import Any
 
 from flask import Blueprint, g, request
 
 from .. import intake, metrics
 from ..deadline import Deadline
-from ..errors import BadRequest, Overloaded, Unauthorized
+from ..errors import ApiError, BadRequest, Overloaded, Unauthorized
 from ..services import services
 
 api = Blueprint("api", __name__)
@@ -63,6 +64,15 @@ def read_body(deadline: Deadline) -> bytes:
     settings = services().settings
     return intake.buffer_body(request.environ, int(settings.max_upload_mb * 2**20),
                               min(settings.body_timeout_s, deadline.remaining()))
+
+
+def json_body() -> Any:
+    """The request's JSON body decoded within :func:`app.intake.parse_json`'s bounds (depth, number
+    length), or None when it is not JSON that fits them (as ``request.get_json(silent=True)``)."""
+    try:
+        return intake.parse_json(request.get_data(), "body")
+    except ApiError:
+        return None
 
 
 @contextmanager

@@ -24,7 +24,6 @@ from animator.mesh import build_mesh
 from tests.conftest import AD_EXAMPLES, REPO
 
 
-
 def _run_capped(code: str, limit_mb: int = 1024, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``code`` in a fresh Python whose address space is capped at ``limit_mb`` MiB."""
     def cap() -> None:

@@ -56,7 +56,8 @@ def three_arm_retarget(path: Path, drop: str | None = None, bvh_for_hand2: str =
         mapping.pop(drop)
     cfg["char_joint_bvh_joints_mapping"] = mapping
     cfg["char_bodypart_groups"][0]["char_joints"].append("left_shoulder2")
-    cfg["char_bodypart_groups"].append({"bvh_depth_drivers": ["LeftHand"], "char_joints": ["left_elbow2", "left_hand2"]})
+    cfg["char_bodypart_groups"].append({"bvh_depth_drivers": ["LeftHand"],
+                                        "char_joints": ["left_elbow2", "left_hand2"]})
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -118,7 +119,8 @@ def test_an_unmapped_limb_end_is_an_error_that_names_it(three_arms, tmp_path):
 def test_a_mapping_to_a_missing_bvh_joint_is_an_error_that_names_both(three_arms, tmp_path):
     char = animator.load_character(three_arms[0])
     rcfg = load_retarget_config(three_arm_retarget(tmp_path / "r.yaml", bvh_for_hand2="LeftHand7"))
-    with pytest.raises(ConfigError, match=r"char_joint_bvh_joints_mapping\.left_hand2.*BVH joint 'LeftHand7' not found"):
+    with pytest.raises(ConfigError,
+                       match=r"char_joint_bvh_joints_mapping\.left_hand2.*BVH joint 'LeftHand7' not found"):
         retarget(char, load_motion_config(DAB), rcfg)
 
 
@@ -128,5 +130,6 @@ def test_a_mapping_for_a_joint_the_drawing_lacks_names_it(tmp_path):
     cfg = yaml.safe_load((folder / "char_cfg.yaml").read_text())
     cfg["skeleton"] = [e for e in cfg["skeleton"] if e["name"] != "left_hand"]
     (folder / "char_cfg.yaml").write_text(yaml.safe_dump(cfg))
-    with pytest.raises(ConfigError, match=r"fair1_ppf.yaml: field .*character joint 'left_hand' not in the character's skeleton"):
+    with pytest.raises(ConfigError,
+                       match=r"fair1_ppf.yaml: field .*character joint 'left_hand' not in the character's skeleton"):
         retarget(animator.load_character(folder), load_motion_config(DAB), load_retarget_config(FAIR1))

@@ -10,8 +10,13 @@ import pytest
 import yaml
 
 import animator
-from animator.auto_retarget import (derive_motion_config, derive_retarget_config, find_body, retarget_config_yaml,
-                                    split_name)
+from animator.auto_retarget import (
+    derive_motion_config,
+    derive_retarget_config,
+    find_body,
+    retarget_config_yaml,
+    split_name,
+)
 from animator.bvh import load_bvh, parse_bvh
 from animator.config import load_motion_config, load_retarget_config, read_yaml
 from animator.errors import BVHError
@@ -24,7 +29,8 @@ FAIR1, CMU1 = EX / "config" / "retarget" / "fair1_ppf.yaml", EX / "config" / "re
 CLIPS = {
     **{n: (EX / "config" / "motion" / f"{n}.yaml", FAIR1) for n in ("dab", "jumping", "wave_hello", "zombie")},
     "jumping_jacks": (EX / "config" / "motion" / "jumping_jacks.yaml", CMU1),
-    "mixamo_style_dab": (FIXTURES / "ad_reference" / "mixamo_style_dab.yaml", FIXTURES / "ad_reference" / "mixamo_style_ppf.yaml"),
+    "mixamo_style_dab": (FIXTURES / "ad_reference" / "mixamo_style_dab.yaml",
+                         FIXTURES / "ad_reference" / "mixamo_style_ppf.yaml"),
 }
 CHARS = ["char1", "char2", "char3", "char4"]
 
@@ -53,7 +59,8 @@ def test_derived_motion_config_too_stays_within_the_bar(clip):
     motion_path, hand_path = CLIPS[clip]
     motion_cfg = load_motion_config(motion_path)
     bvh = load_bvh(motion_cfg.bvh_path)
-    derived_motion = derive_motion_config(bvh, motion_cfg.bvh_path, motion_cfg.start_frame_idx, motion_cfg.end_frame_idx)
+    derived_motion = derive_motion_config(bvh, motion_cfg.bvh_path, motion_cfg.start_frame_idx,
+                                          motion_cfg.end_frame_idx)
     assert derived_motion.up == motion_cfg.up
     derived_motion = type(derived_motion)(**{**derived_motion.__dict__, "frame_time": motion_cfg.frame_time})
     char = animator.load_character(EX / "characters" / "char1")
@@ -71,7 +78,8 @@ def test_a_wrong_mapping_fails_the_bar():
     for j in ("elbow", "hand"):
         swapped[f"left_{j}"], swapped[f"right_{j}"] = swapped[f"right_{j}"], swapped[f"left_{j}"]
     bad = type(derived)(**{**derived.__dict__, "char_joint_bvh_joints_mapping": tuple(swapped.items())})
-    err = _errors_pct(animator.load_character(EX / "characters" / "char1"), motion_cfg, load_retarget_config(FAIR1), bad)
+    char1 = animator.load_character(EX / "characters" / "char1")
+    err = _errors_pct(char1, motion_cfg, load_retarget_config(FAIR1), bad)
     assert np.percentile(err, 95) > 3.0
 
 
@@ -82,19 +90,25 @@ def _renamed(text: str, rename) -> str:
 _FAIR1_NAMES = ["Hips", "Spine", "Spine1", "Spine2", "Spine3", "Neck", "Head"]
 _LIMBS = ["Shoulder", "Arm", "ForeArm", "Hand", "HandEnd", "HandThumb1", "UpLeg", "Leg", "Foot", "ToeBase"]
 STYLES = {
-    "unreal": ("Unreal", dict(zip(_FAIR1_NAMES, ["pelvis", "spine_01", "spine_02", "spine_03", "spine_04", "neck_01", "head"])),
-               dict(zip(_LIMBS, ["clavicle_{s}", "upperarm_{s}", "lowerarm_{s}", "hand_{s}", "middle_01_{s}", "thumb_01_{s}",
+    "unreal": ("Unreal",
+               dict(zip(_FAIR1_NAMES, ["pelvis", "spine_01", "spine_02", "spine_03", "spine_04", "neck_01", "head"])),
+               dict(zip(_LIMBS, ["clavicle_{s}", "upperarm_{s}", "lowerarm_{s}", "hand_{s}", "middle_01_{s}",
+                                 "thumb_01_{s}",
                                  "thigh_{s}", "calf_{s}", "foot_{s}", "ball_{s}"]))),
-    "daz": ("CMU Daz/Poser or Blender", dict(zip(_FAIR1_NAMES, ["hip", "abdomen", "abdomen2", "chest", "chest2", "neck", "head"])),
-            dict(zip(_LIMBS, ["{s}Collar", "{s}Shldr", "{s}ForeArm", "{s}Hand", "{s}Mid1", "{s}Thumb1", "{s}Thigh", "{s}Shin",
+    "daz": ("CMU Daz/Poser or Blender",
+            dict(zip(_FAIR1_NAMES, ["hip", "abdomen", "abdomen2", "chest", "chest2", "neck", "head"])),
+            dict(zip(_LIMBS, ["{s}Collar", "{s}Shldr", "{s}ForeArm", "{s}Hand", "{s}Mid1", "{s}Thumb1", "{s}Thigh",
+                              "{s}Shin",
                               "{s}Foot", "{s}Toe"]))),
     "biped": ("3ds Max Biped", dict(zip(_FAIR1_NAMES, ["Bip01 Pelvis", "Bip01 Spine", "Bip01 Spine1", "Bip01 Spine2",
                                                        "Bip01 Spine3", "Bip01 Neck", "Bip01 Head"])),
               dict(zip(_LIMBS, ["Bip01 {S} Clavicle", "Bip01 {S} UpperArm", "Bip01 {S} Forearm", "Bip01 {S} Hand",
                                 "Bip01 {S} Finger2", "Bip01 {S} Finger0", "Bip01 {S} Thigh", "Bip01 {S} Calf",
                                 "Bip01 {S} Foot", "Bip01 {S} Toe0"]))),
-    "blender": ("CMU Daz/Poser or Blender", dict(zip(_FAIR1_NAMES, ["hips", "spine", "spine.001", "spine.002", "spine.003", "neck", "head"])),
-                dict(zip(_LIMBS, ["shoulder.{S}", "upper_arm.{S}", "forearm.{S}", "hand.{S}", "f_middle.{S}", "thumb.{S}",
+    "blender": ("CMU Daz/Poser or Blender",
+                dict(zip(_FAIR1_NAMES, ["hips", "spine", "spine.001", "spine.002", "spine.003", "neck", "head"])),
+                dict(zip(_LIMBS, ["shoulder.{S}", "upper_arm.{S}", "forearm.{S}", "hand.{S}", "f_middle.{S}",
+                                  "thumb.{S}",
                                   "thigh.{S}", "shin.{S}", "foot.{S}", "toe.{S}"]))),
 }
 

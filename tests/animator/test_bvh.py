@@ -10,7 +10,6 @@ from animator.bvh import BVH, euler_to_matrix, load_bvh, parse_bvh
 from animator.errors import BVHError
 from tests.conftest import BVH_DIR
 
-
 # (file, joints incl. end sites, frames, frame time) as written in the fixture files
 CLIPS = [
     ("fair1/dab.bvh", 34, 339, 0.0333333),

@@ -13,7 +13,6 @@ from animator.character import SKELETON_JOINTS, parents_first
 from tests.conftest import CHARACTERS
 
 
-
 @pytest.mark.parametrize("name", ["char1", "char2", "char3", "char4"])
 def test_fixture_characters_load_with_their_joints(name: str) -> None:
     char = load_character(CHARACTERS / name)

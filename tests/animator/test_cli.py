@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 from PIL import Image
+
 from tests.conftest import AD_ROOT, REPO
 
 CHAR = "examples/characters/char1"

@@ -8,8 +8,13 @@ import pytest
 import yaml
 
 from animator.bvh import load_bvh
-from animator.config import (check_against_bvh, check_against_character, load_motion_config,
-                             load_retarget_config, read_yaml)
+from animator.config import (
+    check_against_bvh,
+    check_against_character,
+    load_motion_config,
+    load_retarget_config,
+    read_yaml,
+)
 from animator.errors import ConfigError
 from tests.conftest import AD_EXAMPLES, AD_ROOT
 

@@ -8,7 +8,6 @@ from animator.mesh import bone_distances, build_mesh
 from tests.conftest import CHARACTERS
 
 
-
 def _pixel_centres(mask):
     ys, xs = np.nonzero(mask)
     return np.stack([xs + 0.5, ys + 0.5], 1)

@@ -1,7 +1,6 @@
 """Frame pruning (animator.prune)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -10,7 +9,6 @@ from animator.config import load_motion_config
 from animator.errors import ConfigError
 from animator.prune import DEFAULT_FPS, frame_indices_for, plan_for, plan_frames
 from tests.conftest import MOTION_CONFIGS
-
 
 # motion config -> (first BVH frame, frames in range, frame time)
 CLIPS = {

@@ -11,7 +11,6 @@ from animator.rasterize import merge_palette, prepare_sprite, rasterize, srgb_to
 from tests.conftest import AD_EXAMPLES, FAIR
 
 
-
 def test_lab_of_known_colours():
     lab = srgb_to_lab(np.array([[255, 255, 255], [0, 0, 0], [255, 0, 0]], np.uint8))
     assert lab[0] == pytest.approx([100, 0, 0], abs=0.1)

@@ -7,6 +7,7 @@ animator.scene's code, and look for each character's own colour there in every f
 from __future__ import annotations
 
 import io
+import json
 import logging
 import math
 import os
@@ -56,7 +57,8 @@ def _scene(tmp: Path, starts=((-0.45, 0.0, -0.5), (0.45, 0.0, -0.5)), **extra) -
         "scene": {"ANIMATED_CHARACTERS": [
             {"character_cfg": str(_tinted("char1", tmp / "red", 0)), "motion_cfg": str(EX / "config/motion/dab.yaml"),
              "retarget_cfg": str(_retarget("fair1_ppf.yaml", tmp / "a.yaml", starts[0]))},
-            {"character_cfg": str(_tinted("char2", tmp / "green", 1)), "motion_cfg": str(EX / "config/motion/jumping_jacks.yaml"),
+            {"character_cfg": str(_tinted("char2", tmp / "green", 1)),
+             "motion_cfg": str(EX / "config/motion/jumping_jacks.yaml"),
              "retarget_cfg": str(_retarget("cmu1_pfp.yaml", tmp / "b.yaml", starts[1]))},
         ]},
         "view": {"WINDOW_DIMENSIONS": [W, H], "BACKGROUND_IMAGE": "sky.png", "CAMERA_POS": list(CAM_POS),
@@ -69,24 +71,25 @@ def _scene(tmp: Path, starts=((-0.45, 0.0, -0.5), (0.45, 0.0, -0.5)), **extra) -
     return tmp / "scene.yaml"
 
 
-def _expected_canvas(world: np.ndarray) -> np.ndarray:
+def _expected_canvas(world: np.ndarray, pos=CAM_POS, fwd=CAM_FWD, w: int = W, h: int = H) -> np.ndarray:
     """AnimatedDrawings' camera: look-at frame from CAMERA_FWD, perspective 35 deg, GL window -> top-left pixels."""
-    fwd = np.array(CAM_FWD) / np.linalg.norm(CAM_FWD)
+    fwd = np.array(fwd) / np.linalg.norm(fwd)
     right = np.cross([0.0, 1.0, 0.0], fwd)
     right /= np.linalg.norm(right)
     up = np.cross(fwd, right)
-    rel = world - np.array(CAM_POS)
+    rel = world - np.array(pos)
     x, y, z = rel @ right, rel @ up, rel @ fwd
     f = 1 / math.tan(math.radians(35.0) / 2)
-    ndc_x, ndc_y = f * (H / W) * x / -z, f * y / -z
-    return np.stack([(ndc_x + 1) / 2 * W, (1 - ndc_y) / 2 * H], axis=-1)
+    ndc_x, ndc_y = f * (h / w) * x / -z, f * y / -z
+    return np.stack([(ndc_x + 1) / 2 * w, (1 - ndc_y) / 2 * h], axis=-1)
 
 
 def _joint_world(motion, char, start) -> np.ndarray:
     d = max(char.size)
     rx, ry = next(j.loc for j in char.skeleton if j.name == "root")
     p = motion.positions
-    return np.stack([start[0] + (p[..., 0] - rx) / d, start[1] + (ry - p[..., 1]) / d, np.full(p.shape[:-1], start[2])], -1)
+    return np.stack([start[0] + (p[..., 0] - rx) / d, start[1] + (ry - p[..., 1]) / d,
+                     np.full(p.shape[:-1], start[2])], -1)
 
 
 def _frames(data: bytes) -> list[np.ndarray]:
@@ -158,7 +161,8 @@ def test_not_applicable_fields_are_logged_as_ignored_and_unknown_fields_name_the
                   controller={"KEYBOARD_TIMESTEP": 0.05, "OUTPUT_VIDEO_CODEC": "avc1"})
     with caplog.at_level(logging.WARNING, logger="animator"):
         scene = load_scene(path)
-    assert set(scene.ignored) == {"view.USE_MESA", "view.DRAW_AD_RIG", "scene.ADD_FLOOR", "controller.KEYBOARD_TIMESTEP",
+    assert set(scene.ignored) == {"view.USE_MESA", "view.DRAW_AD_RIG", "scene.ADD_FLOOR",
+                                  "controller.KEYBOARD_TIMESTEP",
                                   "controller.OUTPUT_VIDEO_CODEC"}
     for name in scene.ignored:
         assert f"{name} ignored" in caplog.text
@@ -211,8 +215,11 @@ def test_cli_renders_a_scene_file_to_its_output_path(tmp_path):
     assert "view.USE_MESA ignored" in r.stderr
     with Image.open(tmp_path / "video.gif") as im:
         assert im.size == (W, H) and im.n_frames == 8
-    r = _cli("scene.yaml", "--max-frames", "4", "-o", "other.webp", cwd=tmp_path)
+    r = _cli("scene.yaml", "--max-frames", "4", "-o", "other.webp", "--dump-joints", "joints.json", cwd=tmp_path)
     assert r.returncode == 0 and (tmp_path / "other.webp").stat().st_size > 0
+    doc = json.loads((tmp_path / "joints.json").read_text())
+    assert [c["character"].split("/")[-2] for c in doc["characters"]] == ["red", "green"]
+    assert all(len(c["frames"]) == 4 and len(c["frames"][0]) == 16 for c in doc["characters"])
     r = _cli("scene.yaml", "--size", "100x100", cwd=tmp_path)
     assert r.returncode == 2 and "WINDOW_DIMENSIONS" in r.stderr
 
@@ -226,3 +233,53 @@ def test_cli_interactive_scene_needs_an_output(tmp_path):
     assert r.returncode == 1 and "controller.MODE" in r.stderr and "-o" in r.stderr
     r = _cli("scene.yaml", "-o", "x.gif", "--max-frames", "3", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_animated_drawings_example_scene_as_written_renders_from_its_folder(tmp_path):
+    """AnimatedDrawings' export-GIF example, field for field (paths relative to its repository root,
+    no view section: its default 500x500 window, camera and transparent clear colour)."""
+    scene = tmp_path / "export_gif_example.yaml"
+    scene.write_text("scene:\n  ANIMATED_CHARACTERS:\n    - character_cfg: examples/characters/char3/char_cfg.yaml\n"
+                     "      motion_cfg: examples/config/motion/dab.yaml\n"
+                     "      retarget_cfg: examples/config/retarget/fair1_ppf.yaml\n"
+                     "controller:\n  MODE: video_render\n  OUTPUT_VIDEO_PATH: ./video.gif")
+    out = tmp_path / "out.gif"
+    r = _cli(scene, "--max-frames", "5", "-o", out, cwd=REPO / "tests" / "fixtures" / "animated_drawings")
+    assert r.returncode == 0, r.stderr
+    with Image.open(out) as im:
+        assert im.size == (500, 500) and im.n_frames == 5
+        assert "transparency" in im.info                  # CLEAR_COLOR's alpha 0
+        alpha = np.asarray(im.convert("RGBA"))[..., 3] > 0
+    ys, xs = np.nonzero(alpha)
+    # where AnimatedDrawings' default camera (0, 0.7, 2), looking along -(0, 0.5, 2), shows the drawing's
+    # box in the plane z = -0.5 with its root at (0, 0): the first frame's pose fills most of it
+    char = animator.load_character(EX / "characters" / "char3")
+    d = max(char.size)
+    rx, ry = next(j.loc for j in char.skeleton if j.name == "root")
+    rows, cols = np.nonzero(char.mask)
+    corners = np.array([[(u - rx) / d, (ry - v) / d, -0.5]
+                        for u in (cols.min(), cols.max()) for v in (rows.min(), rows.max())])
+    box = _expected_canvas(corners, (0.0, 0.7, 2.0), (0.0, 0.5, 2.0), 500, 500)
+    (x0, y0), (x1, y1) = box.min(axis=0), box.max(axis=0)
+    grow = 0.25 * max(x1 - x0, y1 - y0)
+    assert x0 - grow <= xs.min() and xs.max() <= x1 + grow and y0 - grow <= ys.min() and ys.max() <= y1 + grow
+    assert x0 <= xs.mean() <= x1 and y0 <= ys.mean() <= y1
+    assert (xs.max() - xs.min()) > 0.5 * (x1 - x0) and (ys.max() - ys.min()) > 0.5 * (y1 - y0)
+
+
+def test_a_character_outside_the_window_leaves_no_trace_on_its_edge(tmp_path, monkeypatch):
+    """A fixed camera lets characters walk out of view: nothing of them is drawn then, not even
+    squeezed against the window's edge."""
+    monkeypatch.chdir(tmp_path)
+    scene = load_scene(_scene(tmp_path, starts=((-0.45, 0.0, -0.5), (3.0, 0.0, -0.5))))  # green: far right
+    rgb = _frames(render_scene(scene, animator.RenderOptions(max_frames=3)).data)[0]
+    green = (rgb[..., 1] > 120) & (rgb[..., 0] < 60) & (rgb[..., 2] < 60)
+    red = (rgb[..., 0] > 120) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60)
+    assert red.sum() > 1000 and green.sum() == 0
+    # half out of view: drawn up to the edge, no thicker there than just inside it
+    half = tmp_path / "half"
+    half.mkdir()
+    scene = load_scene(_scene(half, starts=((-0.45, 0.0, -0.5), (1.4, 0.0, -0.5))))
+    rgb = _frames(render_scene(scene, animator.RenderOptions(max_frames=3)).data)[0]
+    green = (rgb[..., 1] > 120) & (rgb[..., 0] < 60) & (rgb[..., 2] < 60)
+    assert green[:, -1].sum() > 0 and green[:, -1].sum() <= green[:, -8].sum() + 10

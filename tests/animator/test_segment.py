@@ -1,7 +1,6 @@
 """animator.segment (mask of a drawing on paper) and animator.photo_skeleton (16 joints from COCO)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import yaml
@@ -9,11 +8,9 @@ from PIL import Image, ImageDraw
 
 from animator import CharacterError
 from animator.character import SKELETON_JOINTS
-from animator.photo_skeleton import (COCO_KEYPOINTS, skeleton_from_client, skeleton_from_coco,
-                                     transform_skeleton)
+from animator.photo_skeleton import COCO_KEYPOINTS, skeleton_from_client, skeleton_from_coco, transform_skeleton
 from animator.segment import adaptive_threshold, largest_component, segment_drawing
 from tests.conftest import CHARACTERS
-
 
 
 def _texture_and_mask(name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -24,8 +24,8 @@ import pytest
 import requests
 from PIL import Image
 
-from tests.fixtures.torchserve_fake import stack
 from tests.conftest import AD_EXAMPLES
+from tests.fixtures.torchserve_fake import stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -104,7 +104,8 @@ def _operator_motions(folder: Path) -> Path:
                                                                     "clips/hello_again.bvh"))
     (folder / "cfg" / "retarget.yaml").write_text((examples / "config" / "retarget" / "fair1_ppf.yaml").read_text())
     (folder / "library.yaml").write_text("motions:\n  hello_again:\n    motion: cfg/hello_again.yaml\n"
-                                         "    retarget: cfg/retarget.yaml\n    description: Waving, from the operator\n")
+                                         "    retarget: cfg/retarget.yaml\n"
+                                         "    description: Waving, from the operator\n")
     return folder
 
 

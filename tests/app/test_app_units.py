@@ -23,8 +23,6 @@ from app.render_pool import InflightSlots
 from app.storage import LocalStorage
 from tests.conftest import REPO
 
-
-
 # --- settings ---------------------------------------------------------------------------------
 
 def test_every_setting_is_documented_and_parses_its_default() -> None:

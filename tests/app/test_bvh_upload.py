@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -50,8 +52,13 @@ def _scratch(app) -> list:
     return sorted(p.name for p in (Path(app.extensions["doodlepod"].pipeline.scratch_dir) / "uploads").glob("upload-*"))
 
 
-def test_an_uploaded_clip_is_rendered_with_derived_configs(app, client, page):
-    resp = _post(client, page, JJ, start_frame="10", end_frame="70")
+def test_an_uploaded_clip_is_rendered_with_derived_configs(app, client, page, caplog):
+    with caplog.at_level(logging.INFO, logger="doodlepod.bvh"):
+        resp = _post(client, page, JJ, start_frame="10", end_frame="70")
+    # parsing and checking ran in a render process, not on the request's (gevent) loop
+    checked = [r for r in caplog.records if r.name == "doodlepod.bvh" and "checked in pid" in r.getMessage()]
+    assert checked and f"pid {os.getpid()}" not in checked[0].getMessage()
+    assert "60 frames" in checked[0].getMessage() and "CMU" in checked[0].getMessage()
     assert resp.status_code == 200, resp.get_data(as_text=True)
     anims = resp.json["animations"]
     assert list(anims) == ["upload"]          # only the clip: no default motions when a bvh is sent

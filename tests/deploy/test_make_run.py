@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from tests.conftest import REPO
 
 README = REPO / "README.md"

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from tests.conftest import REPO
 
 POD_FILE = REPO / "pod.yaml"

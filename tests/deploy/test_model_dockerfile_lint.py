@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
 from tests.conftest import REPO
 
 DOCKERFILE = REPO / "Dockerfile.model"

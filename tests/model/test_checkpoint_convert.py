@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.model_stack
@@ -203,7 +204,8 @@ def test_wrong_architecture_is_refused(tmp_path):
     legacy_cfg = tmp_path / "config.py"
     legacy_cfg.write_text(LEGACY_POSE_CONFIG)
     src = save_legacy(tmp_path / "old.pth", bad, "pose", None)
-    with pytest.raises(cc.ConversionError, match=r"shape mismatch: .*head.final_layer.weight: checkpoint \(16, 32, 1, 1\) vs model \(17, 32, 1, 1\)"):
+    with pytest.raises(cc.ConversionError, match=r"shape mismatch: .*head.final_layer.weight: "
+                                                 r"checkpoint \(16, 32, 1, 1\) vs model \(17, 32, 1, 1\)"):
         cc.convert("pose", src, tmp_path / "new.pth", legacy_cfg, TINY["pose"])
     assert not (tmp_path / "new.pth").exists()
 

@@ -90,8 +90,9 @@ def post(url: str, data: bytes | None = None, content_type: str | None = None, m
     body = data
     if multipart:
         boundary = uuid.uuid4().hex
-        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"data\"; filename=\"drawing\"\r\n"
-                f"Content-Type: application/octet-stream\r\n\r\n").encode() + (data or b"") + f"\r\n--{boundary}--\r\n".encode()
+        head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"data\"; filename=\"drawing\"\r\n"
+                f"Content-Type: application/octet-stream\r\n\r\n").encode()
+        body = head + (data or b"") + f"\r\n--{boundary}--\r\n".encode()
         headers["Content-Type"] = f"multipart/form-data; boundary={boundary}"
     elif content_type:
         headers["Content-Type"] = content_type

@@ -119,8 +119,9 @@ def test_clip_box():
 
 def test_device_follows_torchserve_gpu_assignment(monkeypatch):
     """No GPU here: CUDA availability is mocked to check the choice the GPU image will make."""
-    import torch
     from types import SimpleNamespace
+
+    import torch
 
     from handlers.handler_base import select_device
 

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import REPO
 
 DOCKERFILE = REPO / "Dockerfile.model"
@@ -54,7 +55,8 @@ def pin_problems(text: str, cpu: dict[str, str], test: dict[str, str], gpu: dict
     """Every inconsistency among the Dockerfile's pins and the CPU stack's (empty: consistent)."""
     a = dockerfile_args(text)
     problems = []
-    m = re.fullmatch(r"nvidia/cuda:(\d+)\.(\d+)\.\d+-cudnn(\d+)-(?:runtime|devel)-ubuntu(\d+\.\d+)", a.get("CUDA_IMAGE", ""))
+    m = re.fullmatch(r"nvidia/cuda:(\d+)\.(\d+)\.\d+-cudnn(\d+)-(?:runtime|devel)-ubuntu(\d+\.\d+)",
+                     a.get("CUDA_IMAGE", ""))
     if not m:
         return [f"CUDA_IMAGE {a.get('CUDA_IMAGE')!r} is not an exact nvidia/cuda X.Y.Z-cudnnN tag"]
     cuda = f"{m.group(1)}.{m.group(2)}"
@@ -72,7 +74,8 @@ def pin_problems(text: str, cpu: dict[str, str], test: dict[str, str], gpu: dict
     if TORCHVISION_FOR_TORCH.get(minor(torch_v)) != minor(tv_v):
         problems.append(f"torchvision {tv_v} does not go with torch {torch_v}")
     mmcv_index = a.get("MMCV_INDEX", "")
-    im = re.fullmatch(r"https://download\.openmmlab\.com/mmcv/dist/(cu\d+)/torch(\d+\.\d+)(?:\.0)?/index\.html", mmcv_index)
+    im = re.fullmatch(r"https://download\.openmmlab\.com/mmcv/dist/(cu\d+)/torch(\d+\.\d+)(?:\.0)?/index\.html",
+                      mmcv_index)
     if not im:
         problems.append(f"MMCV_INDEX {mmcv_index!r} is not an OpenMMLab mmcv wheel index")
     else:
@@ -92,12 +95,14 @@ def pin_problems(text: str, cpu: dict[str, str], test: dict[str, str], gpu: dict
         if a.get(arg) != cpu.get(name):
             problems.append(f"{arg} {a.get(arg)} but requirements/model-cpu.txt pins {name}=={cpu.get(name)}")
     if a.get("TORCHSERVE_VERSION") != test.get("torchserve"):
-        problems.append(f"TORCHSERVE_VERSION {a.get('TORCHSERVE_VERSION')} but the tests run torchserve {test.get('torchserve')}")
+        problems.append(f"TORCHSERVE_VERSION {a.get('TORCHSERVE_VERSION')} but the tests run torchserve "
+                        f"{test.get('torchserve')}")
     if test.get("torch-model-archiver") != test.get("torchserve"):
         problems.append("torch-model-archiver and torchserve pins differ in requirements/test.txt")
     numpy = gpu.get("numpy", "")
     if minor(torch_v) in {"2.0", "2.1"} and not numpy.startswith("1."):
-        problems.append(f"numpy {numpy or '(unpinned)'} in the image, but torch {torch_v} and its mmcv wheels are built against numpy 1.x")
+        problems.append(f"numpy {numpy or '(unpinned)'} in the image, but torch {torch_v} and its mmcv wheels "
+                        "are built against numpy 1.x")
     return problems
 
 
@@ -132,10 +137,9 @@ def test_numpy_2_with_torch_2_1_is_caught():
 
 @pytest.mark.model_stack
 def test_mmcv_pin_is_inside_what_mmdet_and_mmpose_accept():
-    from mmengine.utils import digit_version
-
     import mmdet
     import mmpose
+    from mmengine.utils import digit_version
 
     mmcv = digit_version(dockerfile_args(DOCKERFILE.read_text())["MMCV_VERSION"])
     assert digit_version(mmdet.mmcv_minimum_version) <= mmcv < digit_version(mmdet.mmcv_maximum_version)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.model_stack

@@ -7,7 +7,8 @@ from handlers.torchserve_local import CONFIG_TEMPLATE, Ports, java_tmpdir, write
 
 
 def _props(path: Path) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))
+    lines = path.read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
 
 
 def test_private_java_tmpdir_is_appended_to_the_templates_vmargs(tmp_path: Path) -> None:

@@ -1,0 +1,463 @@
+"""Characters a person can correct: upload once, fix the box, mask or joints, render any motion.
+
+A character is a document plus files in the storage backend (local disk or S3), never in a
+worker's memory, so any worker of any pod serves any step. Layout under ``characters/<id>/``::
+
+    character.json          the document (one JSON object; swapped last, conditionally)
+    image.png               the work image: the upload oriented, flattened on white, downsized
+    g<N>-<hex>/texture.png  the crop the app works on (made by version N)
+    g<N>-<hex>/mask.png     white on the character, same grid as the texture
+    g<N>-<hex>/tinted.png   the crop with the mask tinted (the overlay's background, internal)
+    r<N>-<hex>/overlay.png  the crop with the mask tinted, the box and the skeleton drawn
+    r<N>-<hex>/anim/<motion>-<size>px-<fps>fps.<ext>   animations of version N (the render cache)
+
+Atomic edits: an edit reads the document (and its storage tag), writes the new version's files
+into fresh folders, then replaces the document only if it is unchanged since it was read (S3
+conditional writes / a lock file on local disk). A reader or a render racing an edit therefore
+sees one whole version. Files a version no longer needs are pruned two versions later, so a
+render of the version just replaced still finds its files.
+
+Coordinates: the API speaks *image pixels* (the uploaded image after EXIF orientation, x right,
+y down). The app works in *work pixels* (``work = image * work.scale``) and the character lives in
+*texture pixels* (work pixels minus the box's top-left corner):
+``image = texture.offset + texture_xy * texture.scale``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from functools import partial
+from typing import Any
+
+from . import jobs, metrics
+from .deadline import Deadline
+from .errors import (
+    BadRequest,
+    BoxOutsideImage,
+    EditConflict,
+    JointsOutsideImage,
+    NotFound,
+    VersionMismatch,
+)
+from .motions import Motion
+from .storage import Conflict
+
+log = logging.getLogger("doodlepod.characters")
+
+PREFIX = "characters/"
+DOCUMENT = "character.json"
+#: Tries of an edit that lost the race for the document to another edit (without If-Match).
+EDIT_TRIES = 3
+#: Stored files of a character; the public ones appear in the document's ``urls``.
+FILE_NAMES = {"texture": "texture.png", "mask": "mask.png", "overlay": "overlay.png", "tinted": "tinted.png"}
+PUBLIC_FILES = ("image", "texture", "mask", "overlay")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def valid_id(text: str) -> bool:
+    return len(text) == 32 and all(c in "0123456789abcdef" for c in text)
+
+
+@dataclass
+class Record:
+    """The stored document (the public one is :meth:`public`)."""
+
+    id: str
+    version: int
+    created_at: float                 # unix seconds
+    expires_at: float
+    image: dict[str, int]             # uploaded image: width, height (image pixels)
+    work_scale: float                 # work pixels per image pixel
+    box: list[int]                    # [l, t, r, b] work pixels: the texture's grid
+    texture_size: list[int]           # [width, height] texture pixels
+    detections: list[dict[str, Any]]  # [{"box": [l, t, r, b] work pixels, "score"}]
+    skeleton: list[list[Any]]         # [[name, [x, y] texture pixels, parent], ...]
+    files: dict[str, str]             # image, texture, mask, overlay -> storage key
+    rev: str                          # this version's folder (overlay, animations)
+    keep: list[str] = field(default_factory=list)  # folders the previous version uses
+
+    # -- coordinates --------------------------------------------------------------------------
+    def to_image(self, x: float, y: float) -> list[float]:
+        k = self.work_scale
+        return [round((x + self.box[0]) / k, 2), round((y + self.box[1]) / k, 2)]
+
+    def public(self, url: Callable[[str], str]) -> dict[str, Any]:
+        k = self.work_scale
+        return {
+            "id": self.id,
+            "version": self.version,
+            "created_at": _iso(self.created_at),
+            "expires_at": _iso(self.expires_at),
+            "image": dict(self.image),
+            "texture": {"width": self.texture_size[0], "height": self.texture_size[1],
+                        "offset": [round(self.box[0] / k, 2), round(self.box[1] / k, 2)],
+                        "scale": round(1.0 / k, 6)},
+            "detections": [{"bbox": [round(v / k, 1) for v in d["box"]], "score": round(float(d["score"]), 4)}
+                           for d in self.detections],
+            "bbox": [round(v / k, 1) for v in self.box],
+            "joints": {name: self.to_image(*loc) for name, loc, _ in self.skeleton},
+            "skeleton": [{"name": name, "loc": self.to_image(*loc), "parent": parent}
+                         for name, loc, parent in self.skeleton],
+            "urls": {name: url(self.files[name]) for name in PUBLIC_FILES},
+        }
+
+    def joints(self) -> list[tuple[str, tuple[float, float], str | None]]:
+        return [(n, (float(loc[0]), float(loc[1])), p) for n, loc, p in self.skeleton]
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Record:
+        """Read a stored document (fields a newer version of the app added are ignored)."""
+        values = json.loads(data)
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _folder(kind: str, version: int) -> str:
+    return f"{kind}{version}-{uuid.uuid4().hex[:8]}"
+
+
+def _folder_version(name: str) -> int | None:
+    head = name.split("-", 1)[0]
+    return int(head[1:]) if len(head) > 1 and head[0] in "gr" and head[1:].isdigit() else None
+
+
+@dataclass
+class Edit:
+    """What a PATCH changes (each None when unchanged)."""
+
+    bbox: list[float] | None = None
+    joints: list | dict | None = None  # animator Joints (a new skeleton) or {name: (x, y)} moves; image pixels
+    mask: bytes | None = None        # PNG, texture grid
+
+    def kind(self) -> str:
+        return "bbox" if self.bbox is not None else "mask" if self.mask is not None else "joints"
+
+
+class Characters:
+    """The characters API's steps over the pipeline's steps and the storage backend."""
+
+    def __init__(self, settings, pipeline, storage) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.storage = storage
+
+    # -- storage ------------------------------------------------------------------------------
+    def _key(self, cid: str, name: str) -> str:
+        return f"{PREFIX}{cid}/{name}"
+
+    def load(self, cid: str, deadline: Deadline) -> tuple[Record, str]:
+        """The current document and its storage tag; :class:`NotFound` if unknown or expired."""
+        got = self.storage.get_tagged(self._key(cid, DOCUMENT), deadline) if valid_id(cid) else None
+        if got is None:
+            raise NotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
+        record = Record.from_json(got[0])
+        if record.expires_at <= time.time():
+            raise NotFound(f"character {cid} expired at {_iso(record.expires_at)} and is being deleted")
+        return record, got[1]
+
+    def _put(self, key: str, data: bytes, deadline: Deadline, content_type: str = "image/png") -> None:
+        self.storage.put(key, data, content_type, deadline)
+
+    # -- create -------------------------------------------------------------------------------
+    def create(self, image: bytes, joints: list | None, bbox: list[float] | None, deadline: Deadline,
+               timings: dict[str, float]) -> Record:
+        """decode -> detect -> segment -> pose -> rig, skipping what the client sent; store version 1."""
+        p = self.pipeline
+        img = p.decode(image, deadline, timings)
+        height, width = img.rgb.shape[:2]
+        size = {"width": int(img.image_size[0]), "height": int(img.image_size[1])}
+        detections: list[dict[str, Any]] = []
+        if joints is not None:
+            _check_inside(joints, size)
+        if bbox is not None:
+            box = _client_box(bbox, img.scale, width, height)
+        elif joints is not None:
+            from .pipeline import _box_for_client, _scale_joints
+            box = _box_for_client(None, _scale_joints(joints, img.scale), img.scale, width, height)
+        else:
+            found = p.detect(img, deadline, timings)
+            detections = [{"box": list(d.box), "score": d.score} for d in found]
+            box = found[0].box
+        crop = p.segment(img, box, deadline, timings)
+        skeleton = (_texture_joints(joints, img.scale, box) if joints is not None
+                    else p.pose(crop.png, deadline, timings))
+        cid = new_id()
+        now = time.time()
+        record = Record(id=cid, version=1, created_at=now, expires_at=now + self.settings.expiry_hours * 3600,
+                        image=size, work_scale=float(img.scale), box=[int(v) for v in box],
+                        texture_size=[int(crop.texture.shape[1]), int(crop.texture.shape[0])],
+                        detections=detections, skeleton=_skeleton_rows(skeleton), files={},
+                        rev=_folder("r", 1))
+        files = self._rig_files(record, deadline, timings, texture=crop.texture, mask=crop.mask)
+        with p._stage(timings, "store"):
+            record.files["image"] = self._key(cid, "image.png")
+            self._put(record.files["image"], img.png, deadline)
+            self._store_files(record, files, deadline)
+            self.storage.put_if(self._key(cid, DOCUMENT), record.to_json(), "application/json", deadline, None)
+        metrics.CHARACTER_EDITS.labels(change="create").inc()
+        log.info("character %s created: box=%s detections=%d", cid, record.box, len(detections))
+        return record
+
+    def _rig_files(self, record: Record, deadline: Deadline, timings: dict[str, float], **given: Any) -> dict[str, Any]:
+        """The rig step for a stored character: check the skeleton on the mask, make the overlay and
+        encode what changed (:func:`jobs.character_files` in a render process)."""
+        with self.pipeline._stage(timings, "rig"):
+            out = self.pipeline.pool.run(partial(jobs.character_files, **given), record.joints(),
+                                         deadline=deadline, stage="rig")
+        record.texture_size = [int(out["size"][0]), int(out["size"][1])]
+        return out
+
+    def _store_files(self, record: Record, files: dict[str, Any], deadline: Deadline) -> list[str]:
+        """Write the files the rig step made into new folders of ``record``'s version (texture, mask
+        and tinted crop into a grid folder when any changed; the overlay into the version's folder);
+        point ``record.files`` at them. Returns the folders written."""
+        written = [record.rev]
+        changed = [name for name in ("texture", "mask", "tinted") if files.get(name) is not None]
+        if changed:
+            grid = _folder("g", record.version)
+            written.append(grid)
+            for name in changed:
+                record.files[name] = self._key(record.id, f"{grid}/{FILE_NAMES[name]}")
+        record.files["overlay"] = self._key(record.id, f"{record.rev}/{FILE_NAMES['overlay']}")
+        for name in (*changed, "overlay"):
+            self._put(record.files[name], files[name], deadline)
+        return written
+
+    # -- edit ---------------------------------------------------------------------------------
+    def edit(self, cid: str, change: Edit, if_match: str | None, deadline: Deadline,
+             timings: dict[str, float]) -> Record:
+        """Apply ``change`` as version + 1, running only the steps it affects. With ``if_match``, a
+        document changed meanwhile answers 412; without, a lost race is retried on the new version."""
+        self.pipeline.check_disk()
+        for _ in range(EDIT_TRIES):
+            record, tag = self.load(cid, deadline)
+            if if_match is not None and not version_matches(if_match, record.version):
+                raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}; "
+                                      "GET it again and reapply your change")
+            new, written = self._apply(record, change, deadline, timings)
+            try:
+                with self.pipeline._stage(timings, "store"):
+                    self.storage.put_if(self._key(cid, DOCUMENT), new.to_json(), "application/json", deadline, tag)
+            except Conflict:
+                for folder in written:
+                    self.storage.delete_prefix(self._key(cid, folder), deadline)
+                if if_match is not None:
+                    raise VersionMismatch(f"character {cid} changed while this edit ran; GET it again") from None
+                log.info("character %s: edit lost a race for version %d; retrying", cid, new.version)
+                continue
+            metrics.CHARACTER_EDITS.labels(change=change.kind()).inc()
+            self._prune(new, deadline)
+            return new
+        raise EditConflict(f"character {cid} is being edited by others; retry")
+
+    def _apply(self, old: Record, change: Edit, deadline: Deadline,
+               timings: dict[str, float]) -> tuple[Record, list[str]]:
+        p = self.pipeline
+        new = Record(**{**asdict(old), "version": old.version + 1, "rev": _folder("r", old.version + 1),
+                        "files": dict(old.files), "keep": _folders_of(old)})
+        given: dict[str, Any] = {}
+        joints = _edited_joints(old, change.joints)
+        if joints is not None:
+            _check_inside(joints, old.image)
+        if change.bbox is not None:
+            work_png = self._get(old, "image", deadline)
+            wh = (round(old.image["width"] * old.work_scale), round(old.image["height"] * old.work_scale))
+            box = _client_box(change.bbox, old.work_scale, *wh)
+            crop = p.segment_stored(work_png, box, deadline, timings)
+            box = crop.box
+            new.box = [int(v) for v in box]
+            given = {"texture": crop.texture, "mask": crop.mask}
+            skeleton = (_texture_joints(joints, old.work_scale, box) if joints is not None
+                        else p.pose(crop.png, deadline, timings))
+            new.skeleton = _skeleton_rows(skeleton)
+        else:
+            if joints is not None:
+                new.skeleton = _skeleton_rows(_texture_joints(joints, old.work_scale, old.box))
+            if change.mask is not None:  # read, checked against the texture and stored by the rig step
+                given = {"texture_png": self._get(old, "texture", deadline), "mask_bytes": change.mask,
+                         "new_mask": True}
+            else:                        # only the skeleton moved: no image to decode
+                tinted, mask_bytes = _together(lambda: self._get(old, "tinted", deadline),
+                                               lambda: self._get(old, "mask", deadline))
+                given = {"tinted": tinted, "mask_bytes": mask_bytes}
+        files = self._rig_files(new, deadline, timings, **given)
+        with p._stage(timings, "store"):
+            written = self._store_files(new, files, deadline)
+        return new, written
+
+    def _get(self, record: Record, name: str, deadline: Deadline) -> bytes:
+        data = self.storage.get(record.files[name], deadline)
+        if data is None:
+            raise NotFound(f"character {record.id} lost its {name} (expired or deleted meanwhile)")
+        return data
+
+    def _prune(self, record: Record, deadline: Deadline) -> None:
+        """Delete folders of versions older than the previous one that neither version uses."""
+        keep = set(_folders_of(record)) | set(record.keep)
+        try:
+            for name in self.storage.list_folders(self._key(record.id, ""), deadline):
+                v = _folder_version(name)
+                if v is not None and v < record.version - 1 and name not in keep:
+                    self.storage.delete_prefix(self._key(record.id, name), deadline)
+        except Exception:  # pruning is housekeeping: the expiry sweep or lifecycle rule catches leftovers
+            log.warning("character %s: pruning old versions failed", record.id, exc_info=True)
+
+    # -- render -------------------------------------------------------------------------------
+    def animation_key(self, record: Record, motion: Motion, options: dict[str, Any]) -> str:
+        """Where the animation of ``motion`` for ``record``'s version is stored: the render cache's
+        key names everything the file depends on (a client's own clip by its content's hash)."""
+        fps = options.get("fps", "default")
+        fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
+        cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
+        clip = getattr(motion, "sha256", None)
+        name = f"{motion.name}-{clip[:16]}" if clip else motion.name
+        return self._key(record.id, f"{record.rev}/anim/{name}-{options['width']}px-{fps}fps{cap}.{options['format']}")
+
+    def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
+               deadline: Deadline, timings: dict[str, float], base_url: str,
+               slot: Callable[[], AbstractContextManager[Any]]) -> tuple[Record, dict[str, str], list[str]]:
+        """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
+        rendered in parallel in the process pool (holding ``slot()`` while rendering). Returns the
+        record, ``{motion: url}`` in the asked order and the names that were cache hits."""
+        record, _ = self.load(cid, deadline)
+        if if_match is not None and not version_matches(if_match, record.version):
+            raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
+        options = self.pipeline.render_options(fmt, size)
+        keys = {m.name: self.animation_key(record, m, options) for m in motions}
+        urls: dict[str, str] = {}
+        stored = _together(*[(lambda k=keys[m.name]: self.storage.exists(k, deadline)) for m in motions])
+        hits = [m.name for m, found in zip(motions, stored) if found]
+        for name in hits:
+            urls[name] = self.storage.url(keys[name], base_url)
+        metrics.ANIMATION_CACHE.labels(result="hit").inc(len(hits))
+        misses = [m for m in motions if m.name not in urls]
+        if misses:
+            metrics.ANIMATION_CACHE.labels(result="miss").inc(len(misses))
+            self.pipeline.check_disk()
+            with slot():
+                texture_png, mask_bytes = _together(lambda: self._get(record, "texture", deadline),
+                                                    lambda: self._get(record, "mask", deadline))
+
+                def store(motion: Motion, out: dict[str, Any]) -> str:
+                    self.storage.put(keys[motion.name], out["data"], out["mime"], deadline)
+                    return self.storage.url(keys[motion.name], base_url)
+
+                urls.update(self.pipeline.render((texture_png, mask_bytes, record.joints()), misses, options,
+                                                 deadline, timings, store, job=jobs.render_stored))
+        return record, {m.name: urls[m.name] for m in motions}, hits
+
+    # -- delete -------------------------------------------------------------------------------
+    def delete(self, cid: str, deadline: Deadline) -> int:
+        if not valid_id(cid) or not self.storage.exists(self._key(cid, DOCUMENT), deadline):
+            raise NotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
+        count = self.storage.delete_prefix(self._key(cid, ""), deadline)
+        log.info("character %s deleted (%d files)", cid, count)
+        return count
+
+
+def _together(*calls: Callable[[], Any]) -> list[Any]:
+    """Run storage calls (network round trips to S3) side by side on the gevent loop; plainly, one
+    after the other, outside gevent. The first error raised is re-raised."""
+    from .loop import under_gevent
+
+    if not under_gevent() or len(calls) < 2:
+        return [call() for call in calls]
+    import gevent
+
+    greenlets = [gevent.spawn(call) for call in calls]
+    try:
+        gevent.joinall(greenlets, raise_error=True)
+    finally:
+        gevent.killall([g for g in greenlets if not g.dead])
+    return [g.value for g in greenlets]
+
+
+def version_matches(if_match: str, version: int) -> bool:
+    """``If-Match`` against a version: ``*``, or any listed entity tag equal to it (weak or strong)."""
+    for tag in if_match.split(","):
+        tag = tag.strip()
+        if tag == "*":
+            return True
+        tag = tag.removeprefix("W/").strip('"')
+        if tag == str(version):
+            return True
+    return False
+
+
+def _folders_of(record: Record) -> list[str]:
+    prefix = f"{PREFIX}{record.id}/"
+    names = {key[len(prefix):].split("/", 1)[0] for key in record.files.values() if key.startswith(prefix)}
+    names.add(record.rev)
+    return sorted(n for n in names if _folder_version(n) is not None)
+
+
+def _edited_joints(old: Record, joints: list | dict | None) -> list | None:
+    """The skeleton an edit asks for, in image pixels: a new one, or the old one with some joints moved."""
+    if not isinstance(joints, dict):
+        return joints
+    from animator import Joint
+    unknown = sorted(set(joints) - {name for name, _, _ in old.skeleton})
+    if unknown:
+        raise BadRequest(f"'joints': no joint named {', '.join(unknown)} in this character's skeleton")
+    k = old.work_scale
+    return [Joint(name, joints.get(name) or ((loc[0] + old.box[0]) / k, (loc[1] + old.box[1]) / k), parent)
+            for name, loc, parent in old.skeleton]
+
+
+def _skeleton_rows(skeleton: list) -> list[list[Any]]:
+    return [[j.name, [round(float(j.loc[0]), 3), round(float(j.loc[1]), 3)], j.parent] for j in skeleton]
+
+
+def _texture_joints(joints: list, work_scale: float, box: Sequence[int]) -> list:
+    """Client joints (image pixels) -> texture pixels of the crop ``box`` (work pixels)."""
+    from animator.photo_skeleton import transform_skeleton
+    work = transform_skeleton(joints, scale=work_scale)
+    return transform_skeleton(work, offset=(-box[0], -box[1]))
+
+
+def _check_inside(joints: list, image: dict[str, int]) -> None:
+    w, h = image["width"], image["height"]
+    outside = [j.name for j in joints if not (0 <= j.loc[0] <= w and 0 <= j.loc[1] <= h)]
+    if outside:
+        raise JointsOutsideImage(f"joints outside the {w}x{h} image: {', '.join(outside)} "
+                                 "(coordinates are image pixels, x right, y down)")
+
+
+def _client_box(bbox: Sequence[float], work_scale: float, width: int, height: int) -> tuple[int, int, int, int]:
+    box = jobs.clamp_box([v * work_scale for v in bbox], width, height)
+    if box is None or bbox[2] <= bbox[0] or bbox[3] <= bbox[1]:
+        raise BoxOutsideImage("the bbox is empty, smaller than 8 px, or outside the image "
+                              "([left, top, right, bottom] in image pixels)")
+    return box
+
+
+def parse_size(raw: Any, settings) -> int:
+    """The ``size`` of a render request: an integer within the settings' bounds."""
+    if raw is None or raw == "":
+        return int(min(max(settings.render_size, settings.render_size_min), settings.render_size_max))
+    value = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw.strip())
+    if value is None:
+        raise BadRequest(f"'size' must be an integer number of pixels, got {str(raw)[:40]!r}")
+    lo, hi = settings.render_size_min, settings.render_size_max
+    if not lo <= value <= hi:
+        raise BadRequest(f"'size' must be from {lo} to {hi} pixels, got {value}")
+    return value

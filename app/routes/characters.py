@@ -1,0 +1,202 @@
+"""HTTP endpoints of characters: POST/GET/PATCH/DELETE /characters, POST /characters/{id}/animations.
+
+The steps themselves are in :mod:`app.characters`; this module reads requests and writes answers.
+Every answer carrying a document has ``ETag: "<version>"``; PATCH and POST .../animations honour
+``If-Match`` (412 ``version_mismatch`` when stale), GET honours ``If-None-Match`` (304).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+from flask import Blueprint, Response, jsonify, request
+
+from animator import FORMATS
+
+from ..characters import Edit, parse_size, version_matches
+from ..errors import BadMask, BadRequest
+from ..services import services
+from .animate import (
+    _ABSENT,
+    _json_field,
+    motion_list,
+    parse_bbox,
+    parse_joints,
+    read_drawing,
+    uploaded_clip,
+)
+from .api import base_url, json_body, read_body, render_slot, request_deadline
+
+log = logging.getLogger("doodlepod.http")
+
+bp = Blueprint("characters", __name__)
+
+
+def _answer(record, status: int = 200, timings: dict[str, float] | None = None) -> Response:
+    base = base_url()
+    storage = services().storage
+    response = jsonify(record.public(lambda key: storage.url(key, base)))
+    response.status_code = status
+    _tag(response, record.version, timings)
+    return response
+
+
+def _tag(response: Response, version: int, timings: dict[str, float] | None) -> None:
+    response.headers["ETag"] = f'"{version}"'
+    response.headers["Cache-Control"] = "no-cache"
+    if timings:
+        response.headers["Server-Timing"] = ", ".join(
+            f"{name.replace(':', '.')};dur={ms:.1f}" for name, ms in timings.items())
+
+
+@bp.post("/characters")
+def create_character():
+    """Multipart ``image`` (or a raw image body), optional ``joints`` and ``bbox`` (image pixels)."""
+    deadline = request_deadline()
+    read_body(deadline)  # the whole body, and its fields checked, before a render slot
+    image = read_drawing()
+    form = request.form if request.files or request.form else {}
+    joints = parse_joints(form.get("joints")) if form else None
+    bbox = parse_bbox(form.get("bbox")) if form else None
+    with render_slot():
+        timings: dict[str, float] = {}
+        record = services().characters.create(image, joints, bbox, deadline, timings)
+    response = _answer(record, 201, timings)
+    response.headers["Location"] = f"/characters/{record.id}"
+    return response
+
+
+@bp.get("/characters/<cid>")
+def get_character(cid: str):
+    record, _ = services().characters.load(cid, request_deadline())
+    if _none_match(request.headers.get("If-None-Match"), record.version):
+        response = Response(status=304)
+        _tag(response, record.version, None)
+        return response
+    return _answer(record)
+
+
+def _none_match(header: str | None, version: int) -> bool:
+    return bool(header) and version_matches(header, version)
+
+
+@bp.patch("/characters/<cid>")
+def edit_character(cid: str):
+    """JSON ``{"bbox"?, "joints"?}``, or multipart with a ``mask`` PNG (and optionally ``joints``)."""
+    deadline = request_deadline()
+    read_body(deadline)
+    change = _read_edit()
+    with render_slot():
+        timings: dict[str, float] = {}
+        record = services().characters.edit(cid, change, request.headers.get("If-Match"), deadline, timings)
+    return _answer(record, 200, timings)
+
+
+_EDIT_FIELDS = {"bbox", "joints"}
+
+
+def _read_edit() -> Edit:
+    if request.mimetype == "application/json":
+        body = json_body()
+        if not isinstance(body, dict):
+            raise BadRequest('expected a JSON object {"bbox"?, "joints"?}')
+        fields: dict[str, Any] = body
+        mask = None
+    elif request.mimetype in ("multipart/form-data", "application/x-www-form-urlencoded"):
+        fields = dict(request.form)
+        upload = request.files.get("mask")
+        mask = upload.read() if upload is not None else None
+        if upload is not None and not mask:
+            raise BadMask("the mask file is empty")
+        extra_files = set(request.files) - {"mask"}
+        if extra_files:
+            raise BadRequest(f"unknown file field(s): {', '.join(sorted(extra_files))}; send 'mask'")
+    else:
+        raise BadRequest("send JSON {\"bbox\"?, \"joints\"?} or a multipart form with a 'mask' PNG")
+    unknown = set(fields) - _EDIT_FIELDS
+    if unknown:
+        names = ", ".join(str(n)[:40] for n in sorted(unknown, key=str)[:5])
+        raise BadRequest(f"unknown field(s): {names}; a PATCH takes bbox, joints or a mask file")
+    change = Edit(bbox=parse_bbox(fields.get("bbox")), joints=_parse_edit_joints(fields.get("joints")), mask=mask)
+    if change.bbox is None and change.joints is None and change.mask is None:
+        raise BadRequest("nothing to change: send bbox, joints or a mask")
+    if change.bbox is not None and change.mask is not None:
+        raise BadRequest("a new bbox makes a new texture grid: send the bbox first, then a mask of the new "
+                         "texture's size")
+    return change
+
+
+def _parse_edit_joints(raw: Any):
+    """PATCH joints: a mapping ``{name: [x, y]}`` moves the joints it names (any subset); a skeleton
+    list (``[{"name", "loc", "parent"}]``) replaces the skeleton."""
+    value = _json_field(raw, "joints")
+    if value is _ABSENT:
+        return None
+    if isinstance(value, dict) and "skeleton" not in value:
+        moves: dict[str, tuple[float, float]] = {}
+        for name, xy in value.items():
+            try:
+                x, y = (float(v) for v in xy)
+            except (TypeError, ValueError):
+                raise BadRequest(f"'joints.{name}': expected [x, y] numbers, got {xy!r}") from None
+            if not (np.isfinite(x) and np.isfinite(y)):
+                raise BadRequest(f"'joints.{name}': coordinates must be finite numbers")
+            moves[str(name)] = (x, y)
+        if not moves:
+            raise BadRequest("'joints' is empty")
+        return moves
+    return parse_joints(value)
+
+
+@bp.delete("/characters/<cid>")
+def delete_character(cid: str):
+    services().characters.delete(cid, request_deadline())
+    return Response(status=204)
+
+
+@bp.post("/characters/<cid>/animations")
+def animate_character(cid: str):
+    """``motions`` (names, repeated or comma-separated), ``format``, ``size``: form fields or JSON; a
+    multipart request may add the client's own clip (file ``bvh``, optional ``start_frame``,
+    ``end_frame``), answered under ``upload``."""
+    deadline = request_deadline()
+    read_body(deadline)
+    settings = services().settings
+    if request.mimetype == "application/json":
+        body = json_body()
+        if not isinstance(body, dict):
+            raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?}')
+        raw = body.get("motions")
+        motions = [raw] if isinstance(raw, str) else raw
+        if motions is not None and not (isinstance(motions, list) and all(isinstance(m, str) for m in motions)):
+            raise BadRequest("'motions' must be a list of motion names (GET /motions lists them)")
+        fmt, size = body.get("format"), body.get("size")
+    else:
+        motions, fmt, size = request.form.getlist("motions"), request.form.get("format"), request.form.get("size")
+        if request.files:
+            unknown = set(request.files) - {"bvh"}
+            if unknown:
+                raise BadRequest(f"unknown file field(s): {', '.join(sorted(unknown))}; send 'bvh'")
+    fmt = str(fmt or settings.default_format).lower()
+    if fmt not in FORMATS:
+        raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
+    side = parse_size(size, settings)
+    if fmt == "mp4" and side % 2:
+        raise BadRequest(f"MP4 needs an even size, got {side}")
+    clip = uploaded_clip() if request.files else None  # the client's own BVH clip, if any
+    try:
+        chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
+        timings: dict[str, float] = {}
+        record, urls, hits = services().characters.render(cid, chosen, fmt, side, request.headers.get("If-Match"),
+                                                          deadline, timings, base_url(), render_slot)
+    finally:
+        if clip is not None:
+            clip.remove()
+    log.info("character %s v%d animations %s: %d cached, %d rendered", cid, record.version,
+             ",".join(urls), len(hits), len(urls) - len(hits))
+    response = jsonify(id=record.id, version=record.version, format=fmt, size=side, animations=urls,
+                       cached=hits)
+    _tag(response, record.version, timings)
+    return response
+

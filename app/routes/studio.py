@@ -1,0 +1,56 @@
+"""GET /studio: the studio page, a person's client of the character API, served by the app itself.
+
+The page is static HTML, CSS and JavaScript modules in ``app/static/studio/`` (no build step, no
+CDN: pods and tests have no internet). It is public like the probes: it holds nothing secret, and
+the API calls it makes carry the bearer token the person pastes into it. ``GET /`` from a browser
+(``Accept: text/html``) redirects here; other clients' ``GET /`` keeps its 405 (``POST /`` is the
+old mobile client's endpoint, unchanged).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Blueprint, Response, redirect, request, send_from_directory, url_for
+from werkzeug.exceptions import MethodNotAllowed
+
+bp = Blueprint("studio", __name__)
+
+STATIC = Path(__file__).resolve().parents[1] / "static" / "studio"
+
+#: The page loads only its own files; images and videos may come from S3 (presigned URLs), and
+#: fetch() reaches S3 for the mask it paints on.
+CONTENT_SECURITY_POLICY = "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: blob: http: https:",
+    "media-src 'self' blob: http: https:", "connect-src 'self' http: https:", "object-src 'none'",
+    "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+])
+
+
+@bp.get("/studio")
+def page() -> Response:
+    return _static("index.html")
+
+
+@bp.get("/studio/<path:name>")
+def asset(name: str) -> Response:
+    return _static(name)
+
+
+@bp.get("/")
+def root() -> Response:
+    """A browser opening the app's address lands on the studio; API clients see POST / only."""
+    if any(kind == "text/html" and q > 0 for kind, q in request.accept_mimetypes):
+        return redirect(url_for("studio.page"), code=302)
+    raise MethodNotAllowed(valid_methods=["POST"], description="POST / is the old mobile client's "
+                           "endpoint (JSON {\"file\": base64}); the studio page is at GET /studio")
+
+
+def _static(name: str) -> Response:
+    # no-cache: revalidated (ETag) on every load, so a deploy shows the new page at once
+    response = send_from_directory(STATIC, name, max_age=0)
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    if response.mimetype == "text/html":
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        response.headers["Referrer-Policy"] = "no-referrer"
+    return response

@@ -1,0 +1,169 @@
+// The HTTP API as the page uses it: the bearer token, JSON calls, the upload with progress, and
+// errors turned into sentences a person can act on. Paths are relative, so the page works behind a
+// proxy that mounts the app under a prefix.
+
+const TOKEN_KEY = "doodlepod.token";
+
+export class ApiError extends Error {
+  constructor(status, code, message, { requestId = "", retryAfter = "" } = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.requestId = requestId;
+    this.retryAfter = retryAfter;
+  }
+}
+
+export function getToken() {
+  return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+export function setToken(value) {
+  const token = value.trim();
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+function authHeaders() {
+  const token = getToken();
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+/** True when `url` is served by this app (so it may carry the token). */
+export function sameOrigin(url) {
+  return new URL(url, location.href).origin === location.origin;
+}
+
+/** fetch() -> parsed JSON (null for 204), or an ApiError. */
+export async function call(method, path, { json, form, ifMatch } = {}) {
+  const headers = { Accept: "application/json", ...authHeaders() };
+  let body;
+  if (json !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(json);
+  } else if (form !== undefined) {
+    body = form;
+  }
+  if (ifMatch) headers["If-Match"] = ifMatch;
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body });
+  } catch {
+    throw new ApiError(0, "network", "network error");
+  }
+  if (!response.ok) throw await errorFrom(response.status, () => response.json(), response.headers);
+  if (response.status === 204) return null;
+  try {
+    return await response.json();
+  } catch {
+    throw new ApiError(response.status, "bad_answer", "the server's answer is not JSON");
+  }
+}
+
+async function errorFrom(status, readJson, headers) {
+  let body = null;
+  try {
+    body = await readJson();
+  } catch {
+    // a proxy's HTML error page, or nothing: keep the status alone
+  }
+  const code = typeof body?.error === "string" ? body.error : `http_${status}`;
+  const message = typeof body?.message === "string" ? body.message : "";
+  return new ApiError(status, code, message, {
+    requestId: headers.get("X-Request-ID") || "", retryAfter: headers.get("Retry-After") || "",
+  });
+}
+
+/**
+ * POST a photo as multipart `image` (plus form `fields`) with XMLHttpRequest: fetch cannot report
+ * upload progress. `onProgress(fraction)` gets 0..1 while the bytes go up, then `null` while the
+ * models run.
+ */
+export function upload(path, file, onProgress, fields = {}) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", path);
+    xhr.setRequestHeader("Accept", "application/json");
+    for (const [k, v] of Object.entries(authHeaders())) xhr.setRequestHeader(k, v);
+    xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total);
+    xhr.upload.onload = () => onProgress(null);
+    xhr.onerror = () => reject(new ApiError(0, "network", "network error"));
+    xhr.onload = async () => {
+      const headers = { get: (name) => xhr.getResponseHeader(name) };
+      if (xhr.status < 200 || xhr.status >= 300) {
+        reject(await errorFrom(xhr.status, () => JSON.parse(xhr.responseText), headers));
+        return;
+      }
+      try {
+        resolve(JSON.parse(xhr.responseText));
+      } catch {
+        reject(new ApiError(xhr.status, "bad_answer", "the server's answer is not JSON"));
+      }
+    };
+    const form = new FormData();
+    form.append("image", file, file.name || "photo");
+    for (const [name, value] of Object.entries(fields)) form.append(name, value);
+    xhr.send(form);
+  });
+}
+
+/** Fetch an image the page needs pixels of; the token goes only to this app, never to S3. */
+export async function fetchBitmap(url) {
+  const headers = sameOrigin(url) ? authHeaders() : {};
+  let response;
+  try {
+    response = await fetch(url, { headers, mode: "cors" });
+  } catch {
+    throw new ApiError(0, "image_blocked", "the image could not be fetched");
+  }
+  if (!response.ok) throw await errorFrom(response.status, () => response.json(), response.headers);
+  return createImageBitmap(await response.blob());
+}
+
+// What a person should read for each error code (the server's own message is added after it).
+const WORDS = {
+  network: "Cannot reach the server. Check the connection and try again.",
+  unauthorized: "This server needs an API token: paste it in the “API token” field at the top.",
+  too_large: "That photo is too large.",
+  unsupported_type: "That file is not a photo the server reads. Use a PNG, JPEG or WebP photo.",
+  unreadable_image: "That file could not be read as a picture (is it damaged or empty?).",
+  no_character: "No drawing was found in the photo. Try a photo of one figure on plain paper, " +
+    "filling most of the frame, in good light.",
+  no_skeleton: "The drawing was found but not its pose. Try a figure with arms and legs apart.",
+  invalid_character: "This character cannot be animated as it is.",
+  unknown_motion: "That motion is not on this server any more; reload the page.",
+  not_found: "This character no longer exists (characters expire after a while). Upload the photo again.",
+  version_mismatch: "This character was changed somewhere else meanwhile. Reload the page to see the new version.",
+  edit_conflict: "This character is being changed somewhere else right now. Try again.",
+  bad_mask: "The painted mask could not be read by the server.",
+  mask_wrong_size: "The painted mask does not fit this character any more. Reload the page.",
+  joints_outside_image: "A joint is outside the photo. Drag it back onto the drawing.",
+  bbox_outside_image: "The box is empty or outside the photo. Drag its corners around the drawing.",
+  overloaded: "The server is busy right now.",
+  model_server_unavailable: "The model server is not ready yet. Try again in a minute.",
+  model_server_error: "The model server answered with an error.",
+  storage_error: "The server could not store the files.",
+  low_disk_space: "The server is low on disk space.",
+  deadline_exceeded: "That took too long and was stopped. Try again, or a smaller photo.",
+  image_blocked: "The mask image could not be read from storage, so it cannot be painted here " +
+    "(an S3 bucket needs a CORS rule allowing GET from this page).",
+  bad_answer: "The server answered something the page does not understand.",
+  internal_error: "The server hit an internal error.",
+};
+
+/** A sentence (or two) for `err`, never raw JSON. */
+export function describe(err) {
+  if (!(err instanceof ApiError)) return `Something went wrong in the page: ${err?.message || err}`;
+  // A proxy's own 401/413/412/504 page has no code: the status says enough.
+  const byStatus = { 401: "unauthorized", 412: "version_mismatch", 413: "too_large", 504: "deadline_exceeded" };
+  const code = WORDS[err.code] ? err.code : byStatus[err.status] || err.code;
+  let text = WORDS[code] || `The server refused the request (${err.status || "no answer"}).`;
+  if (err.message && !WORDS[code]?.includes(err.message)) text += ` ${capitalise(err.message)}.`;
+  if (err.retryAfter) text += ` Try again in ${err.retryAfter} s.`;
+  return text.replace(/\.\.$/, ".");
+}
+
+function capitalise(s) {
+  const t = s.trim().replace(/\.$/, "");
+  return t.charAt(0).toUpperCase() + t.slice(1);
+}

@@ -1,0 +1,366 @@
+// The studio page's flow: photo -> character (box, mask, skeleton) -> edits saved -> motions -> render.
+// Every step is a call of the public character API (docs/api.md); nothing here is private to it.
+
+import { ApiError, call, describe, fetchBitmap, getToken, setToken, upload } from "./api.js";
+import { etagOf, maskGrid } from "./character.js";
+import { Editor } from "./editor.js";
+import { guessFigure } from "./manual.js";
+import { Gallery, MotionPicker } from "./motions.js";
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  token: $("token"), tokenBox: $("token-box"),
+  upload: $("upload"), camera: $("camera"), manual: $("upload-manual"), progress: $("progress"), progressBar: $("progress-bar"), progressText: $("progress-text"),
+  error: $("error"),
+  fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"),
+  undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
+  overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
+  motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
+  results: $("step-results"), animations: $("animations"),
+};
+
+const editor = new Editor(ui.stage);
+const picker = new MotionPicker(ui.motions);
+const gallery = new Gallery(ui.animations);
+const state = { doc: null, photo: null, mask: null, busy: false, motions: [], defaults: [] };
+// Figures the page measures (tests and curious people read them from the console).
+window.studio = { timings: [] };
+
+// --- errors and progress ----------------------------------------------------------------------
+
+/** Show `err` (an ApiError, an Error or a sentence) in words; `action` adds a button {label, run}. */
+function showError(err, action = null) {
+  ui.error.replaceChildren();
+  if (!err) {
+    ui.error.hidden = true;
+    return;
+  }
+  console.warn("studio:", err);
+  const text = document.createElement("p");
+  text.textContent = typeof err === "string" ? err : describe(err);
+  ui.error.append(text);
+  if (err instanceof ApiError && (err.code !== "network" || err.requestId)) {
+    const detail = document.createElement("small");
+    detail.textContent = [err.status && `HTTP ${err.status}`, err.code, err.requestId && `request ${err.requestId}`].filter(Boolean).join(" · ");
+    ui.error.append(detail);
+  }
+  if (action) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.textContent = action.label;
+    button.dataset.testid = "error-action";
+    button.addEventListener("click", action.run, { once: true });
+    ui.error.append(button);
+  }
+  ui.error.hidden = false;
+  if (err instanceof ApiError && err.status === 401) {
+    ui.tokenBox.open = true;
+    ui.token.focus();
+  }
+  reveal(ui.error, "nearest");
+}
+
+/** Scroll `el` into view, smoothly unless the person asked for reduced motion. */
+function reveal(el, block) {
+  const smooth = !matchMedia("(prefers-reduced-motion: reduce)").matches;
+  el.scrollIntoView({ block, behavior: smooth ? "smooth" : "auto" });
+}
+
+function progress(text, fraction) {
+  ui.progress.hidden = text === null;
+  ui.progressText.textContent = text || "";
+  if (fraction === undefined || fraction === null) ui.progressBar.removeAttribute("value");
+  else ui.progressBar.value = fraction;
+}
+
+/** Run `work` with the page marked busy (buttons that would race it are disabled). */
+async function busy(work) {
+  if (state.busy) return undefined;
+  state.busy = true;
+  document.body.classList.add("busy");
+  refreshButtons();
+  try {
+    return await work();
+  } catch (err) {
+    showError(err);
+    return undefined;
+  } finally {
+    state.busy = false;
+    document.body.classList.remove("busy");
+    refreshButtons();
+  }
+}
+
+// --- step 1: the photo -------------------------------------------------------------------------
+
+// Errors after which placing the box and joints by hand is the way on.
+const MODELS_MISSED = new Set(["no_character", "no_skeleton", "invalid_character"]);
+
+/**
+ * Make a character of `file`. With `manual`, the page guesses the box (the photo's ink) and a
+ * standing figure's joints itself and sends them, so the server skips detection and pose.
+ */
+async function createFrom(file, { manual = false } = {}) {
+  if (!file) return;
+  showError(null);
+  let missed = null;
+  await busy(async () => {
+    try {
+      let fields = {};
+      if (manual) {
+        progress("Looking for the drawing's ink…", null);
+        const guess = await guessFigure(file);
+        fields = { bbox: JSON.stringify(guess.bbox), joints: JSON.stringify(guess.joints) };
+      }
+      progress("Uploading…", 0);
+      const waiting = manual ? "Cutting out the drawing…" : "Finding the drawing, its mask and joints…";
+      const doc = await upload("characters", file, (f) =>
+        f === null ? progress(waiting, null) : progress(`Uploading ${Math.round(f * 100)} %`, f), fields);
+      progress("Loading the character…", null);
+      await open(doc);
+      reveal(ui.fix, "start");
+      if (manual) ui.hint.textContent = "Drag the box around the drawing and each joint onto its place, then Save.";
+    } catch (err) {
+      if (!manual && err instanceof ApiError && MODELS_MISSED.has(err.code)) missed = err;
+      else throw err;
+    } finally {
+      progress(null);
+      for (const input of [ui.upload, ui.camera, ui.manual]) input.value = "";
+    }
+  });
+  if (missed) {
+    showError(missed, { label: "Place the box and joints myself", run: () => createFrom(file, { manual: true }) });
+  }
+}
+
+// --- step 2: the editor --------------------------------------------------------------------------
+
+/** Show `doc`: its photo, mask and skeleton in the editor, its overlay, and motion previews. */
+async function open(doc, { previews = true } = {}) {
+  const grid = maskGrid(doc);
+  const photoUrl = doc.urls.image;
+  const [photo, mask] = await Promise.all([
+    state.doc?.id === doc.id && state.photo ? state.photo : fetchBitmap(photoUrl), // a character's photo never changes
+    grid && doc.urls.mask ? fetchBitmap(doc.urls.mask).catch((err) => (showError(err), null)) : null,
+  ]);
+  state.doc = doc;
+  state.photo = photo;
+  state.mask = mask;
+  ui.fix.hidden = false;
+  ui.motionsStep.hidden = false;
+  editor.load(doc, photo, mask, grid);
+  history.replaceState(null, "", `#character=${encodeURIComponent(doc.id)}`);
+  showOverlay(doc);
+  refreshButtons();
+  if (previews) startPreviews(doc);
+}
+
+function showOverlay(doc) {
+  ui.overlay.src = doc.urls.overlay;
+  ui.overlayCaption.textContent = `The server's overlay of version ${doc.version}: box, mask and skeleton as they will be animated.`;
+}
+
+/** Previews of every motion, the first checked one first: resolves with {answered, playing} times. */
+async function startPreviews(doc) {
+  const first = picker.selected()[0] || state.defaults[0];
+  try {
+    const { answered, playing } = await picker.preview(doc, first);
+    return { answered, playing: await playing };
+  } catch (err) {
+    if (doc === state.doc) showError(err);
+    return null;
+  }
+}
+
+editor.addEventListener("change", (e) => {
+  const edits = e.detail;
+  const parts = [edits.bbox && "box", edits.joints && "joints", edits.mask && "mask"].filter(Boolean);
+  ui.saveState.textContent = parts.length ? `Unsaved changes: ${parts.join(", ")}` : state.doc ? `Saved (version ${state.doc.version})` : "";
+  ui.hint.textContent = "";
+  refreshButtons();
+});
+editor.addEventListener("hint", (e) => {
+  ui.hint.textContent = e.detail;
+});
+editor.addEventListener("select", (e) => {
+  ui.hint.textContent = `Joint: ${e.detail.replaceAll("_", " ")}. Arrow keys move it (Shift: 10 px), N / P pick the next / previous joint.`;
+});
+
+async function save() {
+  const edits = editor.edits();
+  if (!Object.keys(edits).length) return;
+  showError(null);
+  const started = performance.now();
+  const result = await busy(async () => {
+    let doc = state.doc;
+    ui.saveState.textContent = "Saving…";
+    const path = `characters/${encodeURIComponent(doc.id)}`;
+    let sent;
+    if (edits.mask) {
+      // One multipart PATCH: the mask (painted on the current box) and any moved joints. The editor
+      // never has a new box and mask strokes at once: a new box recomputes the mask.
+      const form = new FormData();
+      form.append("mask", await editor.maskPng(), "mask.png");
+      if (edits.joints) form.append("joints", JSON.stringify(edits.joints));
+      sent = performance.now();
+      doc = await call("PATCH", path, { form, ifMatch: etagOf(doc) });
+    } else {
+      const body = {};
+      if (edits.bbox) body.bbox = edits.bbox;
+      if (edits.joints) body.joints = edits.joints;
+      sent = performance.now();
+      doc = await call("PATCH", path, { json: body, ifMatch: etagOf(doc) });
+    }
+    const saved = { sent, answered: performance.now() };
+    const previewing = startPreviews(doc);
+    await open(doc, { previews: false });
+    return { saved, previewing, version: doc.version }; // wrapped: the page is not busy while the previews load
+  });
+  if (result === undefined) {
+    editor.changed();
+    return;
+  }
+  const preview = await result.previewing;
+  if (preview?.playing) {
+    // One figure per save: click -> first preview frame on screen, and where the time went.
+    const ms = (t) => Math.round(t - started);
+    const figure = {
+      what: "save_to_preview_ms", version: result.version, ms: ms(preview.playing),
+      patch_sent: ms(result.saved.sent), patch_answered: ms(result.saved.answered), preview_answered: ms(preview.answered),
+    };
+    window.studio.timings.push(figure);
+    console.info(`studio: save -> first preview frame ${figure.ms} ms`, JSON.stringify(figure));
+    if (state.doc.version === result.version && !Object.keys(editor.edits()).length) {
+      ui.saveState.textContent = `Saved (version ${result.version}) · preview in ${(figure.ms / 1000).toFixed(2)} s`;
+    }
+  }
+}
+
+async function removeCharacter() {
+  if (!state.doc || !confirm("Delete this character and its animations from the server?")) return;
+  await busy(async () => {
+    await call("DELETE", `characters/${encodeURIComponent(state.doc.id)}`);
+    state.doc = null;
+    history.replaceState(null, "", location.pathname);
+    ui.fix.hidden = true;
+    ui.motionsStep.hidden = true;
+    ui.results.hidden = true;
+    gallery.clear();
+  });
+}
+
+// --- steps 3 and 4: motions and render ------------------------------------------------------------
+
+async function loadMotions() {
+  try {
+    const answer = await call("GET", "motions");
+    state.motions = answer.motions || [];
+    state.defaults = answer.default || [];
+    picker.show(state.motions, state.defaults.slice(0, 1));
+    return true;
+  } catch (err) {
+    showError(err);
+    return false;
+  }
+}
+
+async function render() {
+  const motions = picker.selected();
+  if (!motions.length) {
+    showError("Pick at least one motion to render.");
+    return;
+  }
+  showError(null);
+  const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
+  const t0 = performance.now();
+  const tick = () => {
+    ui.renderState.textContent = `Rendering ${motions.join(", ").replaceAll("_", " ")}${note}… ${((performance.now() - t0) / 1000).toFixed(0)} s`;
+  };
+  tick();
+  const timer = setInterval(tick, 500);
+  const done = await busy(async () => {
+    await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null);
+    return true;
+  });
+  clearInterval(timer);
+  ui.renderState.textContent = done ? `Rendered version ${state.doc.version} in ${((performance.now() - t0) / 1000).toFixed(1)} s` : "";
+  if (done) {
+    ui.results.hidden = false;
+    reveal(ui.results, "start");
+  }
+}
+
+// --- wiring ------------------------------------------------------------------------------------
+
+function refreshButtons() {
+  const hasEdits = Object.keys(editor.edits()).length > 0;
+  ui.save.disabled = state.busy || !state.doc || !hasEdits;
+  ui.undo.disabled = state.busy || !editor.canUndo();
+  ui.revert.disabled = state.busy || !hasEdits;
+  ui.render.disabled = state.busy || !state.doc;
+  ui.remove.disabled = state.busy || !state.doc;
+  ui.upload.disabled = state.busy;
+  ui.camera.disabled = state.busy;
+  ui.manual.disabled = state.busy;
+}
+
+function wire() {
+  ui.token.value = getToken();
+  ui.token.addEventListener("change", () => {
+    setToken(ui.token.value);
+    showError(null);
+    if (!state.motions.length) loadMotions();
+  });
+  ui.upload.addEventListener("change", () => createFrom(ui.upload.files[0]));
+  // A picture dropped anywhere on the page is uploaded like a chosen one.
+  document.addEventListener("dragover", (e) => {
+    if (e.dataTransfer?.types.includes("Files")) e.preventDefault();
+  });
+  document.addEventListener("drop", (e) => {
+    const file = e.dataTransfer?.files[0];
+    if (!file) return;
+    e.preventDefault();
+    createFrom(file);
+  });
+  ui.camera.addEventListener("change", () => createFrom(ui.camera.files[0]));
+  ui.manual.addEventListener("change", () => createFrom(ui.manual.files[0], { manual: true }));
+  for (const button of document.querySelectorAll("[data-tool]")) {
+    button.addEventListener("click", () => {
+      editor.setTool(button.dataset.tool);
+      for (const b of document.querySelectorAll("[data-tool]")) b.setAttribute("aria-pressed", String(b === button));
+    });
+  }
+  ui.brushSize.addEventListener("input", () => editor.setBrush(Number(ui.brushSize.value)));
+  editor.setBrush(Number(ui.brushSize.value));
+  ui.showMask.addEventListener("change", () => editor.setShowMask(ui.showMask.checked));
+  ui.whole.addEventListener("change", () => editor.setWholePhoto(ui.whole.checked));
+  ui.undo.addEventListener("click", () => editor.undo());
+  ui.revert.addEventListener("click", () => editor.revert(state.mask));
+  ui.save.addEventListener("click", save);
+  ui.remove.addEventListener("click", removeCharacter);
+  ui.render.addEventListener("click", render);
+  window.addEventListener("beforeunload", (e) => {
+    if (Object.keys(editor.edits()).length) e.preventDefault();
+  });
+}
+
+async function start() {
+  wire();
+  refreshButtons();
+  const motionsLoaded = loadMotions();
+  const id = new URLSearchParams(location.hash.slice(1)).get("character");
+  if (id) {
+    await motionsLoaded;
+    await busy(async () => {
+      progress("Loading the character…", null);
+      try {
+        await open(await call("GET", `characters/${encodeURIComponent(id)}`));
+      } finally {
+        progress(null);
+      }
+    });
+  }
+  document.body.dataset.ready = "true";
+}
+
+start();

@@ -1,0 +1,136 @@
+// The motion picker (each motion with a small looping preview of the character) and the rendered
+// animations with their download links.
+
+import { call } from "./api.js";
+
+export const PREVIEW_SIZE = 128; // px, the previews' side: small renders answer fast
+export const PREVIEW_FRAMES = 30; // the first 2 s of the clip at 15 fps: a short loop answers fast
+const PREVIEW_FORMAT = "gif"; // every browser loops a GIF in an <img>
+const EXTENSIONS = { gif: "gif", webp: "webp", mp4: "mp4" };
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "text") node.textContent = v;
+    else if (v !== false && v !== undefined) node.setAttribute(k, v === true ? "" : v);
+  }
+  node.append(...children);
+  return node;
+}
+
+function animationsPath(doc) {
+  return `characters/${encodeURIComponent(doc.id)}/animations`;
+}
+
+/** {motion: url} from the API's answer (the mapping itself, or under "animations"). */
+function urlsOf(answer) {
+  const urls = answer?.animations ?? answer;
+  return urls && typeof urls === "object" ? urls : {};
+}
+
+/** Resolves once `img` shows its first frame (after `src` is set), rejects if it cannot load. */
+function firstFrame(img) {
+  return new Promise((resolve, reject) => {
+    img.addEventListener("load", () => requestAnimationFrame(() => resolve(performance.now())), { once: true });
+    img.addEventListener("error", () => reject(new Error("the preview image did not load")), { once: true });
+  });
+}
+
+export class MotionPicker {
+  constructor(list) {
+    this.list = list;
+    this.cards = new Map();
+    this.generation = 0;
+  }
+
+  /** Build one card per motion; `checked` names start selected. */
+  show(motions, checked) {
+    this.list.replaceChildren();
+    this.cards.clear();
+    for (const m of motions) {
+      const box = el("input", { type: "checkbox", "data-testid": `motion-${m.name}`, value: m.name, checked: checked.includes(m.name) });
+      const img = el("img", { alt: `${m.name} preview`, width: PREVIEW_SIZE, height: PREVIEW_SIZE, hidden: true });
+      const frame = el("span", { class: "preview", "data-state": "empty" }, img);
+      const label = el("label", { class: "motion" }, box, frame,
+        el("span", { class: "name", text: m.name.replaceAll("_", " ") }),
+        el("span", { class: "description", text: m.description || "" }));
+      this.list.append(el("li", {}, label));
+      this.cards.set(m.name, { box, img, frame });
+    }
+  }
+
+  selected() {
+    return [...this.cards].filter(([, c]) => c.box.checked).map(([name]) => name);
+  }
+
+  /**
+   * Render small previews of `doc` for every motion: `first` alone first (it should play at once),
+   * then the others in one request. Resolves with `{answered, playing}`: when the API answered
+   * `first`'s URL, and a promise of when its preview began to play (performance.now() times; null
+   * if a newer call replaced it meanwhile); rejects
+   * with the first request's error. Older calls' answers are dropped when a newer call starts (the
+   * character changed meanwhile).
+   */
+  async preview(doc, first) {
+    const generation = ++this.generation;
+    const names = [...this.cards.keys()];
+    const order = names.includes(first) ? [first, ...names.filter((n) => n !== first)] : names;
+    for (const name of order) this.cards.get(name).frame.dataset.state = "loading";
+    const request = (motions) => call("POST", animationsPath(doc), { json: { motions, format: PREVIEW_FORMAT, size: PREVIEW_SIZE, max_frames: PREVIEW_FRAMES } });
+    const show = (urls) => {
+      const shown = [];
+      if (generation !== this.generation) return shown; // a newer version's previews are coming
+      for (const [name, url] of Object.entries(urls)) {
+        const card = this.cards.get(name);
+        if (!card) continue;
+        card.img.hidden = false;
+        const playing = firstFrame(card.img);
+        card.img.src = url;
+        playing.then(() => { card.frame.dataset.state = "playing"; }, () => { card.frame.dataset.state = "failed"; });
+        shown.push(playing);
+      }
+      return shown;
+    };
+    const head = urlsOf(await request(order.slice(0, 1)));
+    const answered = performance.now();
+    const [firstPlaying] = show(head);
+    if (order.length > 1) {
+      request(order.slice(1)).then((rest) => show(urlsOf(rest)), () => {
+        for (const name of order.slice(1)) this.cards.get(name).frame.dataset.state = "failed";
+      });
+    }
+    return { answered, playing: firstPlaying ?? Promise.resolve(null) };
+  }
+}
+
+/** The rendered animations: each plays inline with a download link. */
+export class Gallery {
+  constructor(root) {
+    this.root = root;
+  }
+
+  clear() {
+    this.root.replaceChildren();
+  }
+
+  /** Ask the API for `motions` of `doc` in `format` (at `size` px, or the server's default) and show them. */
+  async render(doc, motions, format, size) {
+    const body = { motions, format };
+    if (size) body.size = size;
+    const urls = urlsOf(await call("POST", animationsPath(doc), { json: body }));
+    this.clear();
+    for (const name of motions) {
+      const url = urls[name];
+      if (!url) continue;
+      const media = format === "mp4"
+        ? el("video", { src: url, autoplay: true, loop: true, muted: true, playsinline: true, controls: true })
+        : el("img", { src: url, alt: `${name} animation` });
+      if (media.tagName === "VIDEO") media.muted = true; // the attribute alone does not mute in every browser
+      const file = `${doc.id}-${name}.${EXTENSIONS[format] || format}`;
+      this.root.append(el("figure", { class: "animation", "data-testid": `animation-${name}` }, media,
+        el("figcaption", {}, el("span", { text: name.replaceAll("_", " ") }),
+          el("a", { href: url, download: file, class: "button", text: "Download" }))));
+    }
+    return urls;
+  }
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env python
+"""Studio page benchmark: from a click on Save to the first preview frame playing, in a real browser.
+
+It starts the local stack on loopback (a real TorchServe serving the *fake* models of
+tests/fixtures/torchserve_fake, so model time is excluded; the app under gunicorn with gevent
+workers on local storage, default settings unless DOODLEPOD_* variables say otherwise) and a
+headless Chromium (Debian's, driven by Playwright), uploads char1's texture in the page, then
+``--rounds`` times: moves one joint (arrow key) and clicks Save, and waits until the first motion's
+preview is on screen and every other preview has arrived (a person looks before saving again).
+Every ``--mask-every``-th round paints a mask stroke as well (a multipart PATCH with the mask).
+
+The page itself measures each save (``window.studio.timings``: click -> PATCH sent -> PATCH
+answered -> preview URL answered -> first frame drawn). Prints p50/p90/max of each and PASS/FAIL
+against the target (issue 11): Save -> first preview frame <= 1000 ms at p50.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from PIL import Image
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.fixtures.torchserve_fake import stack  # noqa: E402
+
+TARGET_MS = 1000.0
+TOKEN = "bench-token"
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=12, help="saves to time (default 12)")
+    parser.add_argument("--mask-every", type=int, default=4, help="every N-th save also paints the mask (0: never)")
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 even if the target is missed")
+    args = parser.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    chromium = os.environ.get("DOODLEPOD_CHROMIUM") or shutil.which("chromium")
+    if not chromium:
+        sys.exit("no Chromium: run scripts/install_browser.sh as root (apt-get install -y chromium)")
+    ts_dir, app_dir = stack.make_workdir("dp-bench-studio-ts-"), stack.make_workdir("dp-bench-studio-app-")
+    ts = stack.FakeTorchServe(ts_dir)
+    app = None
+    try:
+        ts.start()
+        texture, joints = stack.load_fixture_character("char1")
+        ts.set_control(pose={"mode": "fractions", "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
+        env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
+               "DOODLEPOD_LOCAL_DIR": str(app_dir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
+               "DOODLEPOD_LOG_LEVEL": "info"}  # the stack waits for the pool's info line
+        env.update({k: v for k, v in os.environ.items()
+                    if k.startswith("DOODLEPOD_") and k not in ("DOODLEPOD_CACHE", "DOODLEPOD_VENV")})
+        app = stack.Gunicorn(app_dir, env).start()
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, headless=True)
+            figures = run_rounds(browser, app.url, args)
+            browser.close()
+    finally:
+        if app is not None:
+            app.stop()
+        ts.stop()
+        stack.remove(ts_dir)
+        stack.remove(app_dir)
+
+    print(f"\nload: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1/5 min), cores: {os.cpu_count()}")
+    ok = True
+    for kind in ("joints", "mask+joints"):
+        rows = [f for f in figures if f["kind"] == kind]
+        if not rows:
+            continue
+        print(f"\n{kind} saves: {len(rows)}")
+        for key, label in (("patch_answered", "PATCH answered"), ("preview_answered", "preview URL answered"),
+                           ("ms", "first preview frame playing")):
+            values = [f[key] for f in rows]
+            print(f"  {label:28s} p50 {pct(values, 50):6.0f} ms  p90 {pct(values, 90):6.0f} ms  "
+                  f"max {max(values):6.0f} ms")
+        p50 = statistics.median(f["ms"] for f in rows)
+        passed = p50 <= TARGET_MS
+        ok &= passed
+        print(f"  Save -> first preview frame p50 {p50:.0f} ms (target <= {TARGET_MS:.0f} ms): "
+              f"{'PASS' if passed else 'FAIL'}")
+    return 0 if ok or args.no_fail else 1
+
+
+def run_rounds(browser, url: str, args) -> list[dict]:
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, reduced_motion="reduce")
+    page.set_default_timeout(120_000)
+    page.goto(f"{url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    if not page.get_by_test_id("token").is_visible():
+        page.locator("#token-box summary").click()
+    page.get_by_test_id("token").fill(TOKEN)
+    page.get_by_test_id("token").dispatch_event("change")
+    page.get_by_test_id("upload").set_input_files(str(stack.CHARACTERS / "char1" / "texture.png"))
+    page.get_by_test_id("joint-left_elbow").wait_for(state="visible")
+    settle(page)
+    figures = []
+    for i in range(args.rounds):
+        kind = "joints"
+        if args.mask_every and i % args.mask_every == args.mask_every - 1:
+            kind = "mask+joints"
+            stroke(page, i)
+        page.get_by_test_id("tool-move").click()
+        box = page.get_by_test_id("joint-left_elbow").bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)  # selects it
+        page.keyboard.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
+        count = page.evaluate("window.studio.timings.length")
+        page.get_by_test_id("save").click()
+        page.wait_for_function("n => window.studio.timings.length > n", arg=count)
+        figure = page.evaluate("window.studio.timings.at(-1)")
+        figure["kind"] = kind
+        figures.append(figure)
+        print(f"round {i + 1:2d} {kind:11s} first preview frame {figure['ms']:5d} ms "
+              f"(PATCH {figure['patch_answered']} ms, preview URL {figure['preview_answered']} ms)", flush=True)
+        settle(page)
+    return figures
+
+
+def stroke(page, i: int) -> None:
+    """A short brush stroke across the figure's middle (it stays joined to the figure)."""
+    page.get_by_test_id("mask-brush").click()
+    stage = page.locator("#stage").bounding_box()
+    x, y = stage["x"] + stage["width"] * 0.5, stage["y"] + stage["height"] * (0.45 + 0.01 * (i % 5))
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + 20, y, steps=4)
+    page.mouse.up()
+
+
+def settle(page) -> None:
+    """Wait until no preview is loading (the previous save's background renders are done)."""
+    end = time.monotonic() + 300
+    while time.monotonic() < end:
+        if not page.evaluate("document.querySelectorAll('.preview[data-state=loading]').length"):
+            return
+        time.sleep(0.1)
+    raise TimeoutError("previews still loading after 300 s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

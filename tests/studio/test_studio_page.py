@@ -1,0 +1,323 @@
+"""The studio page in a real headless Chromium against the real app.
+
+What is real: Chromium (Debian's package) driven by Playwright, gunicorn with gevent workers and the
+render process pool, the Flask app with the character API on local storage, TorchServe (Java
+frontend and Python workers), and HTTP on loopback between all of them.
+
+What is faked, and why: the two models TorchServe serves (their weights cannot be downloaded here;
+the real handlers are tested by the model tests): the fake detector answers the box of the dark
+pixels and the fake pose model answers char1's joints (tests/fixtures/torchserve_fake).
+
+The flow is a person's: upload char1's texture, drag a joint, paint a mask stroke, save, render dab;
+then the character document must have changed as dragged and painted, and the animation shown must
+decode to more than one frame. Screenshots at 1280x800 and 375x812 go to build/studio-screenshots/.
+"""
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+import requests
+from PIL import Image
+
+from tests.conftest import CHAR1
+from tests.fixtures.torchserve_fake import stack
+from tests.studio.conftest import SCREENSHOTS
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
+
+TOKEN = "studio-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+TEXTURE = CHAR1 / "texture.png"
+JOINT = "left_elbow"
+DRAG = (-14, 10)  # CSS pixels the test drags JOINT by (towards the body: it stays on the drawing)
+
+
+@pytest.fixture(scope="module")
+def torchserve():
+    workdir = stack.make_workdir("dp-studio-ts-")
+    ts = stack.FakeTorchServe(workdir)
+    try:
+        ts.start()
+        texture, joints = stack.load_fixture_character("char1")
+        ts.set_control(pose={"mode": "fractions",
+                             "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
+        yield ts
+    finally:
+        ts.stop()
+        stack.remove(workdir)
+
+
+@pytest.fixture(scope="module")
+def server(torchserve):
+    """The app on local storage with a bearer token (the page must carry it), small renders."""
+    workdir = stack.make_workdir("dp-studio-app-")
+    app = stack.Gunicorn(workdir, {
+        "DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
+        "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url,
+        "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
+        "DOODLEPOD_RENDER_SIZE": "240", "DOODLEPOD_RENDER_PROCESSES": "2", "DOODLEPOD_MAX_INFLIGHT": "8",
+        "DOODLEPOD_LOG_LEVEL": "info"})
+    try:
+        yield app.start()
+    finally:
+        print(app.log_text()[-3000:])
+        app.stop()
+        stack.remove(workdir)
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+def get_doc(server, cid: str) -> dict:
+    r = requests.get(f"{server.url}/characters/{cid}", headers=AUTH, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def get_png(url: str) -> np.ndarray:
+    r = requests.get(url, headers=AUTH, timeout=30)
+    assert r.status_code == 200, url
+    return np.asarray(Image.open(io.BytesIO(r.content)).convert("L"))
+
+
+# The page runs under its Content-Security-Policy (no eval): page functions are passed as
+# "() => ..." functions, which the DevTools protocol calls without evaluating a string in the page.
+
+def view_of(page) -> dict:
+    """The stage's place on screen and the image rectangle it shows (from the DOM, as a person sees it)."""
+    return page.evaluate("""() => {
+        const stage = document.getElementById('stage').getBoundingClientRect();
+        const [x, y, w, h] = document.querySelector('#stage svg').getAttribute('viewBox').split(' ').map(Number);
+        return {left: stage.left, top: stage.top, scale: stage.width / w, x, y, w, h};
+    }""")
+
+
+def to_screen(view: dict, x: float, y: float) -> tuple[float, float]:
+    return view["left"] + (x - view["x"]) * view["scale"], view["top"] + (y - view["y"]) * view["scale"]
+
+
+def texture_to_image(doc: dict, u: float, v: float) -> tuple[float, float]:
+    """The centre of texture pixel (u, v) in image pixels (the document's texture grid)."""
+    tex = doc["texture"]
+    return tex["offset"][0] + (u + 0.5) * tex["scale"], tex["offset"][1] + (v + 0.5) * tex["scale"]
+
+
+def centre(page, testid: str) -> tuple[float, float]:
+    box = page.get_by_test_id(testid).bounding_box()
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def mouse_drag(page, start, delta, steps: int = 8) -> None:
+    page.mouse.move(*start)
+    page.mouse.down()
+    page.mouse.move(start[0] + delta[0], start[1] + delta[1], steps=steps)
+    page.mouse.up()
+
+
+def touch_drag(page, start, delta, steps: int = 8) -> None:
+    """A one-finger drag as a phone's touchscreen sends it (CDP touch events, not a mouse)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": start[0], "y": start[1]}]})
+    for i in range(1, steps + 1):
+        point = {"x": start[0] + delta[0] * i / steps, "y": start[1] + delta[1] * i / steps}
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [point]})
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    cdp.detach()
+
+
+def paper_beside_mask(mask: np.ndarray) -> tuple[int, int, int]:
+    """A row and a mask edge on it with paper (off the mask) right of it: (row, last mask column,
+    a paper column 10 px further). A stroke from the edge into the paper stays joined to the figure."""
+    height, width = mask.shape
+    for v in range(height // 3, 2 * height // 3):
+        on = np.nonzero(mask[v] > 127)[0]
+        for u in on[::-1]:
+            if u + 25 < width and not (mask[max(0, v - 6):v + 7, u + 4:u + 25] > 127).any():
+                return v, int(u), int(u) + 10
+    raise AssertionError("no paper right of the mask in the middle third of the texture")
+
+
+def screenshot(page, name: str) -> None:
+    """The viewport with the editor's section at its top (what a person sees after a save)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("() => { document.getElementById('step-fix').scrollIntoView({block: 'start'}); }")
+    page.wait_for_timeout(300)  # the previews' first frames
+    page.screenshot(path=str(SCREENSHOTS / name))
+
+
+def decode_frames(data: bytes) -> int:
+    with Image.open(io.BytesIO(data)) as im:
+        return getattr(im, "n_frames", 1)
+
+
+def paste_token(page) -> None:
+    """Open the token field (the page opens it itself after a 401) and paste the token."""
+    field = page.get_by_test_id("token")
+    if not field.is_visible():
+        page.locator("#token-box summary").click()
+    field.fill(TOKEN)
+    field.press("Enter")
+    field.dispatch_event("change")
+
+
+# --- tests ---------------------------------------------------------------------------------------
+
+def test_correct_save_and_render_in_the_browser(server, open_page):
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    paste_token(page)
+
+    # 1. upload: the models run, then the editor shows the box, the joints and the mask
+    page.get_by_test_id("upload").set_input_files(str(TEXTURE))
+    page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
+    page.get_by_test_id("box").wait_for(state="visible")
+    cid = page.evaluate("new URLSearchParams(location.hash.slice(1)).get('character')")
+    before = get_doc(server, cid)
+    assert before["version"] == 1
+    mask_before = get_png(before["urls"]["mask"])
+
+    # 2. drag a joint with the mouse
+    view = view_of(page)
+    mouse_drag(page, centre(page, f"joint-{JOINT}"), DRAG)
+
+    # 3. one brush stroke from the figure's edge into the paper beside it
+    row, edge, paper = paper_beside_mask(mask_before)
+    page.get_by_test_id("mask-size").fill("6")
+    page.get_by_test_id("mask-brush").click()
+    start = to_screen(view, *texture_to_image(before, edge - 3, row))
+    end = to_screen(view, *texture_to_image(before, paper + 2, row))
+    mouse_drag(page, start, (end[0] - start[0], end[1] - start[1]))
+    page.get_by_test_id("tool-move").click()
+
+    # 4. save: one PATCH, the new overlay and previews
+    page.get_by_test_id("save").click()
+    page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
+    after = get_doc(server, cid)
+    assert after["version"] == 2
+    page.wait_for_function("url => document.getElementById('overlay').src === url", arg=after["urls"]["overlay"])
+    assert page.evaluate("document.getElementById('overlay').naturalWidth") > 0
+    save_ms = page.evaluate("window.studio.timings[0].ms")
+    print(f"studio: save -> first preview frame playing: {save_ms} ms (target <= 1000 ms)")
+
+    # the joint moved by the drag (screen px / scale = image px); the others stayed
+    for name, (x, y) in before["joints"].items():
+        expected = (x + DRAG[0] / view["scale"], y + DRAG[1] / view["scale"]) if name == JOINT else (x, y)
+        got = after["joints"][name]
+        assert math.dist(got, expected) < 1.5, (name, got, expected)
+    assert after["bbox"] == before["bbox"]
+
+    # the mask gained the painted paper and lost nothing far from the stroke
+    mask_after = get_png(after["urls"]["mask"])
+    assert mask_after.shape == mask_before.shape
+    assert mask_before[row, paper] <= 127 and mask_after[row, paper] > 127
+    changed = np.argwhere((mask_before > 127) != (mask_after > 127))
+    assert len(changed) > 0
+    assert np.abs(changed[:, 0] - row).max() <= 12, "the mask changed away from the stroke"
+    assert not ((mask_before > 127) & (mask_after <= 127)).any(), "the brush removed mask pixels"
+    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')"
+                           ".dataset.state === 'playing'")
+    screenshot(page, "studio-1280x800.png")
+
+    # 5. render dab: it plays inline with a download link
+    for box in page.locator("[data-testid^=motion-]").all():
+        box.set_checked(box.get_attribute("data-testid") == "motion-dab")
+    page.get_by_test_id("render").click()
+    shown = page.get_by_test_id("animation-dab")
+    shown.wait_for(state="visible", timeout=300_000)
+    img = shown.locator("img")
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle())
+    src = img.get_attribute("src")
+    assert shown.get_by_role("link", name="Download").get_attribute("href") == src
+    animation = requests.get(src, timeout=60)
+    assert animation.status_code == 200
+    assert decode_frames(animation.content) > 1
+    page.screenshot(path=str(SCREENSHOTS / "studio-1280x800-render.png"), full_page=True)
+    assert page.get_by_test_id("error").is_hidden()
+
+
+def test_phone_touch_drag_and_save(server, open_page):
+    """375 px wide with a touchscreen: open a character by its link, drag a joint with a finger, save."""
+    doc = _upload(server)
+    page = open_page(375, 812, touch=True)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    paste_token(page)
+    page.goto(f"{server.url}/studio#character={doc['id']}")
+    page.reload()
+    page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375, "the page scrolls sideways on a phone"
+    view = view_of(page)
+    touch_drag(page, centre(page, f"joint-{JOINT}"), (20, 0))
+    page.get_by_test_id("save").click()
+    page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
+    after = get_doc(server, doc["id"])
+    assert after["version"] == doc["version"] + 1
+    x, y = doc["joints"][JOINT]
+    assert math.dist(after["joints"][JOINT], (x + 20 / view["scale"], y)) < 1.5
+    screenshot(page, "studio-375x812.png")
+
+
+def test_errors_are_shown_in_words(server, open_page):
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    error = page.get_by_test_id("error")
+
+    # no token: the API's 401 says where to paste it
+    error.wait_for(state="visible")
+    assert "API token" in error.inner_text()
+    assert page.locator("#token-box").get_attribute("open") is not None
+
+    # a rejected upload (not an image): a sentence, not JSON, and the page stays usable
+    paste_token(page)
+    page.get_by_test_id("upload").set_input_files(
+        files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"this is not a drawing"}])
+    page.wait_for_function("() => document.querySelector('[data-testid=error] p')?.textContent.includes('not a photo')")
+    text = error.inner_text()
+    assert "{" not in text and "unsupported_type" in text  # the code in the small print, words above it
+    assert page.get_by_test_id("upload").is_enabled()
+
+
+def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, open_page):
+    """The detector finds nothing (as tiny random models often do): the error offers to place the box
+    and joints by hand; the page guesses them from the photo's ink and the server skips both models."""
+    page_image, _ = stack.page_with_character("char1", (1200, 900), (300, 150))
+    photo = stack.encode(page_image, "JPEG", quality=90)
+    torchserve.set_control(detector={"mode": "boxes", "boxes": []})
+    try:
+        page = open_page(1280, 800)
+        page.goto(f"{server.url}/studio")
+        page.wait_for_selector("body[data-ready=true]")
+        paste_token(page)
+        page.get_by_test_id("upload").set_input_files(
+            files=[{"name": "page.jpg", "mimeType": "image/jpeg", "buffer": photo}])
+        action = page.get_by_test_id("error-action")
+        action.wait_for(state="visible")
+        assert "No drawing was found" in page.get_by_test_id("error").inner_text()
+        calls_before = len(torchserve.calls())
+        action.click()
+        page.get_by_test_id("joint-neck").wait_for(state="visible")
+        assert page.get_by_test_id("error").is_hidden()
+        cid = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('character')")
+        doc = get_doc(server, cid)
+    finally:
+        texture, joints = stack.load_fixture_character("char1")
+        torchserve.set_control(pose={"mode": "fractions",
+                                     "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
+    assert torchserve.calls()[calls_before:] == [], "the manual character went through the models"
+    assert doc["detections"] == []
+    ink = stack.ink_box(page_image)  # where the drawing's paper lies on the white page
+    assert all(abs(a - b) <= 12 for a, b in zip(doc["bbox"], ink)), (doc["bbox"], ink)
+    l, t, r, b = ink
+    assert all(l <= x <= r and t <= y <= b for x, y in doc["joints"].values())
+
+
+def _upload(server) -> dict:
+    with open(TEXTURE, "rb") as fh:
+        r = requests.post(f"{server.url}/characters", files={"image": ("char1.png", fh, "image/png")},
+                          headers=AUTH, timeout=120)
+    assert r.status_code == 201, r.text
+    return r.json()
