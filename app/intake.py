@@ -28,15 +28,14 @@ _CHUNK = 64 * 1024
 #: A JSON string literal (escapes included), written so that the regex engine never backtracks.
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
-_CLOSE_HEADERS = {"Connection": "close"}  # the rest of a refused body is not read: end the connection
 
 
 def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
     """Read the request's whole body now and put it back in ``environ`` as an in-memory stream.
 
     Raises :class:`TooLarge` as soon as the body (declared or chunked) passes ``limit`` bytes, and
-    :class:`RequestTimeout` when it has not all arrived within ``timeout_s`` seconds. Both answers
-    close the connection, so the unread rest of the body is never waited for.
+    :class:`RequestTimeout` when it has not all arrived within ``timeout_s`` seconds. gunicorn then
+    drains the unread rest for at most its keep-alive time (5 s) before it closes the connection.
     """
     declared = environ.get("CONTENT_LENGTH") or ""
     if declared:
@@ -45,13 +44,12 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
         except ValueError:
             raise BadRequest("Content-Length is not a number") from None
         if length > limit:
-            raise TooLarge(f"request body of {length} bytes is over the limit of {limit / 2**20:g} MiB",
-                           headers=_CLOSE_HEADERS)
+            raise TooLarge(f"request body of {length} bytes is over the limit of {limit / 2**20:g} MiB")
     stream = environ.get("wsgi.input")
     chunks: list[bytes] = []
     size = 0
     if stream is not None:
-        late = RequestTimeout(f"the request body did not arrive within {timeout_s:.3g} s", headers=_CLOSE_HEADERS)
+        late = RequestTimeout(f"the request body did not arrive within {timeout_s:.3g} s")
         with time_limit(timeout_s, late):
             while True:
                 chunk = stream.read(_CHUNK)
@@ -59,8 +57,7 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
                     break
                 size += len(chunk)
                 if size > limit:
-                    raise TooLarge(f"request body over the limit of {limit / 2**20:g} MiB",
-                                   headers=_CLOSE_HEADERS)
+                    raise TooLarge(f"request body over the limit of {limit / 2**20:g} MiB")
                 chunks.append(chunk)
     body = b"".join(chunks)
     environ["wsgi.input"] = io.BytesIO(body)
