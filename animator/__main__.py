@@ -180,8 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     from animator.errors import AnimatorError
     from animator.files import write_atomic as _write
 
+    # a YAML file is a scene, unless --motion is given: then it is a character's char_cfg.yaml
     is_scene = args.character is not None and os.path.isfile(args.character) \
-        and args.character.lower().endswith((".yaml", ".yml"))
+        and args.character.lower().endswith((".yaml", ".yml")) and not args.motion
     if args.print_retarget:
         if not args.motion:
             parser.error("--print-retarget needs --motion")
@@ -189,10 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.character is None:
         parser.error("CHARACTER_DIR or SCENE.yaml is required")
     if is_scene:
-        if args.motion or args.retarget:
-            parser.error("a scene file names its own motions and retarget configs: drop --motion/--retarget")
+        if args.retarget:
+            parser.error("a scene file names its own motions and retarget configs: drop --retarget")
         if args.size:
             parser.error("a scene file sets its size (view.WINDOW_DIMENSIONS): drop --size")
+        if args.background is not None or args.margin is not None:
+            parser.error("a scene file sets its background (view.BACKGROUND_IMAGE, view.CLEAR_COLOR) and its "
+                         "framing (view.CAMERA_POS, view.CAMERA_FWD): drop --background/--margin")
     else:
         if not args.motion:
             parser.error("the following arguments are required: --motion/-m")

@@ -496,30 +496,36 @@ def _close_slits(o: np.ndarray, background: int, box: tuple[int, int, int, int])
 
     A background pixel between two drawn ones, above and below or left and right, takes the colour
     of the one above (or left); filling can enclose a neighbouring empty pixel of the same slit,
-    hence a few passes. Only the drawn ``box`` (inclusive rows, cols) is looked at: no slit lies
-    outside it.
+    hence a few passes. Only the drawn ``box`` (inclusive rows, cols) is looked at, as no slit lies
+    outside it, and each later pass only around what the pass before filled: a pixel becomes a slit
+    only when a neighbour of it was filled.
     """
     height, width = o.shape
     r0, r1, c0, c1 = box
-    if r1 - r0 < 2 and c1 - c0 < 2:
-        return
-    sub = o[max(r0 - 1, 0):min(r1 + 2, height), max(c0 - 1, 0):min(c1 + 2, width)]
-    if sub.shape[0] < 3 or sub.shape[1] < 3:
-        return
-    mid = sub[1:-1, 1:-1]
     for _ in range(8):
+        # the region and a 1-pixel frame of neighbours around it
+        y0, y1, x0, x1 = max(r0 - 1, 0), min(r1 + 2, height), max(c0 - 1, 0), min(c1 + 2, width)
+        if y1 - y0 < 3 or x1 - x0 < 3:
+            return
+        sub = o[y0:y1, x0:x1]
+        mid = sub[1:-1, 1:-1]
         drawn = sub != background
         hole = ~drawn[1:-1, 1:-1]
         up = drawn[:-2, 1:-1] & drawn[2:, 1:-1]
         side = drawn[1:-1, :-2] & drawn[1:-1, 2:]
         side |= up
         hole &= side
-        if not hole.any():
-            break
+        rows = np.flatnonzero(hole.any(axis=1))
+        if not len(rows):
+            return
+        cols = np.flatnonzero(hole[rows[0]:rows[-1] + 1].any(axis=0))
         fill_up = hole & up
         np.copyto(mid, sub[:-2, 1:-1], where=fill_up)
         hole &= ~fill_up
         np.copyto(mid, sub[1:-1, :-2], where=hole)
+        # the next pass: around the filled pixels (mid's row i is o's row y0 + 1 + i)
+        r0, r1 = y0 + 1 + int(rows[0]) - 1, y0 + 1 + int(rows[-1]) + 1
+        c0, c1 = x0 + 1 + int(cols[0]) - 1, x0 + 1 + int(cols[-1]) + 1
 
 
 def _affine_coefficients(sprite: Sprite, verts: np.ndarray) -> np.ndarray:

@@ -330,14 +330,19 @@ class Characters:
 
     def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
                deadline: Deadline, timings: dict[str, float], base_url: str,
-               slot: Callable[[], AbstractContextManager[Any]]) -> tuple[Record, dict[str, str], list[str]]:
+               slot: Callable[[], AbstractContextManager[Any]],
+               max_frames: int | None = None) -> tuple[Record, dict[str, str], list[str]]:
         """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
-        rendered in parallel in the process pool (holding ``slot()`` while rendering). Returns the
-        record, ``{motion: url}`` in the asked order and the names that were cache hits."""
+        rendered in parallel in the process pool (holding ``slot()`` while rendering). ``max_frames``
+        (checked by :func:`parse_max_frames`) renders each clip in at most that many frames (a
+        preview). Returns the record, ``{motion: url}`` in the asked order and the names that were
+        cache hits."""
         record, _ = self.load(cid, deadline)
         if if_match is not None and not version_matches(if_match, record.version):
             raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
         options = self.pipeline.render_options(fmt, size)
+        if max_frames is not None:
+            options["max_frames"] = max_frames
         keys = {m.name: self.animation_key(record, m, options) for m in motions}
         urls: dict[str, str] = {}
         stored = _together(*[(lambda k=keys[m.name]: self.storage.exists(k, deadline)) for m in motions])
@@ -444,6 +449,27 @@ def _client_box(bbox: Sequence[float], work_scale: float, width: int, height: in
         raise BoxOutsideImage("the bbox is empty, smaller than 8 px, or outside the image "
                               "([left, top, right, bottom] in image pixels)")
     return box
+
+
+def parse_max_frames(raw: Any, settings) -> int | None:
+    """The optional ``max_frames`` of a render request (the whole clip in at most that many frames,
+    e.g. a quick preview): None when absent, else an integer from 1 to DOODLEPOD_RENDER_MAX_FRAMES
+    (when that setting caps every animation)."""
+    if raw is None or raw == "":
+        return None
+    value = None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    elif isinstance(raw, str) and raw.strip().isdigit():
+        value = int(raw.strip())
+    hi = settings.render_max_frames or MAX_FRAMES_LIMIT
+    if value is None or not 1 <= value <= hi:
+        raise BadRequest(f"'max_frames' must be an integer from 1 to {hi}, got {str(raw)[:40]!r}")
+    return value
+
+
+#: Largest ``max_frames`` a client may ask for when DOODLEPOD_RENDER_MAX_FRAMES sets no cap.
+MAX_FRAMES_LIMIT = 10_000
 
 
 def parse_size(raw: Any, settings) -> int:

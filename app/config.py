@@ -107,9 +107,15 @@ SETTINGS: tuple[Setting, ...] = (
             "motions), in KiB (413 beyond).", _positive_float),
     Setting("DOODLEPOD_MAX_IMAGE_PIXELS", "40000000", "Largest accepted image, in pixels (width x height; "
             "413 beyond), checked before the image is decoded.", int),
-    Setting("DOODLEPOD_MAX_INFLIGHT", "6", "Requests being animated at once per pod (across all workers); "
-            "one more gets 503 with Retry-After at once instead of waiting in a queue.", int),
-    Setting("DOODLEPOD_RETRY_AFTER_S", "3", "Value of the Retry-After header sent with 503 answers.", int),
+    Setting("DOODLEPOD_MAX_INFLIGHT", "0", "Requests being animated at once per pod (across all workers); "
+            "one more gets 503 with Retry-After at once instead of waiting in a queue. 0: as many as the "
+            "CPUs can run, one motion per CPU: ceil(CPUs / motions in DOODLEPOD_DEFAULT_MOTIONS), CPUs "
+            "from the affinity mask and the cgroup quota (a Kubernetes CPU limit).", _non_negative_int),
+    Setting("DOODLEPOD_RETRY_AFTER_S", "0", "Retry-After of 503 overloaded answers, in seconds. 0: measured, "
+            "the time until the first render slot is likely free (the moving average of completed "
+            "requests' render time minus the oldest slot's age; 2 s before the first request), 1-60 s; "
+            "other 503s (model server down, low disk) 3 s.",
+            _non_negative_int),
     Setting("DOODLEPOD_RENDER_PROCESSES", "0", "Processes per worker that decode, segment and render "
             "(CPU work never runs on the gevent loop); 0 means one per CPU.", _non_negative_int),
     Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
@@ -228,7 +234,20 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: Any) ->
         if key not in values:
             raise SettingsError(f"unknown setting override {key!r}")
         values[key] = value
+    if not values["max_inflight"]:
+        values["max_inflight"] = default_max_inflight(len(values["default_motions"]) or 1)
     return Settings(values)
+
+
+def default_max_inflight(motions_per_request: int, cpus: int | None = None) -> int:
+    """Requests the CPUs can animate at once: each CPU renders one motion at a time, a request
+    renders its motions in parallel, so ceil(CPUs / motions) requests keep every CPU busy without
+    queueing one request's motions behind another's (at least 1)."""
+    if cpus is None:
+        from .render_pool import available_cpus
+
+        cpus = available_cpus()
+    return max(1, -(-cpus // max(1, motions_per_request)))
 
 
 def unknown_variables(environ: Mapping[str, str] | None = None) -> list[str]:

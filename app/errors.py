@@ -246,7 +246,9 @@ def register(app: Flask) -> None:
         headers = dict(exc.headers)
         if isinstance(exc, Unavailable) and "Retry-After" not in headers:
             settings = app.config.get("SETTINGS")
-            headers["Retry-After"] = str(int(getattr(settings, "retry_after_s", 3)))
+            # 0 (the default) is automatic: overloaded answers carry a measured value of their own,
+            # the rest (model server down, low disk) a few seconds
+            headers["Retry-After"] = str(int(getattr(settings, "retry_after_s", 0) or 3))
         return error_response(exc.status, exc.code, exc.message, headers)
 
     def on_http_error(exc: HTTPException):

@@ -14,8 +14,10 @@ Only file existence is checked here; the configs are parsed by :mod:`animator` i
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -35,6 +37,7 @@ class Motion:
     retarget_cfg: Path
     description: str
     source: str  # "builtin" or the operator folder
+    seconds: float = 0.0  # playing time of the clip (see clip_seconds), read once when the library loads
 
     def as_json(self) -> dict:
         return {"name": self.name, "description": self.description, "source": self.source,
@@ -67,7 +70,8 @@ def load_library(folder: str | Path, source: str) -> dict[str, Motion]:
             if not path.is_file():
                 raise LibraryError(f"{index}: motion {name!r}: {field} config {entry[field]} not found")
             paths.append(path)
-        out[name] = Motion(name, paths[0], paths[1], str(entry.get("description", "")), source)
+        out[name] = Motion(name, paths[0], paths[1], str(entry.get("description", "")), source,
+                           clip_seconds(paths[0]))
     return out
 
 
@@ -77,3 +81,33 @@ def load_motions(extra_dir: str | Path | None = None) -> dict[str, Motion]:
     if extra_dir:
         motions.update(load_library(extra_dir, str(extra_dir)))
     return dict(sorted(motions.items()))
+
+
+def clip_seconds(motion_cfg: str | Path) -> float:
+    """Playing time in seconds of the clip a motion config plays (its BVH header and frame range),
+    0.0 when it cannot be read here (the render process reports the real error). Renders take about
+    as long as their clips, so the pipeline starts the longest first."""
+    try:
+        return _clip_seconds(str(motion_cfg), os.stat(motion_cfg).st_mtime)
+    except Exception:  # noqa: BLE001 - an estimate; the render names any problem
+        return 0.0
+
+
+@lru_cache(maxsize=256)
+def _clip_seconds(motion_cfg: str, _mtime: float) -> float:
+    from animator.config import load_motion_config
+
+    cfg = load_motion_config(motion_cfg)
+    frames = frame_time = None
+    with open(cfg.bvh_path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:  # the header only: 'Frames:' and 'Frame Time:' follow the hierarchy
+            key, _, value = line.strip().partition(":")
+            if key == "Frames":
+                frames = int(value)
+            elif key == "Frame Time":
+                frame_time = float(value)
+                break
+    if not frames or not frame_time:
+        return 0.0
+    start, end = cfg.frame_range(frames)
+    return (end - start) * (cfg.frame_time or frame_time)

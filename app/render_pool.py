@@ -22,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import fcntl
 import logging
+import math
 import multiprocessing
 import os
 import pickle
@@ -191,7 +192,7 @@ class RenderPool:
     """
 
     def __init__(self, processes: int = 0, spill_dir: str | Path | None = None) -> None:
-        self.processes = processes or os.cpu_count() or 1
+        self.processes = processes or available_cpus()
         self._executor: cf.ProcessPoolExecutor | None = None
         self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.mkdtemp(prefix="doodlepod-spill-"))
         self.spill_dir.mkdir(parents=True, exist_ok=True)
@@ -284,8 +285,33 @@ class RenderPool:
             self._executor = None
 
 
+def available_cpus(cpu_max: str | Path = "/sys/fs/cgroup/cpu.max") -> int:
+    """CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota (``cpu_max``,
+    "QUOTA PERIOD" in microseconds, what a Kubernetes CPU limit sets), rounded up; at least 1."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        quota, period = Path(cpu_max).read_text().split()[:2]
+        if quota != "max" and float(period) > 0:
+            n = min(n, max(1, math.ceil(float(quota) / float(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
 class InflightSlots:
-    """``count`` non-blocking slots shared by every process that uses the same ``folder``."""
+    """``count`` non-blocking slots shared by every process that uses the same ``folder``.
+
+    The folder also keeps what an honest Retry-After needs: each held slot's file holds the time it
+    was taken, and ``durations`` the moving average of how long a slot is held by a request that
+    completes (:meth:`Slot.release` with ``completed=True``). :meth:`retry_after` is then the time
+    until the first held slot is expected to be free.
+    """
+
+    #: weight of the newest duration in the moving average
+    SMOOTHING = 0.3
 
     def __init__(self, folder: str | Path, count: int) -> None:
         self.folder = Path(folder)
@@ -305,21 +331,65 @@ class InflightSlots:
             except BlockingIOError:
                 os.close(fd)
                 continue
-            return Slot(fd)
+            return Slot(fd, self)
         return None
+
+    def mean_duration(self) -> float | None:
+        """Moving average of the seconds a completed request held its slot, or None before the first."""
+        try:
+            value = float((self.folder / "durations").read_text())
+        except (OSError, ValueError):
+            return None
+        return value if math.isfinite(value) and value >= 0 else None
+
+    def record(self, seconds: float) -> None:
+        """Fold one completed request's slot time into the moving average (a lost race between two
+        workers loses one sample, which an average shrugs off)."""
+        old = self.mean_duration()
+        value = seconds if old is None else (1 - self.SMOOTHING) * old + self.SMOOTHING * seconds
+        tmp = self.folder / f"durations.{os.getpid()}"
+        tmp.write_text(f"{value:.4f}")
+        os.replace(tmp, self.folder / "durations")
+
+    def retry_after(self, fallback: float = 2.0, longest: int = 60) -> int:
+        """Whole seconds until a slot is likely free: the mean slot time minus how long the oldest
+        holder has had its slot (``fallback`` seconds as the mean before any request completed);
+        1 .. ``longest``."""
+        mean = self.mean_duration() or fallback
+        now = time.time()
+        remaining = mean
+        for i in range(self.count):
+            try:
+                taken = float((self.folder / f"slot-{i}").read_text() or "nan")
+            except (OSError, ValueError):
+                continue
+            if math.isfinite(taken):
+                remaining = min(remaining, mean - (now - taken))
+        return int(min(longest, max(1, math.ceil(remaining))))
 
 
 class Slot:
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, slots: InflightSlots | None = None) -> None:
         self._fd: int | None = fd
+        self._slots = slots
+        self.taken = time.time()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{self.taken:.3f}".encode(), 0)  # read by InflightSlots.retry_after
 
-    def release(self) -> None:
+    def release(self, completed: bool = False) -> None:
+        """Give the slot back; ``completed``: the request rendered, so its time joins the average."""
         if self._fd is not None:
+            os.ftruncate(self._fd, 0)
             os.close(self._fd)  # closing the file drops its flock
             self._fd = None
+            if completed and self._slots is not None:
+                try:
+                    self._slots.record(time.time() - self.taken)
+                except OSError as exc:
+                    log.warning("cannot record the render time for Retry-After: %s", exc)
 
     def __enter__(self) -> "Slot":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.release()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self.release(completed=exc_type is None)

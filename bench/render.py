@@ -109,6 +109,76 @@ def pillow_floor(gif: Path) -> dict:
             "frames": len(frames), "mode": frames[-1].mode}
 
 
+#: Run in a child with PYTHONPATH at a code root: CPU seconds per stage of one render, each stage
+#: alone on one thread (rasterising and GIF compression otherwise overlap on worker threads, which
+#: blurs a per-stage split). Works with any of our revisions: it only relies on animator.render,
+#: rasterize.rasterize, encode.encode_gif and encode._lzw, which all have kept their signatures.
+STAGES_CHILD = r"""
+import json, os, sys, time
+c0 = time.process_time()
+import animator, animator.api, animator.encode as E, animator.rasterize as R
+imports = time.process_time() - c0
+motion, fps, w, h = sys.argv[1:5]
+t = time.process_time()
+ch = animator.load_character("examples/characters/char1")
+mc = animator.load_motion_config(f"examples/config/motion/{motion}.yaml")
+rc = animator.load_retarget_config(f"examples/config/retarget/{sys.argv[5]}.yaml")
+load = time.process_time() - t
+cap = {}
+real_r, real_e = R.rasterize, E.encode_gif
+def spy_r(*a, **k):
+    cap["r"] = (a, k)
+    return real_r(*a, **k)
+def spy_e(frames, *a, **k):
+    cap["e"] = (a, k)
+    return real_e(frames, *a, **k)
+R.rasterize, E.encode_gif = spy_r, spy_e
+opts = animator.RenderOptions(width=int(w), height=int(h), fps=fps if fps == "native" else float(fps), threads=1)
+wall_clock = time.perf_counter
+time.perf_counter = time.thread_time  # render's stage clock counts this thread's CPU, not the wall
+res = animator.render(ch, mc, rc, opts)
+time.perf_counter = wall_clock
+R.rasterize, E.encode_gif = real_r, real_e
+st = res.timings_ms
+out = {"imports": imports * 1e3, "load": load * 1e3}
+for k in ("retarget", "setup", "deform", "sprite"):
+    out[k] = st.get(k, 0.0)
+best = {}
+def keep(stage, t):
+    best[stage] = min(best.get(stage, 1e9), time.process_time() - t)
+for _ in range(2):  # best of two: the machine is shared
+    a, k = cap["r"]
+    t = time.process_time()
+    frames = list(real_r(*a, **dict(k, threads=1)))
+    keep("rasterize", t)
+    a, k = cap["e"]
+    lzw, blocks = E._lzw, []
+    E._lzw = lambda b, bits=8: blocks.append((b, bits)) or b""
+    t = time.process_time()
+    real_e(iter(frames), *a, **dict(k, threads=1))
+    keep("gif deltas", t)
+    E._lzw = lzw
+    t = time.process_time()
+    for b, bits in blocks:
+        lzw(b, bits)
+    keep("gif LZW", t)
+    del frames
+out.update({k: v * 1e3 for k, v in best.items()})
+print(json.dumps(out))
+"""
+
+
+def stage_cpu(code_root: Path, motion: str, fps: str, size: str) -> dict[str, float]:
+    """CPU ms per stage of one render with the code at ``code_root`` (see :data:`STAGES_CHILD`)."""
+    w, h = size.lower().split("x")
+    env = dict(os.environ, PYTHONPATH=str(code_root), OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", STAGES_CHILD, motion, fps if fps != "default" else "25", w, h,
+                          RETARGET.get(motion, "fair1_ppf")], cwd=AD, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"stage timing failed: {out.stderr.strip()[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def write_scene(folder: Path, size: str) -> Path:
     """A two-character scene file (char1 + dab, char2 + jumping jacks, a gradient background)."""
     import numpy as np
@@ -164,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--args", default="", help="extra animator options for ours and the baseline, e.g. '--margin 80'")
     ap.add_argument("--target", type=float, default=3.0, help="speed-up over the baseline to report as met (3)")
     ap.add_argument("--no-floor", action="store_true", help="skip Pillow's save_all floor")
+    ap.add_argument("--stages", action="store_true", help="also print CPU ms per stage, each stage alone on one "
+                    "thread, for ours and the baseline (where the time goes)")
     ap.add_argument("--keep", help="keep the outputs in this folder")
     ap.add_argument("--json", help="also write the figures to this JSON file")
     ap.add_argument("--scene", action="store_true", help="also time a two-character scene file (see above)")
@@ -241,6 +313,21 @@ def main(argv: list[str] | None = None) -> int:
                       f"{'met' if s['bytes'] <= o['bytes'] else 'MISSED'} ({s['bytes']:,} vs {o['bytes']:,} bytes, "
                       f"{'byte-identical' if same else 'different bytes'}); peak memory no higher: "
                       f"{'met' if s['peak_mb'] <= o['peak_mb'] else 'MISSED'}")
+            if args.stages:
+                roots = [("ours", REPO)] + ([("base", base.dir)] if base else [])
+                cpu = {name: stage_cpu(root, motion, args.fps, args.size) for name, root in roots}
+                print(f"  CPU ms per stage, each alone on one thread (load average {load_avg()}):")
+                print(f"  {'stage':<12}" + "".join(f"{name:>9}" for name, _ in roots)
+                      + ("   base/ours" if base else ""))
+                for stage in cpu["ours"]:
+                    line = f"  {stage:<12}" + "".join(f"{cpu[name].get(stage, 0):>9.0f}" for name, _ in roots)
+                    if base and cpu["ours"][stage] > 0:
+                        line += f"   {cpu['base'].get(stage, 0) / cpu['ours'][stage]:>8.2f}x"
+                    print(line)
+                tot = {name: sum(v.values()) for name, v in cpu.items()}
+                print(f"  {'sum':<12}" + "".join(f"{tot[name]:>9.0f}" for name, _ in roots)
+                      + (f"   {tot['base'] / tot['ours']:>8.2f}x" if base else ""))
+                summary["stages_cpu_ms"] = cpu
             row["summary"] = summary
             report["rows"].append(row)
             if args.scene and motion == motions[0]:

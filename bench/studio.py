@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -34,8 +33,12 @@ TOKEN = "bench-token"
 
 
 def pct(values: list[float], q: float) -> float:
+    """The q-th percentile, linearly interpolated (the median for q=50)."""
     values = sorted(values)
-    return values[min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))]
+    k = q / 100 * (len(values) - 1)
+    lo = int(k)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
 def main() -> int:
@@ -70,6 +73,9 @@ def main() -> int:
     finally:
         if app is not None:
             app.stop()
+            slow = [line for line in app.log_text().splitlines() if _slow(line)]
+            if slow:
+                print("\nslow steps in the app's log (> 1 s):\n  " + "\n  ".join(slow[-20:]))
         ts.stop()
         stack.remove(ts_dir)
         stack.remove(app_dir)
@@ -86,12 +92,20 @@ def main() -> int:
             values = [f[key] for f in rows]
             print(f"  {label:28s} p50 {pct(values, 50):6.0f} ms  p90 {pct(values, 90):6.0f} ms  "
                   f"max {max(values):6.0f} ms")
-        p50 = statistics.median(f["ms"] for f in rows)
+        p50 = pct([f["ms"] for f in rows], 50)
         passed = p50 <= TARGET_MS
         ok &= passed
         print(f"  Save -> first preview frame p50 {p50:.0f} ms (target <= {TARGET_MS:.0f} ms): "
               f"{'PASS' if passed else 'FAIL'}")
     return 0 if ok or args.no_fail else 1
+
+
+def _slow(line: str, limit_ms: float = 1000.0) -> bool:
+    """A log line timing one step (``stage=... ms=``, ``-> 200 in ... ms``) above ``limit_ms``."""
+    import re
+
+    m = re.search(r"(?:\bms=|\bin )([0-9.]+)(?: ms)?", line)
+    return bool(m) and ("stage=" in line or " -> " in line) and float(m.group(1)) > limit_ms
 
 
 def run_rounds(browser, url: str, args) -> list[dict]:

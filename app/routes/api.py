@@ -82,14 +82,16 @@ def render_slot() -> Iterator[None]:
     svc = services()
     slot = svc.slots.try_acquire()
     if slot is None:
-        raise Overloaded(f"all {svc.settings.max_inflight} render slots are busy; retry in "
-                         f"{svc.settings.retry_after_s} s", svc.settings.retry_after_s)
+        wait = svc.settings.retry_after_s or svc.slots.retry_after()  # 0: measured, see InflightSlots
+        raise Overloaded(f"all {svc.settings.max_inflight} render slots are busy; retry in {wait} s", wait)
     metrics.RENDERS_IN_FLIGHT.inc()
+    completed = False
     try:
         yield
+        completed = True
     finally:
         metrics.RENDERS_IN_FLIGHT.dec()
-        slot.release()
+        slot.release(completed=completed)  # a completed request's slot time feeds the Retry-After estimate
 
 
 def base_url() -> str:

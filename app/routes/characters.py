@@ -14,7 +14,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from animator import FORMATS
 
-from ..characters import Edit, parse_size, version_matches
+from ..characters import Edit, parse_max_frames, parse_size, version_matches
 from ..errors import BadMask, BadRequest
 from ..services import services
 from .animate import (
@@ -157,7 +157,8 @@ def delete_character(cid: str):
 
 @bp.post("/characters/<cid>/animations")
 def animate_character(cid: str):
-    """``motions`` (names, repeated or comma-separated), ``format``, ``size``: form fields or JSON; a
+    """``motions`` (names, repeated or comma-separated), ``format``, ``size``, ``max_frames`` (optional:
+    the whole clip in at most that many frames, for quick previews): form fields or JSON; a
     multipart request may add the client's own clip (file ``bvh``, optional ``start_frame``,
     ``end_frame``), answered under ``upload``."""
     deadline = request_deadline()
@@ -166,14 +167,15 @@ def animate_character(cid: str):
     if request.mimetype == "application/json":
         body = json_body()
         if not isinstance(body, dict):
-            raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?}')
+            raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?, "max_frames"?}')
         raw = body.get("motions")
         motions = [raw] if isinstance(raw, str) else raw
         if motions is not None and not (isinstance(motions, list) and all(isinstance(m, str) for m in motions)):
             raise BadRequest("'motions' must be a list of motion names (GET /motions lists them)")
-        fmt, size = body.get("format"), body.get("size")
+        fmt, size, max_frames = body.get("format"), body.get("size"), body.get("max_frames")
     else:
         motions, fmt, size = request.form.getlist("motions"), request.form.get("format"), request.form.get("size")
+        max_frames = request.form.get("max_frames")
         if request.files:
             unknown = set(request.files) - {"bvh"}
             if unknown:
@@ -182,6 +184,7 @@ def animate_character(cid: str):
     if fmt not in FORMATS:
         raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
     side = parse_size(size, settings)
+    frames = parse_max_frames(max_frames, settings)
     if fmt == "mp4" and side % 2:
         raise BadRequest(f"MP4 needs an even size, got {side}")
     clip = uploaded_clip() if request.files else None  # the client's own BVH clip, if any
@@ -189,7 +192,8 @@ def animate_character(cid: str):
         chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
         timings: dict[str, float] = {}
         record, urls, hits = services().characters.render(cid, chosen, fmt, side, request.headers.get("If-Match"),
-                                                          deadline, timings, base_url(), render_slot)
+                                                          deadline, timings, base_url(), render_slot,
+                                                          max_frames=frames)
     finally:
         if clip is not None:
             clip.remove()

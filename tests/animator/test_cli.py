@@ -206,3 +206,10 @@ def test_an_unrecognised_skeleton_without_retarget_is_exit_1_listing_what_is_mis
     assert r.returncode == 1
     assert "bird.bvh" in r.stderr and "no left forearm" in r.stderr and "no right forearm" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_char_cfg_file_with_motion_is_a_character_not_a_scene(tmp_path):
+    r = run(f"{CHAR}/char_cfg.yaml", "-m", DAB, "-r", FAIR, "-o", tmp_path / "c.gif", "--max-frames", "3")
+    assert r.returncode == 0, r.stderr
+    with Image.open(tmp_path / "c.gif") as im:
+        assert im.n_frames == 3

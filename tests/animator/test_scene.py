@@ -222,6 +222,8 @@ def test_cli_renders_a_scene_file_to_its_output_path(tmp_path):
     assert all(len(c["frames"]) == 4 and len(c["frames"][0]) == 16 for c in doc["characters"])
     r = _cli("scene.yaml", "--size", "100x100", cwd=tmp_path)
     assert r.returncode == 2 and "WINDOW_DIMENSIONS" in r.stderr
+    r = _cli("scene.yaml", "--background", "white", cwd=tmp_path)
+    assert r.returncode == 2 and "CLEAR_COLOR" in r.stderr
 
 
 def test_cli_interactive_scene_needs_an_output(tmp_path):

@@ -485,7 +485,9 @@ def test_render_processes_fit_the_cpu_request(label, spec, docs):
     settings = app_config().load_settings(environ=effective_env(app, docs))
     cpus = quantity(app["resources"]["requests"]["cpu"])
     assert 1 <= settings.render_processes * settings.workers <= cpus, (settings.render_processes, cpus)
-    assert settings.max_inflight >= settings.render_processes
+    # as many requests in flight as those CPUs can run, one motion per CPU (app/config.py's rule)
+    assert settings.max_inflight == app_config().default_max_inflight(
+        len(settings.default_motions), cpus=settings.render_processes * settings.workers)
 
 
 @pytest.mark.parametrize("label,spec,docs", [pytest.param(*s, id=s[0]) for s in pod_specs()])

@@ -35,7 +35,7 @@ export function sameOrigin(url) {
 }
 
 /** fetch() -> parsed JSON (null for 204), or an ApiError. */
-export async function call(method, path, { json, form, ifMatch } = {}) {
+export async function call(method, path, { json, form, ifMatch, signal } = {}) {
   const headers = { Accept: "application/json", ...authHeaders() };
   let body;
   if (json !== undefined) {
@@ -47,8 +47,9 @@ export async function call(method, path, { json, form, ifMatch } = {}) {
   if (ifMatch) headers["If-Match"] = ifMatch;
   let response;
   try {
-    response = await fetch(path, { method, headers, body });
-  } catch {
+    response = await fetch(path, { method, headers, body, signal });
+  } catch (err) {
+    if (err?.name === "AbortError") throw new ApiError(0, "aborted", "the page no longer needs this answer");
     throw new ApiError(0, "network", "network error");
   }
   if (!response.ok) throw await errorFrom(response.status, () => response.json(), response.headers);

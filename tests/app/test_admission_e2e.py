@@ -1,0 +1,83 @@
+"""Admission end to end: a pod admits what its CPUs can run, and its 503s say honestly when to retry.
+
+Real gunicorn with gevent workers and a render process pool, real HTTP on loopback. Requests send
+their own joints, so no model is called (TorchServe's address points at a closed port).
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import requests
+
+from app.config import default_max_inflight
+from app.render_pool import available_cpus
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "torchserve_fake"))
+import stack  # noqa: E402
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+SLOW = "dab,jumping,zombie,wave_hello,jumping_jacks"  # several CPU-seconds at 160 px on any machine
+
+
+@pytest.fixture(scope="module")
+def app():
+    """Default admission settings (DOODLEPOD_MAX_INFLIGHT and DOODLEPOD_RETRY_AFTER_S unset)."""
+    workdir = stack.make_workdir("dp-admission-")
+    closed = f"http://127.0.0.1:{stack.free_port()}"
+    server = stack.Gunicorn(workdir, {"DOODLEPOD_TORCHSERVE_URL": closed, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": closed,
+                                      "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RENDER_SIZE": "160"})
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        stack.remove(workdir)
+
+
+@pytest.fixture(scope="module")
+def page():
+    image, joints = stack.page_with_character("char1", (800, 700), (150, 50))
+    return stack.encode(image), json.dumps({k: list(v) for k, v in joints.items()})
+
+
+def _post(server, page, motions: str) -> requests.Response:
+    data, joints = page
+    return requests.post(f"{server.url}/animate", files={"image": ("drawing.png", data, "image/png")},
+                         data={"joints": joints, "motions": motions}, timeout=300)
+
+
+def _in_flight(server) -> float:
+    text = requests.get(f"{server.url}/metrics", timeout=10).text
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
+
+
+def test_admits_what_the_cpus_can_run_and_retry_after_is_measured(app, page):
+    slots = default_max_inflight(3, available_cpus())           # 3 default motions, this machine's CPUs
+    assert f"max_inflight={slots} " in app.log_text()
+    # one completed request: its slot time becomes the estimate
+    t0 = time.monotonic()
+    first = _post(app, page, SLOW)
+    took = time.monotonic() - t0
+    assert first.status_code == 200, first.text
+    with ThreadPoolExecutor(slots) as pool:
+        busy = [pool.submit(_post, app, page, SLOW) for _ in range(slots)]
+        stack.wait_for(lambda: _in_flight(app) == slots, 60, f"{slots} renders in flight")
+        t1 = time.monotonic()
+        resp = _post(app, page, "dab")
+        answered = time.monotonic() - t1
+        assert resp.status_code == 503 and resp.json()["error"] == "overloaded", resp.text
+        assert answered < 0.5, f"the 503 took {answered:.2f} s"
+        retry = int(resp.headers["Retry-After"])
+        # about the time a request like the first holds a slot, less what the holders have had
+        assert max(1, math.ceil(took - (time.monotonic() - t1) - 2.0)) <= retry <= math.ceil(took) + 1, (retry, took)
+        assert f"retry in {retry} s" in resp.json()["message"]
+        for f in busy:
+            assert f.result(timeout=300).status_code == 200
+    assert _in_flight(app) == 0

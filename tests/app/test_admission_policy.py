@@ -1,0 +1,93 @@
+"""How many requests a pod admits (from its CPUs) and the Retry-After its 503s carry (measured)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app import render_pool
+from app.config import default_max_inflight, load_settings
+from app.render_pool import InflightSlots, available_cpus
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("cpus,motions,want", [(2, 3, 1), (3, 3, 1), (4, 3, 2), (8, 3, 3), (16, 1, 16), (1, 5, 1)])
+def test_admitted_requests_are_what_the_cpus_can_run(cpus, motions, want):
+    """One motion per CPU: enough requests to keep every CPU busy, not so many that one request's
+    motions queue behind another's."""
+    assert default_max_inflight(motions, cpus=cpus) == want
+
+
+def test_settings_derive_max_inflight_unless_set():
+    auto = load_settings({})
+    assert auto.max_inflight == default_max_inflight(len(auto.default_motions))
+    assert load_settings({"DOODLEPOD_MAX_INFLIGHT": "5"}).max_inflight == 5
+    one = load_settings({"DOODLEPOD_DEFAULT_MOTIONS": "dab"})
+    assert one.max_inflight == available_cpus()
+    with pytest.raises(Exception, match="DOODLEPOD_MAX_INFLIGHT"):
+        load_settings({"DOODLEPOD_MAX_INFLIGHT": "-1"})
+
+
+def test_available_cpus_follows_the_affinity_mask_and_the_cgroup_quota(tmp_path):
+    code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+            "from app.render_pool import available_cpus; print(available_cpus())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+    cpu_max = tmp_path / "cpu.max"
+    cpu_max.write_text("150000 100000\n")   # a limit of 1.5 CPUs
+    assert available_cpus(cpu_max) == min(2, available_cpus())
+    cpu_max.write_text("max 100000\n")      # no limit
+    assert available_cpus(cpu_max) == available_cpus(tmp_path / "missing")
+
+
+def test_retry_after_is_the_time_until_a_slot_is_likely_free(tmp_path, monkeypatch):
+    slots = InflightSlots(tmp_path, 1)
+    held = slots.try_acquire()
+    assert held is not None and slots.try_acquire() is None
+    assert slots.retry_after(fallback=2.0) == 2          # nothing measured yet
+    slots.record(10.0)
+    slots.record(0.0)                                    # moving average: 0.7 * 10 + 0.3 * 0
+    assert slots.mean_duration() == pytest.approx(7.0)
+    assert slots.retry_after() == 7                      # the slot was just taken
+    now = render_pool.time.time()
+    monkeypatch.setattr(render_pool.time, "time", lambda: now + 4.5)
+    assert slots.retry_after() == 3                      # held 4.5 s of the usual 7
+    monkeypatch.setattr(render_pool.time, "time", lambda: now + 30)
+    assert slots.retry_after() == 1                      # overdue: soon, but never 0
+    slots.record(500.0)
+    monkeypatch.setattr(render_pool.time, "time", lambda: now)
+    assert slots.retry_after(longest=60) == 60           # capped
+    held.release()
+
+
+def test_only_completed_requests_feed_the_average_and_every_worker_sees_it(tmp_path):
+    slots = InflightSlots(tmp_path, 2)
+    with pytest.raises(ValueError):
+        with slots.try_acquire():
+            raise ValueError("a bad upload: its quick 400 says nothing about render time")
+    assert slots.mean_duration() is None
+    with slots.try_acquire():
+        pass
+    other_worker = InflightSlots(tmp_path, 2)
+    assert other_worker.mean_duration() is not None and other_worker.mean_duration() < 1.0
+    # a free slot's file is empty, so only held slots' ages count
+    assert all((tmp_path / f"slot-{i}").read_text() == "" for i in range(2))
+
+
+def test_clip_seconds_is_the_clips_playing_time_so_the_longest_starts_first():
+    """The pipeline submits motions longest clip first; the estimate (BVH header and frame range
+    only) must agree with what the animator plays."""
+    import animator
+    from app.motions import clip_seconds, load_motions
+
+    lib = load_motions()
+    for name in ("dab", "jumping", "zombie", "jumping_jacks"):
+        m = lib[name]
+        full = animator.retarget(animator.load_character(REPO / "tests/fixtures/animated_drawings/examples/characters/char1"),
+                                 animator.load_motion_config(m.motion_cfg), animator.load_retarget_config(m.retarget_cfg))
+        assert m.seconds == clip_seconds(m.motion_cfg) == pytest.approx(full.n_frames * full.frame_time_s, rel=1e-6), name
+    assert sorted(["dab", "jumping", "zombie"], key=lambda n: lib[n].seconds, reverse=True) == \
+        ["zombie", "dab", "jumping"]
