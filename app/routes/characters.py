@@ -97,7 +97,7 @@ _EDIT_FIELDS = {"bbox", "joints"}
 
 
 def _read_edit() -> Edit:
-    if request.mimetype == "application/json":
+    if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)
         body = json_body()
         if not isinstance(body, dict):
             raise BadRequest('expected a JSON object {"bbox"?, "joints"?}')
@@ -164,7 +164,7 @@ def animate_character(cid: str):
     deadline = request_deadline()
     read_body(deadline)
     settings = services().settings
-    if request.mimetype == "application/json":
+    if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)
         body = json_body()
         if not isinstance(body, dict):
             raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?, "max_frames"?}')
