@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -45,43 +44,18 @@ def create_app(**overrides: Any):
 
     # Imports that need PROMETHEUS_MULTIPROC_DIR set come after runtime_dir().
     from . import errors
-    from .characters import Characters
     from .hooks import install_hooks
     from .loop import under_gevent
-    from .motions import load_motions
-    from .pipeline import Pipeline
-    from .render_pool import InflightSlots, RenderPool
     from .routes import register_blueprints
-    from .services import EXTENSION, Services
-    from .storage import from_settings
-    from .torchserve import TorchServeClient
+    from .services import EXTENSION, build_services
 
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = int(settings.max_upload_mb * 2**20)
     app.config["SETTINGS"] = settings
     app.json.sort_keys = False
 
-    # Spill files (images and renders on their way to and from the render processes) and uploaded
-    # clips go to the temp folder, not the runtime folder: that one holds only small state (slots,
-    # metric files) on a small volume of its own.
-    scratch = Path(tempfile.mkdtemp(prefix=f"doodlepod-scratch-{os.getpid()}-"))
-    atexit.register(shutil.rmtree, scratch, True)
-    pool = RenderPool(settings.render_processes, scratch / "spill")
-    storage = from_settings(settings)
-    torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
-                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
-    pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=scratch)
-    services = Services(
-        settings=settings,
-        motions=load_motions(settings.motions_dir or None),
-        storage=storage,
-        torchserve=torchserve,
-        pool=pool,
-        slots=InflightSlots(run_dir / "slots", settings.max_inflight),
-        pipeline=pipeline,
-        characters=Characters(settings, pipeline, storage),
-        runtime_dir=run_dir,
-    )
+    services = build_services(settings, run_dir, f"spill-{os.getpid()}")
+    pool, storage = services.pool, services.storage
     app.extensions[EXTENSION] = services
     errors.register(app)
     install_hooks(app)

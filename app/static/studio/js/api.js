@@ -126,7 +126,7 @@ const WORDS = {
   network: "Cannot reach the server. Check the connection and try again.",
   unauthorized: "This server needs an API token: paste it in the “API token” field at the top.",
   too_large: "That photo is too large.",
-  unsupported_type: "That file is not a photo the server reads. Use a PNG, JPEG or WebP photo.",
+  unsupported_type: "That file is not a photo the server reads.", // the server's message lists the types
   unreadable_image: "That file could not be read as a picture (is it damaged or empty?).",
   no_character: "No drawing was found in the photo. Try a photo of one figure on plain paper, " +
     "filling most of the frame, in good light.",
