@@ -21,13 +21,11 @@ immediate (<= 1 s) 503; no 500 for anyone; nothing left running after the stack 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import random
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -162,7 +160,8 @@ class Soak:
 
     def multipart(self, fields: dict[str, str], image: bytes) -> tuple[bytes, bytes]:
         b = "soakboundary"
-        parts = [f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()]
+        parts = [f'--{b}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+                 for k, v in fields.items()]
         parts.append(f'--{b}\r\nContent-Disposition: form-data; name="image"; filename="d.png"\r\n'
                      "Content-Type: image/png\r\n\r\n".encode() + image + f"\r\n--{b}--\r\n".encode())
         return b"".join(parts), f"multipart/form-data; boundary={b}".encode()
@@ -249,7 +248,8 @@ class Soak:
             ts.set_control(pose={"mode": "fractions",
                                  "fractions": stack.pose_fractions(self.inputs.page, {
                                      k: tuple(v) for k, v in self.inputs.joints.items()})})
-            env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
+            env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url,
+                   "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
                    "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_MAX_UPLOAD_MB": "2",
                    "DOODLEPOD_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S), "DOODLEPOD_WORKERS": str(self.args.workers),
                    "DOODLEPOD_RENDER_PROCESSES": str(self.args.render_processes)}
@@ -265,12 +265,12 @@ class Soak:
                 t.start()
             end = time.monotonic() + self.args.duration
             while time.monotonic() < end:
-                tracked |= descendants(app.proc.pid) | descendants(ts.proc.pid)
+                tracked |= descendants(app.proc.pid) | descendants(ts.server.proc.pid)
                 time.sleep(1.0)
             self.stop.set()
             for t in threads:
                 t.join(90)
-            tracked |= descendants(app.proc.pid) | descendants(ts.proc.pid)
+            tracked |= descendants(app.proc.pid) | descendants(ts.server.proc.pid)
             log = app.log_text()
             restarts = log.count("Booting worker") - booted
             timeouts = log.count("WORKER TIMEOUT")
@@ -302,7 +302,8 @@ class Soak:
         checks = [
             ("no worker restart", restarts == 0 and timeouts == 0, f"{restarts} restarts, {timeouts} timeouts"),
             ("/healthz p99 < 250 ms", hp99 < 250 and self.health_errors == 0,
-             f"p50 {pct(self.health, 50) * 1e3:.1f} ms, p99 {hp99:.1f} ms, max {max(self.health, default=0) * 1e3:.1f} ms, "
+             f"p50 {pct(self.health, 50) * 1e3:.1f} ms, p99 {hp99:.1f} ms, "
+             f"max {max(self.health, default=0) * 1e3:.1f} ms, "
              f"{len(self.health)} probes, {self.health_errors} failed"),
             ("good requests: 200 or immediate 503", bool(good) and not bad_good,
              f"{sum(1 for st, _ in good if st == 200)} x 200, {sum(1 for st, _ in good if st == 503)} x 503, "
