@@ -35,6 +35,13 @@ serve-app: venv ## only the app (gunicorn, gevent workers) on DOODLEPOD_* settin
 bench-load: venv ## load benchmark: fake-model TorchServe + app, 1 client then 16 clients for 60 s (bench/load.py --help)
 	$(PY) bench/load.py
 
+.PHONY: bench-jobs serve-worker
+bench-jobs: venv ## async jobs benchmark: 200 jobs by 16 clients on Redis + 2 render workers, then the same renders synchronously (bench/jobs.py --help)
+	$(PY) bench/jobs.py
+
+serve-worker: venv ## only the render worker (python -m app.worker) on DOODLEPOD_* settings; Redis and TorchServe must be running
+	$(PY) -m app.worker
+
 # --- model (issue 2) ---
 MODEL_STORE ?= build/model-store
 WEIGHTS_DIR ?= $(DOODLEPOD_CACHE)/weights

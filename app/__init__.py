@@ -44,37 +44,18 @@ def create_app(**overrides: Any):
 
     # Imports that need PROMETHEUS_MULTIPROC_DIR set come after runtime_dir().
     from . import errors
-    from .characters import Characters
     from .hooks import install_hooks
     from .loop import under_gevent
-    from .motions import load_motions
-    from .pipeline import Pipeline
-    from .render_pool import InflightSlots, RenderPool
     from .routes import register_blueprints
-    from .services import EXTENSION, Services
-    from .storage import from_settings
-    from .torchserve import TorchServeClient
+    from .services import EXTENSION, build_services
 
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = int(settings.max_upload_mb * 2**20)
     app.config["SETTINGS"] = settings
     app.json.sort_keys = False
 
-    pool = RenderPool(settings.render_processes, run_dir / f"spill-{os.getpid()}")
-    storage = from_settings(settings)
-    torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
-                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
-    pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir)
-    services = Services(
-        settings=settings,
-        motions=load_motions(settings.motions_dir or None),
-        storage=storage,
-        torchserve=torchserve,
-        pool=pool,
-        slots=InflightSlots(run_dir / "slots", settings.max_inflight),
-        pipeline=pipeline,
-        characters=Characters(settings, pipeline, storage),
-    )
+    services = build_services(settings, run_dir, f"spill-{os.getpid()}")
+    pool, storage = services.pool, services.storage
     app.extensions[EXTENSION] = services
     errors.register(app)
     install_hooks(app)

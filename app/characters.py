@@ -206,9 +206,13 @@ class Characters:
         files = self._rig_files(record, deadline, timings, texture=crop.texture, mask=crop.mask)
         with p._stage(timings, "store"):
             record.files["image"] = self._key(cid, "image.png")
-            self._put(record.files["image"], img.png, deadline)
-            self._store_files(record, files, deadline)
-            self.storage.put_if(self._key(cid, DOCUMENT), record.to_json(), "application/json", deadline, None)
+            try:
+                self._put(record.files["image"], img.png, deadline)
+                self._store_files(record, files, deadline)
+                self.storage.put_if(self._key(cid, DOCUMENT), record.to_json(), "application/json", deadline, None)
+            except BaseException:
+                self._discard(cid, [""])  # nothing was published: remove what was written
+                raise
         metrics.CHARACTER_EDITS.labels(change="create").inc()
         log.info("character %s created: box=%s detections=%d", cid, record.box, len(detections))
         return record
@@ -234,9 +238,21 @@ class Characters:
             for name in changed:
                 record.files[name] = self._key(record.id, f"{grid}/{FILE_NAMES[name]}")
         record.files["overlay"] = self._key(record.id, f"{record.rev}/{FILE_NAMES['overlay']}")
-        for name in (*changed, "overlay"):
-            self._put(record.files[name], files[name], deadline)
+        try:
+            _together(*[(lambda n=name: self._put(record.files[n], files[n], deadline))
+                        for name in (*changed, "overlay")])
+        except BaseException:
+            self._discard(record.id, written)
+            raise
         return written
+
+    def _discard(self, cid: str, folders: list[str]) -> None:
+        """Best effort: delete folders an edit wrote but will not publish (the expiry catches the rest)."""
+        for folder in folders:
+            try:
+                self.storage.delete_prefix(self._key(cid, folder), Deadline(10))
+            except Exception:  # noqa: BLE001 - housekeeping must not hide the error being raised
+                log.warning("character %s: could not delete unpublished folder %s", cid, folder)
 
     # -- edit ---------------------------------------------------------------------------------
     def edit(self, cid: str, change: Edit, if_match: str | None, deadline: Deadline,
@@ -251,11 +267,10 @@ class Characters:
                                       "GET it again and reapply your change")
             new, written = self._apply(record, change, deadline, timings)
             try:
-                with self.pipeline._stage(timings, "store"):
+                with self.pipeline._stage(timings, "swap"):
                     self.storage.put_if(self._key(cid, DOCUMENT), new.to_json(), "application/json", deadline, tag)
-            except Conflict:
-                for folder in written:
-                    self.storage.delete_prefix(self._key(cid, folder), deadline)
+            except Conflict:  # certainly not written (any other error may have been: keep the files)
+                self._discard(cid, written)
                 if if_match is not None:
                     raise VersionMismatch(f"character {cid} changed while this edit ran; GET it again") from None
                 log.info("character %s: edit lost a race for version %d; retrying", cid, new.version)

@@ -52,6 +52,20 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be >= 1, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise ValueError(f"must be >= 0, got {text!r}")
+    return value
+
+
 def _fps(text: str) -> str:
     value = text.strip().lower()
     if value in ("", "native"):
@@ -184,6 +198,41 @@ SETTINGS: tuple[Setting, ...] = (
             "CDN); empty: <endpoint>/<bucket>."),
     Setting("DOODLEPOD_S3_TIMEOUT_S", "10", "Connect and read timeout of one S3 call.", _positive_float),
     Setting("DOODLEPOD_S3_RETRIES", "3", "Attempts per S3 call (botocore standard retry mode).", int),
+    # --- async jobs, idempotency keys and rate limits (Redis) ---
+    Setting("DOODLEPOD_REDIS_URL", "", "Redis (or Valkey) holding async jobs, idempotency keys and rate-limit "
+            "buckets, e.g. redis://doodlepod-redis:6379/0 (a password goes in the URL: redis://:PASS@host...). "
+            "Empty: 'Prefer: respond-async' requests answer 503 and requests are neither rate limited nor "
+            "deduplicated; synchronous requests work either way.", str),
+    Setting("DOODLEPOD_REDIS_PREFIX", "doodlepod:", "Prefix of every Redis key the app writes (to share a "
+            "Redis between deployments)."),
+    Setting("DOODLEPOD_REDIS_TIMEOUT_S", "2", "Connect timeout of Redis calls; a call answers within this plus "
+            "3 s or fails (async requests then get 503).", _positive_float),
+    Setting("DOODLEPOD_JOBS_MAX_QUEUED", "100", "Async jobs queued or running at once across the deployment; "
+            "one more gets 503 with Retry-After.", _positive_int),
+    Setting("DOODLEPOD_JOBS_MAX_ATTEMPTS", "3", "Tries of an async job that fails with a server-side error (or "
+            "whose worker dies); after the last it ends 'failed' and stays readable (dead letter).",
+            _positive_int),
+    Setting("DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S", "60", "A job whose worker stopped renewing it (every third of "
+            "this) for this long is taken over by another worker.", _positive_float),
+    Setting("DOODLEPOD_JOBS_TTL_S", "604800", "How long an ended job stays readable at GET /jobs/{id}, in seconds "
+            "(never less than DOODLEPOD_IDEMPOTENCY_TTL_S: a repeated key must find its job).", _positive_int),
+    Setting("DOODLEPOD_JOBS_POLL_AFTER_S", "2", "Retry-After sent with 202 and with unfinished jobs: how soon a "
+            "client should poll.", _positive_int),
+    Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.worker) renders at "
+            "once; each also holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots.", _positive_int),
+    Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
+            _positive_int),
+    Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Async requests ('Prefer: respond-async') each client (its "
+            "address, and its bearer token when DOODLEPOD_AUTH_TOKEN is set) may make per minute, on average; "
+            "0: no rate limit. Needs DOODLEPOD_REDIS_URL.",
+            _non_negative_float),
+    Setting("DOODLEPOD_RATE_LIMIT_BURST", "20", "Requests a client may make at once before the per-minute rate "
+            "applies (the token bucket's size).", _positive_int),
+    Setting("DOODLEPOD_WEBHOOK_SECRET", "", "Key of the HMAC-SHA256 signature of job callbacks "
+            "(X-Doodlepod-Signature); empty: requests with a callback_url are refused.", str),
+    Setting("DOODLEPOD_WEBHOOK_ATTEMPTS", "5", "Tries of a job callback (exponential backoff from 1 s).",
+            _positive_int),
+    Setting("DOODLEPOD_WEBHOOK_TIMEOUT_S", "5", "Timeout of one callback POST.", _positive_float),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -72,13 +72,10 @@ def sniff_unsupported(data: bytes) -> str | None:
     return None
 
 
-def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
-    """Decode an upload, apply its EXIF orientation, flatten alpha onto white, downsize to ``max_side``.
-
-    Raises :class:`UnsupportedType` (not PNG/JPEG/WebP/HEIC), :class:`TooLarge` (over ``max_pixels``,
-    checked from the header before decoding) or :class:`UnreadableImage`.
-    """
-    t0 = time.perf_counter()
+def open_checked(data: bytes, max_pixels: int) -> Image.Image:
+    """The upload opened lazily (header only) after the checks that need no decoding: not empty, an
+    accepted type, at most ``max_pixels``. Raises :class:`UnreadableImage`, :class:`UnsupportedType`
+    or :class:`TooLarge`. (Async requests run it in the web process before queueing: it is cheap.)"""
     if not data:
         raise UnreadableImage("the uploaded file is empty")
     other = sniff_unsupported(data)
@@ -90,14 +87,26 @@ def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
         raise UnreadableImage(f"the upload is not a readable {ACCEPTED_TEXT} image") from None
     except Exception as exc:  # Pillow raises many types on hostile headers
         raise UnreadableImage(f"cannot read the image header: {type(exc).__name__}") from None
-    fmt = im.format  # exif_transpose returns a new image without it
-    if fmt not in ACCEPTED_FORMATS:
-        raise UnsupportedType(f"{fmt} images are not supported; send {ACCEPTED_TEXT}")
+    if im.format not in ACCEPTED_FORMATS:
+        raise UnsupportedType(f"{im.format} images are not supported; send {ACCEPTED_TEXT}")
     w, h = im.size
     if w < 1 or h < 1:
         raise UnreadableImage("the image has no pixels")
     if w * h > max_pixels:
         raise TooLarge(f"image of {w}x{h} = {w * h / 1e6:.1f} MP is over the limit of {max_pixels / 1e6:.1f} MP")
+    return im
+
+
+def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
+    """Decode an upload, apply its EXIF orientation, flatten alpha onto white, downsize to ``max_side``.
+
+    Raises :class:`UnsupportedType` (not PNG/JPEG/WebP/HEIC), :class:`TooLarge` (over ``max_pixels``,
+    checked from the header before decoding) or :class:`UnreadableImage`.
+    """
+    t0 = time.perf_counter()
+    im = open_checked(data, max_pixels)
+    fmt = im.format  # exif_transpose returns a new image without it
+    w, h = im.size
     try:
         orientation = im.getexif().get(0x0112, 1)
     except Exception:

@@ -6,6 +6,7 @@ service add a field here and build it in ``create_app``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flask import current_app
@@ -13,8 +14,11 @@ from flask import current_app
 if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (see create_app)
     from .characters import Characters
     from .config import Settings
+    from .idempotency import SyncIdempotency
+    from .jobs_queue import JobQueue
     from .motions import Motion
     from .pipeline import Pipeline
+    from .ratelimit import RateLimiter
     from .render_pool import InflightSlots, RenderPool
     from .storage import Storage
     from .torchserve import TorchServeClient
@@ -32,6 +36,57 @@ class Services:
     slots: InflightSlots             # the pod-wide render slots (admission)
     pipeline: Pipeline
     characters: Characters           # the characters API's steps over the pipeline and the storage
+    jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
+    limiter: RateLimiter | None = None           # per-client token buckets (None: no Redis, or limit 0)
+    idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
+
+
+def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
+    """Every service of one process (an app worker or a render worker) from ``settings``.
+
+    ``run_dir`` is the pod's shared runtime folder (render slots); the render pool spills its
+    arguments and results into ``run_dir / spill_name``. Call after :func:`app.runtime_dir`, which
+    points the metrics at that folder before they are imported.
+    """
+    from .characters import Characters
+    from .motions import load_motions
+    from .pipeline import Pipeline
+    from .render_pool import InflightSlots, RenderPool
+    from .storage import from_settings
+    from .torchserve import TorchServeClient
+
+    pool = RenderPool(settings.render_processes, run_dir / spill_name)
+    storage = from_settings(settings)
+    torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
+                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
+    pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir)
+    jobs, limiter, idempotency = redis_services(settings)
+    return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
+                    torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
+                    pipeline=pipeline, characters=Characters(settings, pipeline, storage),
+                    jobs=jobs, limiter=limiter, idempotency=idempotency)
+
+
+def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:
+    """The job queue, rate limiter and idempotency records on DOODLEPOD_REDIS_URL (all None without it).
+
+    They share one connection pool; nothing connects until the first call, so a Redis that is down
+    at start only makes async requests answer 503.
+    """
+    from .idempotency import SyncIdempotency
+    from .jobs_queue import JobQueue
+    from .ratelimit import RateLimiter
+
+    queue = JobQueue.from_settings(settings)
+    if queue is None:
+        return None, None, None
+    limiter = None
+    if settings.rate_limit_per_min > 0:
+        limiter = RateLimiter(queue.redis, queue.key("rate", ""), settings.rate_limit_per_min,
+                              settings.rate_limit_burst)
+    idempotency = SyncIdempotency(queue.redis, settings.redis_prefix, settings.idempotency_ttl_s,
+                                  settings.request_deadline_s + 30, settings.retry_after_s or 5)
+    return queue, limiter, idempotency
 
 
 def services() -> Services:

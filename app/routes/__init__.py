@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from flask import Flask
 
-from . import animate, characters, files, health, motions, studio
+from . import animate, characters, files, health, jobs, motions, studio
 from .api import api
 
 #: Children of ``api``: bearer auth applies.
-API_CHILDREN = (animate.bp, motions.bp, characters.bp)
+API_CHILDREN = (animate.bp, motions.bp, characters.bp, jobs.bp)
 #: Registered on the app directly: no auth.
 PUBLIC = (health.bp, files.bp, studio.bp)
 

@@ -1,7 +1,10 @@
 """POST /animate (multipart: the photo and its options) and POST / (the old mobile client's JSON).
 
 Both hold a render slot for the whole request (503 at once when the pod is full), read and check
-the request's fields, then run :class:`app.pipeline.Pipeline` under the request's deadline.
+the request's fields, then run :class:`app.pipeline.Pipeline` under the request's deadline; an
+``Idempotency-Key`` makes a retry answer the first response (app/routes/jobs.py). With
+``Prefer: respond-async`` POST /animate takes a token from the client's rate limit, checks the
+fields the same way, then queues the work for a render worker and answers 202 at once.
 """
 from __future__ import annotations
 
@@ -22,19 +25,56 @@ from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
 from ..pipeline import Job, Result
 from ..services import services
+from ..webhooks import validate_callback_url
 from .api import base_url, render_slot, request_deadline
+from .jobs import admit_work, idempotent, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
 bp = Blueprint("animate", __name__)
 
+
 @bp.post("/animate")
 def animate():
     """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``, and a
-    client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``."""
+    client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``. With
+    ``Prefer: respond-async`` also ``callback_url`` (and no ``bvh``: clips are synchronous only)."""
+    if wants_async():
+        admit_work()
+        return _animate_async()
     deadline = request_deadline()
+    return idempotent(lambda: _animate_now(deadline))
+
+
+def _animate_now(deadline: Deadline):
     with render_slot():
         return _animate(deadline)
+
+
+def _animate_async():
+    """Check the request as the synchronous path would, then queue it (202 + Location)."""
+    image = read_drawing()
+    fmt = _format()
+    if "bvh" in request.files or request.form.get("bvh"):
+        raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
+    motions = motion_list(request.form.getlist("motions"))
+    joints = _json_field(request.form.get("joints"), "joints")
+    joints = None if joints is _ABSENT else joints
+    if joints is not None:
+        parse_joints(joints)  # 400 now, not a failed job later
+    _check_image_header(image)
+    payload = {"motions": [m.name for m in motions], "format": fmt, "joints": joints,
+               "bbox": parse_bbox(request.form.get("bbox")), "base_url": base_url()}
+    callback = validate_callback_url(request.form.get("callback_url"), services().settings.webhook_secret)
+    return submit("animate", payload, image, callback)
+
+
+def _check_image_header(data: bytes) -> None:
+    """What an async request can be refused for before it is queued (type, pixel count: the header);
+    the decode itself happens in the worker."""
+    from ..jobs import open_checked
+
+    open_checked(data, services().settings.max_image_pixels).close()
 
 
 def read_drawing() -> bytes:
@@ -55,9 +95,7 @@ def read_drawing() -> bytes:
 
 def _animate(deadline: Deadline):
     image = read_drawing()
-    fmt = (request.form.get("format") or services().settings.default_format).lower()
-    if fmt not in FORMATS:
-        raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
+    fmt = _format()
     clip = uploaded_clip(deadline)
     try:
         motions = motion_list(request.form.getlist("motions"), defaults=clip is None) + ([clip] if clip else [])
@@ -71,10 +109,24 @@ def _animate(deadline: Deadline):
                    timings_ms=result.timings_ms)
 
 
+def _format() -> str:
+    """The ``format`` field (default DOODLEPOD_DEFAULT_FORMAT); ``callback_url`` only with async."""
+    fmt = (request.form.get("format") or services().settings.default_format).lower()
+    if fmt not in FORMATS:
+        raise BadRequest(f"format must be one of {', '.join(FORMATS)}")
+    if request.form.get("callback_url") and not wants_async():
+        raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
+    return fmt
+
+
 @bp.post("/")
 def legacy_animate():
     """The old mobile client: JSON ``{"file": <base64 image>}`` -> flat ``{motion: url}``."""
     deadline = request_deadline()
+    return idempotent(lambda: _legacy_now(deadline))
+
+
+def _legacy_now(deadline: Deadline):
     with render_slot():
         return _legacy_animate(deadline)
 

@@ -15,8 +15,9 @@ from flask import Blueprint, Response, jsonify, request
 from animator import FORMATS
 
 from ..characters import Edit, parse_max_frames, parse_size, version_matches
-from ..errors import BadMask, BadRequest
+from ..errors import BadMask, BadRequest, VersionMismatch
 from ..services import services
+from ..webhooks import validate_callback_url
 from .animate import (
     _ABSENT,
     _json_field,
@@ -27,6 +28,7 @@ from .animate import (
     uploaded_clip,
 )
 from .api import base_url, render_slot, request_deadline
+from .jobs import admit_work, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
@@ -95,7 +97,7 @@ _EDIT_FIELDS = {"bbox", "joints"}
 
 
 def _read_edit() -> Edit:
-    if request.mimetype == "application/json":
+    if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
             raise BadRequest('expected a JSON object {"bbox"?, "joints"?}')
@@ -153,15 +155,33 @@ def delete_character(cid: str):
     return Response(status=204)
 
 
+def _animate_character_async(cid: str, motions, fmt: str, side: int, frames: int | None, callback: Any,
+                             deadline) -> Response:
+    """Check what can be checked now (the character exists, If-Match, motions), then queue the render."""
+    admit_work()
+    if request.files or request.form.get("bvh"):
+        raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
+    chosen = motion_list(motions)
+    record, _ = services().characters.load(cid, deadline)      # 404 now, not a failed job later
+    if_match = request.headers.get("If-Match")
+    if if_match is not None and not version_matches(if_match, record.version):
+        raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
+    payload = {"character": cid, "motions": [m.name for m in chosen], "format": fmt, "size": side,
+               "max_frames": frames, "if_match": if_match, "base_url": base_url()}
+    url = validate_callback_url(callback if isinstance(callback, str) else None, services().settings.webhook_secret)
+    return submit("character_animations", payload, None, url)
+
+
 @bp.post("/characters/<cid>/animations")
 def animate_character(cid: str):
     """``motions`` (names, repeated or comma-separated), ``format``, ``size``, ``max_frames`` (optional:
     the whole clip in at most that many frames, for quick previews): form fields or JSON; a
     multipart request may add the client's own clip (file ``bvh``, optional ``start_frame``,
-    ``end_frame``), answered under ``upload``."""
+    ``end_frame``), answered under ``upload``. With ``Prefer: respond-async``: 202 and a job
+    (app/routes/jobs.py), optional ``callback_url``; no ``bvh`` clip."""
     deadline = request_deadline()
     settings = services().settings
-    if request.mimetype == "application/json":
+    if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)
         body = request.get_json(silent=True)
         if not isinstance(body, dict):
             raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?, "max_frames"?}')
@@ -170,9 +190,11 @@ def animate_character(cid: str):
         if motions is not None and not (isinstance(motions, list) and all(isinstance(m, str) for m in motions)):
             raise BadRequest("'motions' must be a list of motion names (GET /motions lists them)")
         fmt, size, max_frames = body.get("format"), body.get("size"), body.get("max_frames")
+        callback = body.get("callback_url")
     else:
         motions, fmt, size = request.form.getlist("motions"), request.form.get("format"), request.form.get("size")
         max_frames = request.form.get("max_frames")
+        callback = request.form.get("callback_url")
         if request.files:
             unknown = set(request.files) - {"bvh"}
             if unknown:
@@ -184,7 +206,11 @@ def animate_character(cid: str):
     frames = parse_max_frames(max_frames, settings)
     if fmt == "mp4" and side % 2:
         raise BadRequest(f"MP4 needs an even size, got {side}")
-    clip = uploaded_clip() if request.files else None  # the client's own BVH clip, if any
+    if wants_async():
+        return _animate_character_async(cid, motions, fmt, side, frames, callback, deadline)
+    if callback:
+        raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
+    clip = uploaded_clip()  # the client's own BVH clip (file or text field), if any
     try:
         chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
         timings: dict[str, float] = {}

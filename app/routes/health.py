@@ -28,7 +28,11 @@ def live():
 
 @bp.get("/ping")
 def ping():
-    """Readiness: TorchServe models READY, enough free disk, storage reachable. 200 or 503."""
+    """Readiness: TorchServe models READY, enough free disk, storage reachable. 200 or 503.
+
+    ``components.jobs`` says whether async jobs can be taken (Redis reachable, the queue's state) and
+    why not; it does not make the pod unready: synchronous requests work without Redis.
+    """
     import gevent
 
     svc = services()
@@ -40,6 +44,8 @@ def ping():
         "pose_estimator": gevent.spawn(ts.model_state, settings.pose_model, timeout),
         "storage": gevent.spawn(svc.storage.check, timeout),
     }
+    if svc.jobs is not None:
+        checks["jobs"] = gevent.spawn(svc.jobs.check)
     gevent.joinall(list(checks.values()), timeout=timeout + 1.0)
     components: dict[str, dict[str, Any]] = {}
     for name, greenlet in checks.items():
@@ -50,6 +56,9 @@ def ping():
         else:
             greenlet.kill(block=False)
             value = {"ok": False, "detail": "check did not finish in time"}
+            if name == "jobs":
+                value["detail"] = (f"Redis at {svc.jobs.safe_url()} did not answer in time; async requests "
+                                   "answer 503, synchronous ones work")
         if "ready" in value:
             value = {"ok": value.pop("ready"), **value}
         components[name] = value
@@ -57,15 +66,20 @@ def ping():
     free = free_disk_mb(path)
     components["disk"] = {"ok": free >= settings.min_free_disk_mb, "path": path, "free_mb": round(free),
                           "min_free_mb": settings.min_free_disk_mb}
-    ok = all(c["ok"] for c in components.values())
-    response = jsonify(status="ok" if ok else "unavailable", components=components)
+    if svc.jobs is None:
+        components["jobs"] = {"ok": False, "detail": "async jobs are off: DOODLEPOD_REDIS_URL is not set"}
+    components["jobs"]["required"] = False
+    ok = all(c["ok"] for c in components.values() if c.get("required", True))
+    degraded = svc.jobs is not None and not components["jobs"]["ok"]
+    response = jsonify(status="unavailable" if not ok else "degraded" if degraded else "ok", components=components)
     response.status_code = 200 if ok else 503
     if not ok:
-        log.warning("ping unavailable: %s", {k: v.get("detail", v) for k, v in components.items() if not v["ok"]})
+        log.warning("ping unavailable: %s", {k: v.get("detail", v) for k, v in components.items()
+                                             if not v["ok"] and v.get("required", True)})
     return response
 
 
 @bp.get("/metrics")
 def metrics_endpoint():
-    body, content_type = metrics.render_latest()
+    body, content_type = metrics.render_latest(services().jobs)
     return Response(body, content_type=content_type)

@@ -31,6 +31,12 @@ def page() -> Response:
     return _static("index.html")
 
 
+@bp.get("/studio/")
+def page_slash() -> Response:
+    """``/studio/`` (a typed or pasted address) is the page too; its relative links need ``/studio``."""
+    return redirect(url_for("studio.page"), code=301)
+
+
 @bp.get("/studio/<path:name>")
 def asset(name: str) -> Response:
     return _static(name)

@@ -197,3 +197,24 @@ def test_render_cache_keys_name_everything_the_file_depends_on() -> None:
             chars.animation_key(Record(**{**rec.__dict__, "rev": "r3-def"}), dab, base)]
     assert len(set(keys)) == len(keys)
     assert keys[0] == f"characters/{'b' * 32}/r2-abc/anim/dab-256px-15fps.gif"
+
+
+def test_patch_takes_merge_patch_json(make_app) -> None:
+    """In-process (no models, no render of an animation): create with client joints, then a
+    JSON merge-patch moving one joint is version 2."""
+    import json as _json
+
+    from tests.fixtures.torchserve_fake import stack
+
+    client = make_app().test_client()
+    page, joints = stack.page_with_character("char1", (700, 800), (100, 100))
+    made = client.post("/characters", data={"image": (io.BytesIO(stack.encode(page)), "d.png"),
+                                             "joints": _json.dumps({k: list(v) for k, v in joints.items()})})
+    assert made.status_code == 201, made.get_data(as_text=True)
+    cid = made.json["id"]
+    hand = [joints["left_hand"][0] + 5, joints["left_hand"][1]]
+    resp = client.patch(f"/characters/{cid}", data=_json.dumps({"joints": {"left_hand": hand}}),
+                        headers={"Content-Type": "application/merge-patch+json", "If-Match": '"1"'})
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert resp.json["version"] == 2 and resp.headers["ETag"] == '"2"'
+    assert resp.json["joints"]["left_hand"] == pytest.approx(hand, abs=0.05)

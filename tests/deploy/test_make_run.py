@@ -128,8 +128,8 @@ def get(url: str, timeout: float = 30) -> tuple[int, bytes]:
 class MakeRun:
     def __init__(self, tmp: Path):
         self.marker = f"MAKE_RUN_TEST_ID={uuid.uuid4().hex}"
-        self.app, self.ts, self.mgmt, self.metrics = free_ports(4)
-        self.grpc = free_port_pair(exclude={self.app, self.ts, self.mgmt, self.metrics})
+        self.app, self.ts, self.mgmt, self.metrics, self.redis = free_ports(5)
+        self.grpc = free_port_pair(exclude={self.app, self.ts, self.mgmt, self.metrics, self.redis})
         self.log_path = tmp / "make-run.log"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("DOODLEPOD_") or
                     k in ("DOODLEPOD_CACHE", "DOODLEPOD_VENV")}
@@ -140,6 +140,7 @@ class MakeRun:
             "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": f"http://127.0.0.1:{self.mgmt}",
             "DOODLEPOD_RUN_TS_METRICS_PORT": str(self.metrics),
             "DOODLEPOD_RUN_TS_GRPC_PORT": str(self.grpc),
+            "DOODLEPOD_RUN_REDIS_PORT": str(self.redis),
             "DOODLEPOD_RUN_DIR": str(tmp / "run"),
             "DOODLEPOD_RUN_WEIGHTS": "tiny",
             "DOODLEPOD_RUN_READY_TIMEOUT_S": str(int(READY_TIMEOUT_S)),
@@ -148,7 +149,7 @@ class MakeRun:
 
     @property
     def ports(self) -> list[int]:
-        return [self.app, self.ts, self.mgmt, self.metrics, self.grpc, self.grpc + 1]
+        return [self.app, self.ts, self.mgmt, self.metrics, self.grpc, self.grpc + 1, self.redis]
 
     def start(self) -> None:
         self.log = open(self.log_path, "wb")
@@ -243,6 +244,21 @@ def test_make_run_serves_the_readme_curl_line_and_stops_cleanly(make_run):
         assert status == 200 and data[:6] in (b"GIF89a", b"GIF87a"), (motion, status, data[:20])
         with Image.open(io.BytesIO(data)) as gif:
             assert gif.format == "GIF" and getattr(gif, "n_frames", 1) > 10, (motion, gif.size)
+
+    # The same drawing as an async job: make run started Redis and a render worker on its own.
+    async_command = command.replace("curl ", "curl -si -H 'Prefer: respond-async' ", 1)
+    result = subprocess.run(["bash", "-c", async_command], cwd=REPO, capture_output=True, timeout=60)
+    head = result.stdout.decode(errors="replace")
+    assert head.startswith("HTTP/1.1 202"), f"{head[:800]}\n--- make run output ---\n{make_run.output()[-3000:]}"
+    location = re.search(r"^Location: (/jobs/[0-9a-f]{32})\s*$", head, re.M | re.I).group(1)
+    deadline = time.monotonic() + 240
+    while True:
+        job = json.loads(get(base + location)[1])
+        if job["status"] in ("succeeded", "failed") or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert job["status"] == "succeeded" and set(job["animations"]) == set(default_motions()), job
+    assert json.loads(get(base + "/ping")[1])["components"]["jobs"]["ok"] is True
 
     rc = make_run.interrupt()
     log = make_run.output()

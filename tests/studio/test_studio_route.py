@@ -74,6 +74,8 @@ def test_nothing_comes_from_elsewhere():
 def test_browser_root_redirects_to_studio_and_api_root_is_unchanged(locked):
     r = locked.get("/", headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
     assert r.status_code == 302 and r.headers["Location"].endswith("/studio")
+    r = locked.get("/studio/")
+    assert r.status_code == 301 and r.headers["Location"].endswith("/studio")
     # curl and the mobile client do not ask for HTML: no redirect, the old 405
     r = locked.get("/", headers={"Accept": "*/*"})
     assert r.status_code == 405 and r.get_json()["error"] == "method_not_allowed"

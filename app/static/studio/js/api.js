@@ -35,7 +35,7 @@ export function sameOrigin(url) {
 }
 
 /** fetch() -> parsed JSON (null for 204), or an ApiError. */
-export async function call(method, path, { json, form, ifMatch } = {}) {
+export async function call(method, path, { json, form, ifMatch, signal } = {}) {
   const headers = { Accept: "application/json", ...authHeaders() };
   let body;
   if (json !== undefined) {
@@ -47,8 +47,9 @@ export async function call(method, path, { json, form, ifMatch } = {}) {
   if (ifMatch) headers["If-Match"] = ifMatch;
   let response;
   try {
-    response = await fetch(path, { method, headers, body });
-  } catch {
+    response = await fetch(path, { method, headers, body, signal });
+  } catch (err) {
+    if (err?.name === "AbortError") throw new ApiError(0, "aborted", "the page no longer needs this answer");
     throw new ApiError(0, "network", "network error");
   }
   if (!response.ok) throw await errorFrom(response.status, () => response.json(), response.headers);
@@ -125,7 +126,7 @@ const WORDS = {
   network: "Cannot reach the server. Check the connection and try again.",
   unauthorized: "This server needs an API token: paste it in the “API token” field at the top.",
   too_large: "That photo is too large.",
-  unsupported_type: "That file is not a photo the server reads. Use a PNG, JPEG or WebP photo.",
+  unsupported_type: "That file is not a photo the server reads.", // the server's message lists the types
   unreadable_image: "That file could not be read as a picture (is it damaged or empty?).",
   no_character: "No drawing was found in the photo. Try a photo of one figure on plain paper, " +
     "filling most of the frame, in good light.",

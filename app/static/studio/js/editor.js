@@ -186,7 +186,7 @@ export class Editor extends EventTarget {
   drawSvg() {
     const s = 1 / this.cssScale; // image px per screen px
     const [l, t, r, b] = this.bbox;
-    setAttrs(this.boxEl, { x: l, y: t, width: r - l, height: b - t, "stroke-width": 2 * s });
+    setAttrs(this.boxEl, { x: l, y: t, width: r - l, height: b - t, "stroke-width": 2 * s, "stroke-dasharray": `${6 * s} ${4 * s}` });
     const half = HANDLE_CSS * s;
     const corners = { tl: [l, t], tr: [r, t], bl: [l, b], br: [r, b] };
     for (const el of this.cornerEls) {

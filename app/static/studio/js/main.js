@@ -167,7 +167,8 @@ async function startPreviews(doc) {
     const { answered, playing } = await picker.preview(doc, first);
     return { answered, playing: await playing };
   } catch (err) {
-    if (doc === state.doc) showError(err);
+    // "aborted": a newer version's previews replaced these
+    if (doc === state.doc && err.code !== "aborted") showError(err);
     return null;
   }
 }

@@ -66,42 +66,49 @@ export class MotionPicker {
   }
 
   /**
-   * Render small previews of `doc` for every motion: `first` alone first (it should play at once),
-   * then the others in one request. Resolves with `{answered, playing}`: when the API answered
-   * `first`'s URL, and a promise of when its preview began to play (performance.now() times; null
-   * if a newer call replaced it meanwhile); rejects
-   * with the first request's error. Older calls' answers are dropped when a newer call starts (the
-   * character changed meanwhile).
+   * Render small previews of `doc` for every motion, `first` first (it should play at once), then
+   * the others one request at a time: the pod's other render processes stay free for the next
+   * Save's preview. Resolves with `{answered, playing}`: when the API answered `first`'s URL, and a
+   * promise of when its preview began to play (performance.now() times; null if a newer call
+   * replaced it meanwhile); rejects with the first request's error. A newer call (the character
+   * changed) stops the older one's remaining requests and aborts the one in flight.
    */
   async preview(doc, first) {
     const generation = ++this.generation;
+    this.inFlight?.abort();
     const names = [...this.cards.keys()];
     const order = names.includes(first) ? [first, ...names.filter((n) => n !== first)] : names;
     for (const name of order) this.cards.get(name).frame.dataset.state = "loading";
-    const request = (motions) => call("POST", animationsPath(doc), { json: { motions, format: PREVIEW_FORMAT, size: PREVIEW_SIZE, max_frames: PREVIEW_FRAMES } });
-    const show = (urls) => {
-      const shown = [];
-      if (generation !== this.generation) return shown; // a newer version's previews are coming
-      for (const [name, url] of Object.entries(urls)) {
-        const card = this.cards.get(name);
-        if (!card) continue;
-        card.img.hidden = false;
-        const playing = firstFrame(card.img);
-        card.img.src = url;
-        playing.then(() => { card.frame.dataset.state = "playing"; }, () => { card.frame.dataset.state = "failed"; });
-        shown.push(playing);
-      }
-      return shown;
+    const current = () => generation === this.generation;
+    const request = (motion) => {
+      this.inFlight = new AbortController();
+      const json = { motions: [motion], format: PREVIEW_FORMAT, size: PREVIEW_SIZE, max_frames: PREVIEW_FRAMES };
+      return call("POST", animationsPath(doc), { json, signal: this.inFlight.signal });
     };
-    const head = urlsOf(await request(order.slice(0, 1)));
+    const show = (name, answer) => {
+      const card = this.cards.get(name);
+      const url = urlsOf(answer)[name];
+      if (!current() || !card || !url) return null; // a newer version's previews are coming
+      card.img.hidden = false;
+      const playing = firstFrame(card.img);
+      card.img.src = url;
+      playing.then(() => { card.frame.dataset.state = "playing"; }, () => { card.frame.dataset.state = "failed"; });
+      return playing;
+    };
+    const head = await request(order[0]);
     const answered = performance.now();
-    const [firstPlaying] = show(head);
-    if (order.length > 1) {
-      request(order.slice(1)).then((rest) => show(urlsOf(rest)), () => {
-        for (const name of order.slice(1)) this.cards.get(name).frame.dataset.state = "failed";
-      });
-    }
-    return { answered, playing: firstPlaying ?? Promise.resolve(null) };
+    const playing = show(order[0], head);
+    (async () => {
+      for (const name of order.slice(1)) {
+        if (!current()) return;
+        try {
+          show(name, await request(name));
+        } catch {
+          if (current()) this.cards.get(name).frame.dataset.state = "failed";
+        }
+      }
+    })();
+    return { answered, playing: playing ?? Promise.resolve(null) };
   }
 }
 

@@ -1,0 +1,460 @@
+"""Async render jobs on Redis Streams: submit, take, heartbeat, finish, retry, dead-letter.
+
+The queue is one Redis stream read by one consumer group; every state change of a job is one Lua
+script, so a crash between two commands cannot leave a job half-moved. Keys, all under
+``DOODLEPOD_REDIS_PREFIX`` (default ``doodlepod:``)::
+
+    jobs              stream of unfinished jobs (group "workers"); an entry is acknowledged AND
+                      deleted when its job ends, so XLEN = jobs queued + running (the queue bound)
+    job:<id>          hash: id, kind, status, payload, result, error, attempts, owner, times
+    job:<id>:input    the uploaded image; deleted when the job ends
+    webhooks          stream of ended jobs whose callback is due (group "webhooks")
+    dead              capped stream of jobs that used up their attempts (for operators)
+
+Delivery is at least once: a worker takes an entry with XREADGROUP and renews it with a heartbeat
+(XCLAIM to itself, JUSTID) while it works. An entry whose worker stopped renewing it for
+``visibility_s`` is taken over by another worker with XAUTOCLAIM. Each take counts an attempt; a
+job whose attempts are used up ends ``failed`` (dead letter) and stays readable. The ``owner``
+field (consumer/attempt) fences a worker that lost its job: only the current owner may end it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import redis
+
+from .errors import Unavailable
+
+log = logging.getLogger("doodlepod.jobs")
+
+WORKERS_GROUP = "workers"
+WEBHOOKS_GROUP = "webhooks"
+STATUSES = ("queued", "running", "succeeded", "failed")
+DEAD_STREAM_MAX = 10000
+
+#: What a dead Redis raises through redis-py (refused, reset, timed out, read-only replica, OOM...).
+REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                redis.exceptions.BusyLoadingError, redis.exceptions.ReadOnlyError,
+                redis.exceptions.ResponseError)
+
+
+class JobsUnavailable(Unavailable):
+    """Async jobs cannot be taken now: Redis is not configured or not reachable."""
+    status, code = 503, "jobs_unavailable"
+
+
+class QueueFull(Unavailable):
+    """DOODLEPOD_JOBS_MAX_QUEUED jobs are queued or running already."""
+    status, code = 503, "queue_full"
+
+
+def now_iso() -> str:
+    """UTC now as ISO 8601 with milliseconds, e.g. ``2026-11-23T06:01:02.345Z``."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex
+
+
+# --- Lua -----------------------------------------------------------------------------------------
+# Shared by the scripts that end a job: drop its stream entry, its input, give the record its TTL,
+# and queue the webhook if the job has a callback.
+_PRELUDE = """
+local function drop_entry(stream, group, entry)
+  redis.call('XACK', stream, group, entry)
+  redis.call('XDEL', stream, entry)
+end
+local function end_job(job, input, hooks, ttl, id)
+  redis.call('DEL', input)
+  redis.call('EXPIRE', job, ttl)
+  if (redis.call('HGET', job, 'callback_url') or '') ~= '' then
+    redis.call('HSET', job, 'webhook_status', 'pending')
+    redis.call('XADD', hooks, '*', 'job', id)
+  end
+end
+"""
+
+# KEYS: stream, job, input, idem ('' = none)
+# ARGV: max_queued, job_id, idem_record, idem_ttl, job_ttl, input, has_input, created_epoch, field, value, ...
+_SUBMIT = """
+if KEYS[4] ~= '' then
+  local prev = redis.call('GET', KEYS[4])
+  if prev then return {'duplicate', prev} end
+end
+if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return {'full', ''} end
+redis.call('HSET', KEYS[2], unpack(ARGV, 9))
+redis.call('EXPIRE', KEYS[2], ARGV[5])
+if ARGV[7] == '1' then redis.call('SET', KEYS[3], ARGV[6], 'EX', ARGV[5]) end
+local entry = redis.call('XADD', KEYS[1], '*', 'job', ARGV[2], 'created', ARGV[8])
+if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[3], 'EX', ARGV[4]) end
+return {'queued', entry}
+"""
+
+# KEYS: job, stream, input, hooks, dead
+# ARGV: group, entry, consumer, max_attempts, now, dead_error_json, job_id, job_ttl
+_START = _PRELUDE + """
+if redis.call('EXISTS', KEYS[1]) == 0 then drop_entry(KEYS[2], ARGV[1], ARGV[2]); return {'gone', ''} end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'succeeded' or status == 'failed' then drop_entry(KEYS[2], ARGV[1], ARGV[2]); return {'done', ''} end
+local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+if attempts > tonumber(ARGV[4]) then
+  redis.call('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[6], 'updated', ARGV[5], 'owner', '',
+             'attempts', ARGV[4])
+  drop_entry(KEYS[2], ARGV[1], ARGV[2])
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '""" + str(DEAD_STREAM_MAX) + """', '*', 'job', ARGV[7])
+  end_job(KEYS[1], KEYS[3], KEYS[4], ARGV[8], ARGV[7])
+  return {'dead', ARGV[4]}
+end
+local owner = ARGV[3] .. '/' .. attempts
+redis.call('HSET', KEYS[1], 'status', 'running', 'owner', owner, 'updated', ARGV[5], 'started', ARGV[5])
+return {'run', owner}
+"""
+
+# KEYS: job, stream, input, hooks, dead
+# ARGV: group, entry, owner, job_ttl, job_id, dead_letter ('1'/'0'), field, value, ...
+_FINISH = _PRELUDE + """
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[3] then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 7))
+drop_entry(KEYS[2], ARGV[1], ARGV[2])
+if ARGV[6] == '1' then
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '""" + str(DEAD_STREAM_MAX) + """', '*', 'job', ARGV[5])
+end
+end_job(KEYS[1], KEYS[3], KEYS[4], ARGV[4], ARGV[5])
+return 1
+"""
+
+# KEYS: job, stream
+# ARGV: group, entry, owner, job_id, created_epoch, field, value, ...
+_RETRY = _PRELUDE + """
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[3] then return false end
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+drop_entry(KEYS[2], ARGV[1], ARGV[2])
+return redis.call('XADD', KEYS[2], '*', 'job', ARGV[4], 'created', ARGV[5])
+"""
+
+# KEYS: stream; ARGV: group, consumer, entry ids...  -> the ids still ours (their idle time reset)
+_HEARTBEAT = """
+local kept = {}
+for i = 3, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if p[1] and p[1][2] == ARGV[2] then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+    table.insert(kept, ARGV[i])
+  end
+end
+return kept
+"""
+
+
+@dataclass
+class Submitted:
+    """The answer to :meth:`JobQueue.submit`: the job's record, and whether it already existed."""
+
+    job: dict[str, Any]
+    duplicate_of: str | None = None   # the idempotency record found instead (JSON text), if any
+
+
+@dataclass
+class Taken:
+    """A stream entry a worker took: ``redelivered`` when claimed from a worker that stopped."""
+
+    entry_id: str
+    job_id: str
+    redelivered: bool
+
+
+@dataclass
+class Started:
+    """:meth:`JobQueue.start`'s verdict: ``run`` (owner set), or ``gone``/``done``/``dead``."""
+
+    verdict: str
+    owner: str = ""
+    job: dict[str, Any] | None = None
+    input: bytes | None = None
+
+
+@dataclass
+class QueueStats:
+    queued: int
+    running: int
+    oldest_age_s: float
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class JobQueue:
+    """One Redis connection pool and the queue's operations (web side and worker side)."""
+
+    def __init__(self, url: str, prefix: str = "doodlepod:", *, timeout_s: float = 2.0, max_queued: int = 100,
+                 max_attempts: int = 3, visibility_s: float = 60.0, job_ttl_s: int = 7 * 86400,
+                 retry_after_s: int = 3) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.max_queued = max_queued
+        self.max_attempts = max_attempts
+        self.visibility_s = visibility_s
+        self.job_ttl_s = job_ttl_s
+        self.retry_after_s = retry_after_s
+        # Operations are short; a blocking read (worker) passes its own, longer, socket timeout.
+        self.redis = redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s + 3,
+                                          health_check_interval=15, retry_on_timeout=False)
+        self.stream = self.key("jobs")
+        self.hooks = self.key("webhooks")
+        self.dead = self.key("dead")
+        self._submit = self.redis.register_script(_SUBMIT)
+        self._start = self.redis.register_script(_START)
+        self._finish = self.redis.register_script(_FINISH)
+        self._retry = self.redis.register_script(_RETRY)
+        self._heartbeat = self.redis.register_script(_HEARTBEAT)
+        self._groups_made = False
+        self.last_error = ""
+
+    @classmethod
+    def from_settings(cls, settings) -> JobQueue | None:
+        """The queue of ``DOODLEPOD_REDIS_URL``, or None when it is empty (async jobs off)."""
+        if not settings.redis_url:
+            return None
+        return cls(settings.redis_url, settings.redis_prefix, timeout_s=settings.redis_timeout_s,
+                   max_queued=settings.jobs_max_queued, max_attempts=settings.jobs_max_attempts,
+                   visibility_s=settings.jobs_visibility_timeout_s,
+                   job_ttl_s=max(settings.jobs_ttl_s, settings.idempotency_ttl_s),
+                   retry_after_s=settings.retry_after_s or 5)  # 0 = "measured" for renders; 5 s here
+
+    def key(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+    def job_key(self, job_id: str) -> str:
+        return self.key("job", job_id)
+
+    def input_key(self, job_id: str) -> str:
+        return self.key("job", job_id, "input")
+
+    def unavailable(self, exc: BaseException) -> JobsUnavailable:
+        """The API error for a Redis failure (and remember it for /ping)."""
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        log.warning("redis %s unavailable: %s", self.safe_url(), self.last_error)
+        return JobsUnavailable(f"async jobs are unavailable: Redis is not reachable ({type(exc).__name__}); "
+                               f"retry later, or send the request without 'Prefer: respond-async'",
+                               self.retry_after_s)
+
+    def safe_url(self) -> str:
+        """The Redis URL without its password (for logs and /ping)."""
+        kw = self.redis.connection_pool.connection_kwargs
+        return f"redis://{kw.get('host', '?')}:{kw.get('port', '?')}/{kw.get('db', 0)}"
+
+    # --- health and metrics ------------------------------------------------------------------
+    def check(self) -> dict[str, Any]:
+        """For /ping: reachable or why not, and the queue's state."""
+        try:
+            self.redis.ping()
+            stats = self.stats()
+        except REDIS_ERRORS as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            return {"ok": False, "detail": f"Redis at {self.safe_url()} is not reachable ({self.last_error}); "
+                                           "async requests answer 503, synchronous ones work"}
+        return {"ok": True, "queued": stats.queued, "running": stats.running,
+                "max_queued": self.max_queued, "oldest_age_s": round(stats.oldest_age_s, 1)}
+
+    def stats(self) -> QueueStats:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.xlen(self.stream)
+        pipe.xrange(self.stream, "-", "+", count=1)
+        length, first = pipe.execute()
+        running = 0
+        try:
+            for group in self.redis.xinfo_groups(self.stream):
+                if _text(group["name"]) == WORKERS_GROUP:
+                    running = int(group["pending"])
+        except redis.exceptions.ResponseError:  # no stream yet
+            pass
+        oldest = 0.0
+        if first:
+            fields = first[0][1]
+            created = float(fields.get(b"created", b"0") or 0)
+            oldest = max(0.0, time.time() - created) if created else 0.0
+        return QueueStats(max(0, length - running), running, oldest)
+
+    # --- web side ----------------------------------------------------------------------------
+    def submit(self, kind: str, payload: dict[str, Any], input_data: bytes | None = None, *,
+               callback_url: str = "", client: str = "", idem_key: str = "", idem_record: dict | None = None,
+               idem_ttl_s: int = 86400) -> Submitted:
+        """Queue a job (atomically with its idempotency record, under the queue bound).
+
+        Raises :class:`QueueFull` past ``max_queued`` and :class:`JobsUnavailable` when Redis fails.
+        With ``idem_key`` set and a record already there, nothing is queued: ``duplicate_of`` holds it.
+        """
+        job_id = new_job_id()
+        now = now_iso()
+        fields = {"id": job_id, "kind": kind, "status": "queued", "created": now, "updated": now, "attempts": "0",
+                  "payload": json.dumps(payload, separators=(",", ":")), "callback_url": callback_url,
+                  "client": client}
+        record = json.dumps({**(idem_record or {}), "job": job_id}, separators=(",", ":"))
+        flat: list[Any] = []
+        for k, v in fields.items():
+            flat += [k, v]
+        try:
+            self._ensure_groups()
+            verdict, detail = self._submit(
+                keys=[self.stream, self.job_key(job_id), self.input_key(job_id), idem_key],
+                args=[self.max_queued, job_id, record, idem_ttl_s, self.job_ttl_s, input_data or b"",
+                      "1" if input_data is not None else "0", f"{time.time():.3f}", *flat])
+        except REDIS_ERRORS as exc:
+            raise self.unavailable(exc) from None
+        verdict = _text(verdict)
+        if verdict == "duplicate":
+            return Submitted({}, duplicate_of=_text(detail))
+        if verdict == "full":
+            raise QueueFull(f"the render queue is full ({self.max_queued} jobs queued or running); retry in "
+                            f"{self.retry_after_s} s", self.retry_after_s)
+        log.info("job %s queued kind=%s entry=%s", job_id, kind, _text(detail))
+        return Submitted(self.public(fields))
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        """The job's public record, or None if there is no such job (or it expired)."""
+        try:
+            raw = self.redis.hgetall(self.job_key(job_id))
+        except REDIS_ERRORS as exc:
+            raise self.unavailable(exc) from None
+        if not raw:
+            return None
+        return self.public({_text(k): _text(v) for k, v in raw.items()})
+
+    @staticmethod
+    def public(h: dict[str, str]) -> dict[str, Any]:
+        """The job as GET /jobs/{id} answers it."""
+        out: dict[str, Any] = {"id": h["id"], "status": h["status"], "kind": h.get("kind", ""),
+                               "created": h["created"], "updated": h["updated"],
+                               "attempts": int(h.get("attempts") or 0)}
+        if h.get("result"):  # what the synchronous answer holds; never over the job's own fields
+            for key, value in json.loads(h["result"]).items():
+                out.setdefault(key, value)
+        if h.get("error"):
+            out["error"] = json.loads(h["error"])
+        if h.get("callback_url"):
+            out["webhook"] = {"url": h["callback_url"], "status": h.get("webhook_status") or "not_sent",
+                              "attempts": int(h.get("webhook_attempts") or 0)}
+        return out
+
+    # --- worker side -------------------------------------------------------------------------
+    def _ensure_groups(self) -> None:
+        if self._groups_made:
+            return
+        for stream, group in ((self.stream, WORKERS_GROUP), (self.hooks, WEBHOOKS_GROUP)):
+            try:
+                self.redis.xgroup_create(stream, group, id="0", mkstream=True)
+            except redis.exceptions.ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+        self._groups_made = True
+
+    def take(self, consumer: str, block_ms: int, *, stream: str | None = None,
+             group: str = WORKERS_GROUP, visibility_s: float | None = None) -> Taken | None:
+        """The next entry for ``consumer``: one whose worker stopped (idle past the visibility
+        timeout) first, else a new one (waiting up to ``block_ms``); None if there is none."""
+        stream = stream or self.stream
+        self._ensure_groups()
+        idle_ms = int(1000 * (visibility_s or self.visibility_s))
+        try:
+            _, claimed, _deleted = self.redis.xautoclaim(stream, group, consumer, idle_ms, "0-0", count=1)
+        except redis.exceptions.ResponseError as exc:
+            if "NOGROUP" in str(exc):  # Redis lost its data (no AOF, flushed): make the groups again
+                self._groups_made = False
+            raise
+        if claimed:
+            entry_id, fields = claimed[0]
+            if fields:  # None when the entry was deleted meanwhile
+                return Taken(_text(entry_id), _text(fields[b"job"]), True)
+        answer = self.redis.xreadgroup(group, consumer, {stream: ">"}, count=1, block=block_ms)
+        if not answer:
+            return None
+        entry_id, fields = answer[0][1][0]
+        return Taken(_text(entry_id), _text(fields[b"job"]), False)
+
+    def start(self, taken: Taken, consumer: str) -> Started:
+        """Count an attempt and make ``consumer`` the job's owner; or say why the job is not run."""
+        dead_error = json.dumps({"code": "attempts_exhausted", "status": 500,
+                                 "message": f"the job's worker stopped {self.max_attempts} times before "
+                                            "finishing it; it will not be retried"})
+        verdict, owner = self._start(
+            keys=[self.job_key(taken.job_id), self.stream, self.input_key(taken.job_id), self.hooks, self.dead],
+            args=[WORKERS_GROUP, taken.entry_id, consumer, self.max_attempts, now_iso(), dead_error, taken.job_id,
+                  self.job_ttl_s])
+        verdict, owner = _text(verdict), _text(owner)
+        if verdict != "run":
+            return Started(verdict)
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hgetall(self.job_key(taken.job_id))
+        pipe.get(self.input_key(taken.job_id))
+        raw, data = pipe.execute()
+        job = {_text(k): _text(v) for k, v in raw.items()}
+        return Started("run", owner, job, data)
+
+    def heartbeat(self, consumer: str, entry_ids: list[str], *, stream: str | None = None,
+                  group: str = WORKERS_GROUP) -> set[str]:
+        """Renew ``consumer``'s entries; returns those still its own."""
+        if not entry_ids:
+            return set()
+        kept = self._heartbeat(keys=[stream or self.stream], args=[group, consumer, *entry_ids])
+        return {_text(k) for k in kept}
+
+    def succeed(self, taken: Taken, owner: str, result: dict[str, Any]) -> bool:
+        return self._end(taken, owner, {"status": "succeeded", "result": json.dumps(result, separators=(",", ":"))})
+
+    def fail(self, taken: Taken, owner: str, error: dict[str, Any], *, dead_letter: bool) -> bool:
+        return self._end(taken, owner, {"status": "failed", "error": json.dumps(error)}, dead_letter=dead_letter)
+
+    def _end(self, taken: Taken, owner: str, fields: dict[str, str], dead_letter: bool = False) -> bool:
+        """End the job if ``owner`` still owns it (False: another worker took it over)."""
+        fields = {**fields, "updated": now_iso(), "owner": ""}
+        flat: list[str] = []
+        for k, v in fields.items():
+            flat += [k, v]
+        done = self._finish(
+            keys=[self.job_key(taken.job_id), self.stream, self.input_key(taken.job_id), self.hooks, self.dead],
+            args=[WORKERS_GROUP, taken.entry_id, owner, self.job_ttl_s, taken.job_id, "1" if dead_letter else "0",
+                  *flat])
+        return bool(done)
+
+    def retry(self, taken: Taken, owner: str, error: dict[str, Any], created_epoch: float) -> str | None:
+        """Put the job back at the end of the queue (its attempt counted); None if it was not ours."""
+        fields = {"status": "queued", "last_error": json.dumps(error), "updated": now_iso(), "owner": ""}
+        flat: list[str] = []
+        for k, v in fields.items():
+            flat += [k, v]
+        entry = self._retry(keys=[self.job_key(taken.job_id), self.stream],
+                            args=[WORKERS_GROUP, taken.entry_id, owner, taken.job_id, f"{created_epoch:.3f}", *flat])
+        return _text(entry) if entry else None
+
+    # --- webhooks bookkeeping (delivery itself: app/webhooks.py) ------------------------------
+    def webhook_done(self, taken: Taken, status: str, attempts: int) -> None:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hset(self.job_key(taken.job_id), mapping={"webhook_status": status, "webhook_attempts": attempts})
+        pipe.xack(self.hooks, WEBHOOKS_GROUP, taken.entry_id)
+        pipe.xdel(self.hooks, taken.entry_id)
+        pipe.execute()
+
+    def raw_job(self, job_id: str) -> dict[str, str]:
+        return {_text(k): _text(v) for k, v in self.redis.hgetall(self.job_key(job_id)).items()}
+
+    def forget_idle_consumers(self, idle_s: float = 3600.0) -> int:
+        """Drop consumers (of stopped workers) that hold nothing and were idle for ``idle_s``."""
+        dropped = 0
+        for stream, group in ((self.stream, WORKERS_GROUP), (self.hooks, WEBHOOKS_GROUP)):
+            try:
+                consumers = self.redis.xinfo_consumers(stream, group)
+            except redis.exceptions.ResponseError:
+                continue
+            for c in consumers:
+                if int(c["pending"]) == 0 and int(c["idle"]) > idle_s * 1000:
+                    self.redis.xgroup_delconsumer(stream, group, c["name"])
+                    dropped += 1
+        return dropped

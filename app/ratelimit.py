@@ -1,0 +1,91 @@
+"""Per-client token buckets in Redis: every request that queues work takes one token.
+
+A client's bucket holds up to ``burst`` tokens and refills at ``per_min / 60`` tokens per second;
+a request that finds it empty is answered 429 with ``Retry-After`` (seconds until a token is back).
+The bucket lives in one Redis hash updated by one Lua script with Redis' own clock, so every pod
+and worker of the deployment shares the same count.
+
+Headers (IETF draft "RateLimit header fields for HTTP"), on every limited response:
+``RateLimit-Limit`` (the burst), ``RateLimit-Remaining`` (whole tokens left), ``RateLimit-Reset``
+(seconds until the bucket is full again) and ``RateLimit-Policy`` (``<burst>;w=<seconds to refill>``).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+from .errors import ClientError
+
+# KEYS: bucket; ARGV: rate (tokens per second), burst, cost -> {allowed, tokens, retry_after_s, reset_s}
+_TAKE = """
+local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(b[1]) or burst
+local ts = tonumber(b[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - ts) * rate)
+local allowed = 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
+redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
+local retry = 0
+if allowed == 0 then retry = (cost - tokens) / rate end
+return {allowed, tostring(tokens), tostring(retry), tostring((burst - tokens) / rate)}
+"""
+
+
+class RateLimited(ClientError):
+    """The client used up its token bucket (DOODLEPOD_RATE_LIMIT_PER_MIN, DOODLEPOD_RATE_LIMIT_BURST)."""
+    status, code = 429, "rate_limited"
+
+
+@dataclass
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_s: float
+    retry_after_s: float
+    window_s: float
+
+    def headers(self) -> dict[str, str]:
+        out = {"RateLimit-Limit": str(self.limit), "RateLimit-Remaining": str(self.remaining),
+               "RateLimit-Reset": str(math.ceil(self.reset_s)),
+               "RateLimit-Policy": f"{self.limit};w={math.ceil(self.window_s)}"}
+        if not self.allowed:
+            out["Retry-After"] = str(max(1, math.ceil(self.retry_after_s)))
+        return out
+
+
+def client_id(bearer_token: str, address: str) -> str:
+    """Whose bucket: the bearer token (hashed: tokens never reach Redis) and the address, else the address."""
+    if bearer_token:
+        return "t-" + hashlib.sha256(bearer_token.encode()).hexdigest()[:24] + "-" + (address or "unknown")
+    return "a-" + (address or "unknown")
+
+
+class RateLimiter:
+    def __init__(self, redis_client, key_prefix: str, per_min: float, burst: int) -> None:
+        self.redis = redis_client
+        self.key_prefix = key_prefix
+        self.rate = per_min / 60.0
+        self.burst = burst
+        self._take = redis_client.register_script(_TAKE)
+
+    def take(self, client: str, cost: int = 1) -> Decision:
+        """Take ``cost`` tokens from ``client``'s bucket (raises redis errors: the caller decides)."""
+        allowed, tokens, retry, reset = self._take(keys=[self.key_prefix + client],
+                                                   args=[self.rate, self.burst, cost])
+        tokens_f = float(tokens)
+        return Decision(bool(allowed), self.burst, int(math.floor(tokens_f + 1e-9)), float(reset), float(retry),
+                        self.burst / self.rate)
+
+    def refuse(self, decision: Decision) -> RateLimited:
+        return RateLimited(f"rate limit of {self.burst} requests (refilling {self.rate * 60:g} per minute) "
+                           f"used up; retry in {max(1, math.ceil(decision.retry_after_s))} s",
+                           headers=decision.headers())

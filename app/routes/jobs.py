@@ -1,0 +1,196 @@
+"""Async requests and the job resource; the rate limit and Idempotency-Key of POSTs that create work.
+
+* ``Prefer: respond-async`` on POST /animate (and POST /characters/{id}/animations): the request is
+  checked as usual, then queued (app/jobs_queue.py) and answered ``202`` with ``Location: /jobs/{id}``
+  and ``Retry-After``; a worker (``python -m app.worker``) renders it.
+* ``GET /jobs/{id}``: ``{"id", "status": queued|running|succeeded|failed, "animations"?, "error"?,
+  "timings_ms"?, "created", "updated", ...}``.
+* :func:`admit_work` (every request that queues work): the client's token bucket (app/ratelimit.py),
+  429 with ``RateLimit-*`` and ``Retry-After`` when empty. Synchronous requests are bounded by the
+  pod's render slots instead (503 at once), exactly as without Redis.
+* :func:`idempotent` (synchronous work) and :func:`submit` (async) honour ``Idempotency-Key``
+  (app/idempotency.py).
+
+Without Redis (not configured, or down) async requests get a JSON 503 and GET /jobs too; synchronous
+requests go on exactly as without this module (an Idempotency-Key is then not honoured: logged).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, Response, g, jsonify, request
+
+from .. import metrics
+from ..errors import ApiError, NotFound
+from ..idempotency import HEADER as IDEMPOTENCY_HEADER
+from ..idempotency import check_record, fingerprint, redis_key, validate_key
+from ..jobs_queue import REDIS_ERRORS, JobsUnavailable
+from ..ratelimit import client_id
+from ..services import services
+
+log = logging.getLogger("doodlepod.http")
+
+bp = Blueprint("jobs", __name__)
+
+_JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def wants_async() -> bool:
+    """True when the request says ``Prefer: respond-async`` (RFC 7240; other preferences ignored)."""
+    prefs = ",".join(request.headers.getlist("Prefer")).lower().split(",")
+    return any(p.split(";")[0].split("=")[0].strip() == "respond-async" for p in prefs)
+
+
+def client() -> str:
+    """Who is asking, for rate limits and idempotency keys: the bearer token (hashed) when the server
+    checks tokens, together with the client's address; else the address alone.
+
+    An unchecked token would let a client pick a fresh bucket per request; and one token is usually
+    shared by every install of the mobile app, so a token alone would let one phone use up everyone's
+    bucket."""
+    token = ""
+    if services().settings.auth_token:
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        token = value.strip() if scheme.lower() == "bearer" else ""
+    return client_id(token, request.remote_addr or "")
+
+
+def request_fingerprint() -> str:
+    """The request's content (form fields, files by SHA-256, JSON or raw body) for Idempotency-Key."""
+    files = []
+    for name, upload in request.files.items(multi=True):
+        files.append((name, upload.read()))
+        upload.seek(0)
+    body = request.get_json(silent=True) if request.is_json else None
+    if not request.files and not request.form and body is None:
+        files.append(("body", request.get_data(cache=True)))
+    return fingerprint(request.method, request.path, request.form.items(multi=True), files, body)
+
+
+def admit_work() -> None:
+    """Take a token from the client's bucket, or answer 429 (headers kept for the response)."""
+    limiter = services().limiter
+    if limiter is None:
+        return
+    try:
+        decision = limiter.take(client())
+    except REDIS_ERRORS as exc:
+        log.warning("rate limit not applied: Redis unavailable (%s)", type(exc).__name__)
+        return
+    g.rate_limit_headers = decision.headers()
+    if not decision.allowed:
+        metrics.RATE_LIMITED.inc()
+        raise limiter.refuse(decision)
+
+
+@bp.after_app_request
+def _add_rate_limit_headers(response: Response) -> Response:
+    for key, value in g.get("rate_limit_headers", {}).items():
+        response.headers.setdefault(key, value)
+    return response
+
+
+def _queue():
+    queue = services().jobs
+    if queue is None:
+        raise JobsUnavailable("async jobs are off on this server (no DOODLEPOD_REDIS_URL); send the request "
+                              "without 'Prefer: respond-async'", services().settings.retry_after_s or 5)
+    return queue
+
+
+def _accepted(job: dict[str, Any], replayed: bool = False) -> Response:
+    response = jsonify(job)
+    response.status_code = 202
+    response.headers["Location"] = f"/jobs/{job['id']}"
+    response.headers["Retry-After"] = str(services().settings.jobs_poll_after_s)
+    response.headers["Preference-Applied"] = "respond-async"
+    if replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def _replay(record: dict[str, Any]) -> Response:
+    """The answer a key's first request got: its job (202) or its stored response."""
+    if "job" in record:
+        job = _queue().get(record["job"])
+        if job is None:
+            raise NotFound(f"the job {record['job']} made for this {IDEMPOTENCY_HEADER} has expired")
+        return _accepted(job, replayed=True)
+    stored = record["response"]
+    response = jsonify(stored["body"])
+    response.status_code = stored["status"]
+    response.headers["Idempotent-Replayed"] = "true"
+    return response
+
+
+def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callback_url: str = "") -> Response:
+    """Queue a job of ``kind`` (a handler of app/worker.py) and answer 202; or replay the key's first answer."""
+    svc = services()
+    queue = _queue()
+    key = validate_key(request.headers.get(IDEMPOTENCY_HEADER))
+    fp = request_fingerprint() if key else ""
+    who = client()
+    submitted = queue.submit(kind, payload, input_data, callback_url=callback_url, client=who,
+                             idem_key=redis_key(svc.settings.redis_prefix, who, key) if key else "",
+                             idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s)
+    if submitted.duplicate_of is not None:
+        record = check_record(submitted.duplicate_of, fp, key)
+        if record.get("state") == "running":
+            from ..idempotency import IdempotencyInProgress
+            raise IdempotencyInProgress(f"a request with {IDEMPOTENCY_HEADER} '{key[:64]}' is still running",
+                                        svc.settings.retry_after_s or 5)
+        log.info("idempotent replay of %s", record.get("job", "a stored response"))
+        return _replay(record)
+    metrics.JOBS.labels(event="submitted").inc()
+    return _accepted(submitted.job)
+
+
+def idempotent(work: Callable[[], Response]) -> Response:
+    """Run synchronous ``work`` once per Idempotency-Key: a repeat gets the stored answer."""
+    svc = services()
+    key = validate_key(request.headers.get(IDEMPOTENCY_HEADER))
+    if not key or svc.idempotency is None:
+        return work()
+    fp = request_fingerprint()
+    try:
+        claim, record = svc.idempotency.begin(client(), key, fp)
+    except REDIS_ERRORS as exc:
+        log.warning("%s not honoured: Redis unavailable (%s)", IDEMPOTENCY_HEADER, type(exc).__name__)
+        return work()
+    if record is not None:
+        log.info("idempotent replay of a stored response")
+        return _replay(record)
+    try:
+        response = work()
+    except ApiError as exc:
+        _settle(claim, exc.status, {"error": exc.code, "message": exc.message})
+        raise
+    except BaseException:
+        _settle(claim, 500, None)
+        raise
+    _settle(claim, response.status_code, response.get_json(silent=True))
+    return response
+
+
+def _settle(claim, status: int, body: Any) -> None:
+    try:
+        services().idempotency.complete(claim, status, body)
+    except REDIS_ERRORS as exc:
+        log.warning("could not store the response for %s: %s", IDEMPOTENCY_HEADER, type(exc).__name__)
+
+
+@bp.get("/jobs/<job_id>")
+def get_job(job_id: str):
+    """A job's state; ``Retry-After`` while it is queued or running."""
+    queue = _queue()
+    job = queue.get(job_id) if _JOB_ID.match(job_id) else None
+    if job is None:
+        raise NotFound(f"no job {job_id[:40]} (unknown, or ended more than "
+                       f"{services().settings.jobs_ttl_s // 86400} days ago)")
+    response = jsonify(job)
+    if job["status"] in ("queued", "running"):
+        response.headers["Retry-After"] = str(services().settings.jobs_poll_after_s)
+    return response

@@ -1,0 +1,384 @@
+"""The render worker: ``python -m app.worker`` takes async jobs from Redis and renders them.
+
+It is a second process type of the app's image, run beside gunicorn in the same pod (the
+``worker`` container of deploy/deployment.yaml, a second process of ``make run``). It builds the
+same pipeline as the web app (TorchServe on localhost, the storage, a render process pool) and
+shares the pod's render slots with it (``DOODLEPOD_RUNTIME_DIR``), so sync and async renders
+together never exceed ``DOODLEPOD_MAX_INFLIGHT``.
+
+Threads: ``DOODLEPOD_WORKER_CONCURRENCY`` job threads (each: hold a render slot, wait for TorchServe
+to be ready, take a job, run it), one heartbeat thread that renews the entries being worked on, and
+two callback threads (app/webhooks.py). SIGTERM stops taking work and lets running jobs finish
+(bounded by the request deadline); a worker killed outright loses nothing: its jobs are taken over
+after ``DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S``.
+
+A job that fails with a client-side error (4xx: no character, unreadable image ...) ends ``failed``
+at once; a server-side one (5xx, a crash) is retried with backoff until ``DOODLEPOD_JOBS_MAX_ATTEMPTS``,
+then ends ``failed`` and is dead-lettered.
+
+``python -m app.worker --alive`` exits 0 if this pod's worker renewed its heartbeat file recently
+(the container's liveness probe).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .services import Services
+
+log = logging.getLogger("doodlepod.worker")
+
+HEARTBEAT_FILE = "worker.alive"
+
+
+#: kind -> handler(services, payload, input bytes, job id, deadline) -> result dict (merged into the job);
+#: ``services`` is the worker's :class:`app.services.Services` (the same objects the web app has).
+HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {}
+
+
+def handler(kind: str):
+    """Register the function that runs jobs of ``kind`` (routes queue them with that kind)."""
+    def register(fn):
+        HANDLERS[kind] = fn
+        return fn
+    return register
+
+
+@handler("animate")
+def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job_id: str, deadline) -> dict:
+    """POST /animate's work: the photo pipeline, with the request's validated fields."""
+    from .errors import UnknownMotion
+    from .pipeline import Job
+
+    missing = [n for n in payload["motions"] if n not in ctx.motions]
+    if missing:
+        raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
+    joints = None
+    if payload.get("joints") is not None:
+        from animator.photo_skeleton import skeleton_from_client
+        joints = skeleton_from_client(payload["joints"])
+    job = Job(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]], format=payload["format"],
+              deadline=deadline, base_url=payload["base_url"], request_id=job_id, joints=joints,
+              bbox=payload.get("bbox"))
+    result = ctx.pipeline.run(job)
+    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
+
+
+@handler("character_animations")
+def run_character_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
+                             deadline) -> dict:
+    """POST /characters/{id}/animations' work (app/characters.py), the render slot already held."""
+    from contextlib import nullcontext
+
+    from .errors import UnknownMotion
+
+    missing = [n for n in payload["motions"] if n not in ctx.motions]
+    if missing:
+        raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
+    timings: dict[str, float] = {}
+    record, urls, hits = ctx.characters.render(payload["character"], [ctx.motions[n] for n in payload["motions"]],
+                                               payload["format"], payload["size"], payload.get("if_match"),
+                                               deadline, timings, payload["base_url"], nullcontext,
+                                               max_frames=payload.get("max_frames"))
+    return {"character": {"id": record.id, "version": record.version}, "format": payload["format"],
+            "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
+
+
+class Worker:
+    def __init__(self, services: Services, run_dir: Path) -> None:
+        self.settings = services.settings
+        self.queue = services.jobs
+        self.ctx = services
+        self.slots = services.slots
+        self.pool = services.pool
+        self.run_dir = run_dir
+        self.stop = threading.Event()
+        self._stopped = threading.Event()   # set after the job threads ended: the heartbeat stops last
+        self.name = f"{socket.gethostname()}-{os.getpid()}"
+        self._lock = threading.Lock()
+        self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
+        self._ready_at = 0.0
+        self._ready_ok = False
+
+    # --- the threads ------------------------------------------------------------------------
+    def run(self) -> None:
+        from . import metrics  # noqa: F401  (metrics files in the shared folder)
+
+        threads = [threading.Thread(target=self._job_loop, args=(f"{self.name}-{i}",), name=f"job-{i}", daemon=True)
+                   for i in range(self.settings.worker_concurrency)]
+        threads += [threading.Thread(target=self._webhook_loop, args=(f"{self.name}-hook{i}",), name=f"hook-{i}",
+                                     daemon=True) for i in range(2)]
+        beat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
+        for t in threads + [beat]:
+            t.start()
+        log.info("worker %s started: %d job threads, redis %s, max attempts %d, visibility %gs",
+                 self.name, self.settings.worker_concurrency, self.queue.safe_url(), self.queue.max_attempts,
+                 self.queue.visibility_s)
+        while not self.stop.wait(1.0):
+            pass
+        log.info("worker %s stopping: finishing running jobs", self.name)
+        for t in threads:
+            t.join(self.settings.request_deadline_s + 10)
+        self._stopped.set()
+        beat.join(5)
+        log.info("worker %s stopped", self.name)
+
+    def _job_loop(self, consumer: str) -> None:
+        backoff = 0.5
+        while not self.stop.is_set():
+            try:
+                if not self._models_ready():
+                    self.stop.wait(2.0)
+                    continue
+                slot = self.slots.try_acquire()
+                if slot is None:
+                    self.stop.wait(0.2)
+                    continue
+                try:
+                    taken = self.queue.take(consumer, block_ms=1000)
+                    if taken is not None:
+                        self._run(taken, consumer, slot)
+                finally:
+                    slot.release()
+                backoff = 0.5
+            except Exception as exc:
+                log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
+                self.stop.wait(backoff)
+                backoff = min(10.0, backoff * 2)
+
+    def _models_ready(self) -> bool:
+        """Take work only while TorchServe has its models READY (checked at most every 2 s)."""
+        now = time.monotonic()
+        if now - self._ready_at > 2.0:
+            s = self.settings
+            try:
+                states = [self.ctx.torchserve.model_state(m, s.ping_timeout_s)
+                          for m in (s.detector_model, s.pose_model)]
+                ok = all(st.get("ready") for st in states)
+            except Exception:
+                ok = False
+            if ok != self._ready_ok:
+                log.info("models %s: %s taking jobs", "ready" if ok else "not ready", "now" if ok else "not")
+            self._ready_ok, self._ready_at = ok, now
+        return self._ready_ok
+
+    def _track(self, stream: str, consumer: str, entry_id: str, on: bool) -> None:
+        with self._lock:
+            ids = self._working.setdefault((stream, consumer), set())
+            (ids.add if on else ids.discard)(entry_id)
+
+    def _heartbeat_loop(self) -> None:
+        from .jobs_queue import WEBHOOKS_GROUP, WORKERS_GROUP
+
+        period = max(0.2, self.queue.visibility_s / 3)
+        alive = self.run_dir / HEARTBEAT_FILE
+        while not self._stopped.wait(period):
+            alive.touch()  # liveness: this process' loops run (Redis being down is not a reason to restart)
+            with self._lock:
+                working = {k: list(v) for k, v in self._working.items() if v}
+            try:
+                for (stream, consumer), ids in working.items():
+                    group = WEBHOOKS_GROUP if stream == self.queue.hooks else WORKERS_GROUP
+                    kept = self.queue.heartbeat(consumer, ids, stream=stream, group=group)
+                    for lost in set(ids) - kept:
+                        log.warning("entry %s of %s was taken over by another worker", lost, consumer)
+            except Exception as exc:
+                log.warning("heartbeat failed: %s: %s", type(exc).__name__, exc)
+
+    # --- one job ---------------------------------------------------------------------------------
+    def _run(self, taken, consumer: str, slot) -> None:
+        from . import metrics
+        from .deadline import Deadline
+        from .errors import ApiError
+
+        self._track(self.queue.stream, consumer, taken.entry_id, True)
+        try:
+            started = self.queue.start(taken, consumer)
+            if started.verdict != "run":
+                log.info("job %s not run: %s", taken.job_id, started.verdict)
+                if started.verdict == "dead":
+                    metrics.JOBS.labels(event="failed").inc()
+                return
+            if taken.redelivered:
+                metrics.JOBS.labels(event="redelivered").inc()
+            job = started.job
+            attempt = int(job["attempts"])
+            log.info("job %s start kind=%s attempt=%d/%d%s", taken.job_id, job["kind"], attempt,
+                     self.queue.max_attempts, " (redelivered)" if taken.redelivered else "")
+            t0 = time.perf_counter()
+            try:
+                run = HANDLERS[job["kind"]]
+                result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
+                             Deadline(self.settings.request_deadline_s))
+            except ApiError as exc:
+                self._failed(taken, started.owner, job, exc.status, exc.code, exc.message, slot)
+                return
+            except Exception as exc:  # a bug or a crash: retried like any server-side failure
+                log.exception("job %s crashed", taken.job_id)
+                self._failed(taken, started.owner, job, 500, "internal_error", f"{type(exc).__name__}", slot)
+                return
+            if self.queue.succeed(taken, started.owner, result):
+                metrics.JOBS.labels(event="succeeded").inc()
+                metrics.JOB_SECONDS.labels(status="succeeded").observe(_age_s(job))
+                log.info("job %s succeeded in %.0f ms", taken.job_id, (time.perf_counter() - t0) * 1e3)
+            else:
+                log.warning("job %s finished here but another worker owns it now; result dropped", taken.job_id)
+        finally:
+            self._track(self.queue.stream, consumer, taken.entry_id, False)
+
+    def _failed(self, taken, owner: str, job: dict, status: int, code: str, message: str, slot) -> None:
+        from . import metrics
+
+        error = {"code": code, "status": status, "message": message}
+        attempt = int(job["attempts"])
+        if status < 500:
+            self.queue.fail(taken, owner, error, dead_letter=False)
+            metrics.JOBS.labels(event="failed").inc()
+            metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))
+            log.info("job %s failed: %s (%d) %s", taken.job_id, code, status, message)
+            return
+        if attempt >= self.queue.max_attempts:
+            error["message"] += f" (after {attempt} attempts)"
+            self.queue.fail(taken, owner, error, dead_letter=True)
+            metrics.JOBS.labels(event="failed").inc()
+            metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))
+            log.warning("job %s failed for good after %d attempts: %s %s", taken.job_id, attempt, code, message)
+            return
+        # Server-side failure with attempts left: free the render slot, back off, requeue at the end.
+        slot.release()
+        wait = min(30.0, 1.0 * 2 ** (attempt - 1))
+        log.warning("job %s attempt %d/%d failed: %s %s; requeued in %.0f s", taken.job_id, attempt,
+                    self.queue.max_attempts, code, message, wait)
+        self.stop.wait(wait)
+        if self.queue.retry(taken, owner, error, _created_epoch(job)):
+            metrics.JOBS.labels(event="retried").inc()
+
+    # --- callbacks ---------------------------------------------------------------------------
+    def _webhook_loop(self, consumer: str) -> None:
+        from . import metrics
+        from .jobs_queue import WEBHOOKS_GROUP, now_iso
+        from .webhooks import deliver
+
+        s = self.settings
+        backoff = 0.5
+        while not self.stop.is_set():
+            try:
+                taken = self.queue.take(consumer, block_ms=1000, stream=self.queue.hooks, group=WEBHOOKS_GROUP)
+                backoff = 0.5
+            except Exception as exc:
+                log.warning("webhooks %s: %s: %s", consumer, type(exc).__name__, exc)
+                self.stop.wait(backoff)
+                backoff = min(10.0, backoff * 2)
+                continue
+            if taken is None:
+                continue
+            self._track(self.queue.hooks, consumer, taken.entry_id, True)
+            try:
+                raw = self.queue.raw_job(taken.job_id)
+                if not raw or not raw.get("callback_url") or not s.webhook_secret:
+                    self.queue.webhook_done(taken, "failed" if raw else "expired", 0)
+                    continue
+                job = self.queue.public(raw)
+                job.pop("webhook", None)
+                outcome = deliver(raw["callback_url"], job, s.webhook_secret, attempts=s.webhook_attempts,
+                                  timeout_s=s.webhook_timeout_s, now=now_iso, stop=self.stop)
+                if outcome.interrupted:
+                    continue  # stopping: another worker takes it over after the visibility timeout
+                metrics.WEBHOOKS.labels(outcome="delivered" if outcome.delivered else "failed").inc()
+                if outcome.attempts > 1:
+                    metrics.WEBHOOKS.labels(outcome="retried").inc(outcome.attempts - 1)
+                self.queue.webhook_done(taken, "delivered" if outcome.delivered else "failed", outcome.attempts)
+            except Exception as exc:
+                log.warning("webhook for job %s: %s: %s", taken.job_id, type(exc).__name__, exc)
+            finally:
+                self._track(self.queue.hooks, consumer, taken.entry_id, False)
+
+
+def _created_epoch(job: dict) -> float:
+    from datetime import datetime
+    try:
+        return datetime.fromisoformat(job["created"].replace("Z", "+00:00")).timestamp()
+    except (KeyError, ValueError):
+        return time.time()
+
+
+def _age_s(job: dict) -> float:
+    return max(0.0, time.time() - _created_epoch(job))
+
+
+def build(settings) -> Worker | None:
+    """The worker of ``settings``: the same pipeline as the web app, and the pod's render slots."""
+    from . import runtime_dir
+    from .logs import configure_logging
+
+    configure_logging(settings.log_level)
+    run_dir = runtime_dir(settings)  # sets PROMETHEUS_MULTIPROC_DIR before metrics is imported
+    if not settings.redis_url:
+        return None
+    from .services import build_services
+
+    return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}"), run_dir)
+
+
+def alive(settings, max_age_s: float = 0.0) -> bool:
+    """True if this pod's worker touched its heartbeat file within ``max_age_s`` (default 3 periods + 30 s)."""
+    if not settings.runtime_dir:
+        return False
+    path = Path(settings.runtime_dir) / HEARTBEAT_FILE
+    limit = max_age_s or settings.jobs_visibility_timeout_s + 30
+    try:
+        return time.time() - path.stat().st_mtime < limit
+    except FileNotFoundError:
+        return False
+
+
+def _idle(settings) -> int:
+    """No DOODLEPOD_REDIS_URL: async jobs are off. Stay up (the pod's worker container must not crash-loop)
+    and keep the liveness file fresh until SIGTERM."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    log.warning("async jobs are off: DOODLEPOD_REDIS_URL is not set; this worker idles until it is")
+    alive_file = Path(settings.runtime_dir) / HEARTBEAT_FILE if settings.runtime_dir else None
+    while True:
+        if alive_file is not None:
+            alive_file.touch()
+        if stop.wait(10):
+            return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .config import load_settings
+
+    argv = sys.argv[1:] if argv is None else argv
+    settings = load_settings()
+    if argv[:1] == ["--alive"]:
+        return 0 if alive(settings) else 1
+    if argv:
+        print(__doc__)
+        return 0 if argv[0] in ("-h", "--help") else 2
+    worker = build(settings)
+    if worker is None:
+        return _idle(settings)
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop.set())
+    signal.signal(signal.SIGINT, lambda *_: worker.stop.set())
+    worker.pool.warm()
+    try:
+        worker.run()
+    finally:
+        worker.pool.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

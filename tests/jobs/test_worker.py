@@ -1,0 +1,159 @@
+"""The render worker (``python -m app.worker``) end to end: a real Redis server, a real TorchServe
+serving the fake models of tests/fixtures/torchserve_fake (the real weights cannot be downloaded
+here), the real pipeline and render processes, local storage on disk.
+
+Jobs are queued with the engine directly here; tests/jobs/test_async_api.py does the same over HTTP.
+"""
+from __future__ import annotations
+
+import io
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
+import stack
+from jobstack import WorkerProcess
+
+from app.jobs_queue import JobQueue
+
+pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
+
+MOTIONS = ["dab", "jumping", "zombie"]
+
+
+@pytest.fixture(scope="module")
+def torchserve():
+    workdir = stack.make_workdir("dp-jobs-ts-")
+    ts = stack.FakeTorchServe(workdir)
+    try:
+        ts.start()
+        yield ts
+    finally:
+        ts.stop()
+        stack.remove(workdir)
+
+
+@pytest.fixture(scope="module")
+def page():
+    return stack.page_with_character("char1", (1000, 800), (250, 120))
+
+
+@pytest.fixture(autouse=True)
+def models_find_the_drawing(torchserve, page):
+    image, joints = page
+    torchserve.set_control(detector={"mode": "nonwhite"},
+                           pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
+    yield
+
+
+@pytest.fixture
+def workdir():
+    path = stack.make_workdir("dp-jobs-worker-")
+    yield path
+    stack.remove(path)
+
+
+def _env(redis_server, torchserve, workdir: Path, pod: str, **extra: str) -> dict[str, str]:
+    return {"DOODLEPOD_REDIS_URL": redis_server.url, "DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
+            "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url, "DOODLEPOD_TORCHSERVE_RETRIES": "0",
+            "DOODLEPOD_RENDER_SIZE": "200", "DOODLEPOD_RENDER_PROCESSES": "2",
+            "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RUNTIME_DIR": str(workdir / pod),
+            "DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S": "3", "DOODLEPOD_JOBS_MAX_ATTEMPTS": "3",
+            "DOODLEPOD_WORKER_CONCURRENCY": "1", "DOODLEPOD_MAX_INFLIGHT": "2", **extra}
+
+
+def _queue(redis_server) -> JobQueue:
+    return JobQueue(redis_server.url, max_attempts=3, visibility_s=3)
+
+
+def _submit(q: JobQueue, image: Image.Image) -> str:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    payload = {"motions": MOTIONS, "format": "gif", "joints": None, "bbox": None, "base_url": "http://testserver"}
+    return q.submit("animate", payload, buf.getvalue()).job["id"]
+
+
+def _wait_status(q: JobQueue, job_id: str, statuses: set[str], timeout: float) -> dict:
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        job = q.get(job_id)
+        if job and job["status"] in statuses:
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} not {statuses} after {timeout} s: {q.get(job_id)}")
+
+
+def _wait_log(worker: WorkerProcess, text: str, timeout: float) -> None:
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        if text in worker.log_text():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{text!r} not in the worker's log after {timeout} s:\n{worker.log_text()[-3000:]}")
+
+
+def test_a_worker_killed_mid_render_loses_nothing(redis_server, torchserve, workdir, page):
+    """SIGKILL to the worker (and its render processes) while it renders: another worker takes the
+    job over after the visibility timeout and it succeeds, once."""
+    q = _queue(redis_server)
+    first = WorkerProcess(workdir, _env(redis_server, torchserve, workdir, "pod-a",
+                                        DOODLEPOD_RENDER_FPS="native"), "worker-a").start()
+    try:
+        job_id = _submit(q, page[0])
+        _wait_log(first, "stage=pose", 120)        # detection and pose done: the renders are starting
+        time.sleep(0.3)
+        assert q.get(job_id)["status"] == "running"
+        first.kill(signal.SIGKILL)
+    finally:
+        first.stop()
+    assert f"job {job_id} succeeded" not in first.log_text()
+    killed_at = time.monotonic()
+    second = WorkerProcess(workdir, _env(redis_server, torchserve, workdir, "pod-b"), "worker-b").start()
+    try:
+        job = _wait_status(q, job_id, {"succeeded", "failed"}, 180)
+    finally:
+        second.stop()
+    assert job["status"] == "succeeded", job
+    assert job["attempts"] == 2 and time.monotonic() - killed_at >= 3 - 0.5
+    assert "(redelivered)" in second.log_text()
+    assert set(job["animations"]) == set(MOTIONS)
+    for motion, url in job["animations"].items():
+        key = url.removeprefix("http://testserver/files/")
+        assert key != url and key.endswith(f"/{motion}.gif"), url
+        with Image.open(workdir / "files" / key) as gif:
+            assert gif.format == "GIF" and gif.n_frames > 1
+    assert q.redis.xlen(q.stream) == 0
+
+
+def test_a_job_that_always_fails_ends_failed_after_n_tries_and_stays_visible(redis_server, torchserve, workdir,
+                                                                              page):
+    q = _queue(redis_server)
+    torchserve.set_control(detector={"mode": "nonwhite", "status": 500})
+    worker = WorkerProcess(workdir, _env(redis_server, torchserve, workdir, "pod-a")).start()
+    try:
+        job_id = _submit(q, page[0])
+        job = _wait_status(q, job_id, {"succeeded", "failed"}, 120)
+    finally:
+        worker.stop()
+    assert job["status"] == "failed" and job["attempts"] == 3, job
+    assert job["error"]["code"] == "model_server_error" and "after 3 attempts" in job["error"]["message"]
+    assert worker.log_text().count(f"job {job_id} start") == 3
+    assert [f[b"job"].decode() for _, f in q.redis.xrange(q.dead)][-1:] == [job_id]
+    assert q.get(job_id) == job                     # still readable after the worker stopped
+
+
+def test_a_client_error_fails_at_once_without_retries(redis_server, torchserve, workdir):
+    q = _queue(redis_server)
+    worker = WorkerProcess(workdir, _env(redis_server, torchserve, workdir, "pod-a")).start()
+    try:
+        job_id = _submit(q, Image.new("RGB", (400, 300), "white"))   # a blank page: no character
+        job = _wait_status(q, job_id, {"succeeded", "failed"}, 120)
+    finally:
+        worker.stop()
+    assert job["status"] == "failed" and job["attempts"] == 1
+    assert job["error"]["code"] == "no_character" and job["error"]["status"] == 422
