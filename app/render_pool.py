@@ -263,7 +263,7 @@ class RenderPool:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-            except BaseException:  # JobCancelled, or the job's own error: either way it has ended
+            except Exception:  # noqa: BLE001, S110 - JobCancelled or the job's own error: it has ended
                 pass
 
     def warm(self) -> None:
