@@ -20,7 +20,7 @@ const ui = {
 };
 
 const editor = new Editor(ui.stage);
-const picker = new MotionPicker(ui.motions);
+const picker = new MotionPicker(ui.motions, () => Object.keys(editor.edits()).length > 0);
 const gallery = new Gallery(ui.animations);
 const state = { doc: null, photo: null, mask: null, busy: false, motions: [], defaults: [] };
 // Figures the page measures (tests and curious people read them from the console).
