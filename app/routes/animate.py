@@ -55,7 +55,7 @@ def _animate_async():
     """Check the request as the synchronous path would, then queue it (202 + Location)."""
     image = read_drawing()
     fmt = _format()
-    if "bvh" in request.files:
+    if "bvh" in request.files or request.form.get("bvh"):
         raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
     motions = motion_list(request.form.getlist("motions"))
     joints = _json_field(request.form.get("joints"), "joints")

@@ -159,7 +159,7 @@ def _animate_character_async(cid: str, motions, fmt: str, side: int, frames: int
                              deadline) -> Response:
     """Check what can be checked now (the character exists, If-Match, motions), then queue the render."""
     admit_work()
-    if request.files:
+    if request.files or request.form.get("bvh"):
         raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
     chosen = motion_list(motions)
     record, _ = services().characters.load(cid, deadline)      # 404 now, not a failed job later
@@ -210,7 +210,7 @@ def animate_character(cid: str):
         return _animate_character_async(cid, motions, fmt, side, frames, callback, deadline)
     if callback:
         raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
-    clip = uploaded_clip() if request.files else None  # the client's own BVH clip, if any
+    clip = uploaded_clip()  # the client's own BVH clip (file or text field), if any
     try:
         chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
         timings: dict[str, float] = {}
