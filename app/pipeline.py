@@ -215,6 +215,7 @@ class Pipeline:
         img = self.decode(job.image, job.deadline, timings)
         height, width = img.rgb.shape[:2]
         if job.joints is not None:
+            _check_inside(job.joints, img.image_size)
             work_joints = _scale_joints(job.joints, img.scale)
             box = _box_for_client(job.bbox, work_joints, img.scale, width, height)
         else:
@@ -299,6 +300,16 @@ def new_request_id() -> str:
 def new_storage_id() -> str:
     """The folder of one request's files in the storage: random, made by the server."""
     return uuid.uuid4().hex
+
+
+def _check_inside(joints: list, image_size: tuple[int, int]) -> None:
+    """Client joints must lie on the uploaded image (image pixels): InvalidCharacter names the first
+    one that does not. (A joint far off the drawing made the render's work grow with its distance.)"""
+    width, height = image_size
+    for j in joints:
+        x, y = j.loc
+        if not (0 <= x <= width and 0 <= y <= height):
+            raise InvalidCharacter(f"joint '{j.name}' at ({x:g}, {y:g}) lies outside the {width}x{height} image")
 
 
 def _scale_joints(joints: list, scale: float) -> list:

@@ -255,3 +255,14 @@ def test_a_one_armed_skeleton_names_the_missing_arm(tmp_path):
     with pytest.raises(BVHError, match=r"no right forearm \(a joint like RightForeArm") as err:
         find_body(parse_bvh(_minimal_bvh(arms=("Left",)), tmp_path / "one_arm.bvh"))
     assert "no left" not in str(err.value)
+
+
+@pytest.mark.parametrize("rename", [_style("biped"), lambda n: f"rig:{n}", lambda n: f'my "rig" #1: {n}'],
+                         ids=["biped-spaces", "colon", "quotes-hash"])
+def test_printed_yaml_quotes_whatever_the_joint_names_hold(rename, tmp_path):
+    text = (EX / "bvh" / "fair1" / "dab.bvh").read_text()
+    derived = derive_retarget_config(parse_bvh(_renamed(text, rename), tmp_path / "x.bvh"))
+    (tmp_path / "r.yaml").write_text(retarget_config_yaml(derived))
+    back = load_retarget_config(tmp_path / "r.yaml")
+    assert back.char_joint_bvh_joints_mapping == derived.char_joint_bvh_joints_mapping
+    assert back.bvh_projection_bodypart_groups == derived.bvh_projection_bodypart_groups

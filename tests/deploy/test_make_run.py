@@ -247,7 +247,7 @@ def test_make_run_serves_the_readme_curl_line_and_stops_cleanly(make_run):
 
     # The same drawing as an async job: make run started Redis and a render worker on its own.
     async_command = command.replace("curl ", "curl -si -H 'Prefer: respond-async' ", 1)
-    result = subprocess.run(["bash", "-c", async_command], cwd=ROOT, capture_output=True, timeout=60)
+    result = subprocess.run(["bash", "-c", async_command], cwd=REPO, capture_output=True, timeout=60)
     head = result.stdout.decode(errors="replace")
     assert head.startswith("HTTP/1.1 202"), f"{head[:800]}\n--- make run output ---\n{make_run.output()[-3000:]}"
     location = re.search(r"^Location: (/jobs/[0-9a-f]{32})\s*$", head, re.M | re.I).group(1)
