@@ -298,7 +298,7 @@ def test_box_corner_eraser_and_undo(server, open_page):
     start = to_screen(view, *texture_to_image(boxed, on[len(on) // 3], row))
     end = to_screen(view, *texture_to_image(boxed, on[2 * len(on) // 3], row))
     mouse_drag(page, start, (end[0] - start[0], end[1] - start[1]))
-    page.get_by_test_id("save").click()
+    page.keyboard.press("Control+s")  # the shortcut saves like the button
     page.wait_for_function("v => window.studio.timings.some(t => t.version === v)", arg=boxed["version"] + 1,
                            timeout=120_000)
     erased = get_doc(server, doc["id"])
