@@ -288,14 +288,18 @@ def _scene_output(scene, log) -> str:
 
 
 def _print_retarget(motion: str) -> int:
-    from animator.auto_retarget import configs_for, retarget_config_yaml
+    from animator.auto_retarget import configs_for, find_body, retarget_config_yaml
+    from animator.bvh import load_bvh
     from animator.errors import AnimatorError
 
     try:
-        _, cfg = configs_for(motion, None)
+        motion_cfg, cfg = configs_for(motion, None)
+        family = find_body(load_bvh(motion_cfg.bvh_path)).family
     except AnimatorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    sys.stdout.write(f"# retarget config derived from {motion_cfg.bvh_path} ({family} joint names) for the\n"
+                     "# 16-joint drawn humanoid, in AnimatedDrawings' format: adjust it and pass it with --retarget\n")
     sys.stdout.write(retarget_config_yaml(cfg))
     return EXIT_OK
 

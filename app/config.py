@@ -99,7 +99,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_ACCESS_LOG", "true", "Write one gunicorn access-log line per request (with its "
             "request id).", _bool),
     Setting("DOODLEPOD_RUNTIME_DIR", "", "Folder for state shared by the workers of one pod (render slots, "
-            "Prometheus multiprocess files); empty: a fresh temporary folder made at start.", str),
+            "Prometheus' memory-mapped metric files); empty: a fresh temporary folder made at start. Give it a "
+            "small volume of its own (the pod: 64 MiB in memory): a write to a mapped file on a full disk "
+            "kills the worker.", str),
     Setting("DOODLEPOD_FORWARDED_ALLOW_IPS", "127.0.0.1,::1", "Addresses or networks (comma-separated, "
             "e.g. 10.0.0.0/8) of the proxies trusted to set X-Forwarded-Proto, SCRIPT_NAME and the Host that "
             "answers' URLs are built from (when DOODLEPOD_PUBLIC_URL is empty); '*' trusts every client. "
@@ -178,7 +180,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_LOCAL_DIR", "./var/files", "Folder of the local storage (relative paths: from the "
             "working directory; the container uses /var/lib/doodlepod/files)."),
     Setting("DOODLEPOD_PUBLIC_URL", "", "Base URL clients reach the app at (e.g. https://doodles.example.com), "
-            "used for local-storage URLs; empty: the request's own host."),
+            "used for local-storage URLs; empty: the host the request reached through a trusted proxy "
+            "(DOODLEPOD_FORWARDED_ALLOW_IPS), else URLs relative to the server."),
     Setting("DOODLEPOD_EXPIRY_HOURS", "24", "Characters and animations are deleted this many hours after "
             "they are made (a character: after its upload; GET answers 404 from then on). Local storage "
             "sweeps them; with S3 give the bucket a lifecycle rule (deploy/examples/s3-lifecycle.json).",

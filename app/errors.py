@@ -95,6 +95,11 @@ class NoSkeleton(ClientError):
     status, code = 422, "no_skeleton"
 
 
+class RequestTimeout(ClientError):
+    """The request's body did not all arrive within DOODLEPOD_BODY_TIMEOUT_S."""
+    status, code = 408, "request_timeout"
+
+
 class InvalidCharacter(ClientError):
     """The character cannot be animated (e.g. client joints that make no usable skeleton)."""
     status, code = 422, "invalid_character"

@@ -4,7 +4,9 @@ for blocking work without stalling it. Outside gevent (tests, scripts) everythin
 from __future__ import annotations
 
 import concurrent.futures as cf
-from typing import Any, Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def under_gevent() -> bool:
@@ -14,6 +16,19 @@ def under_gevent() -> bool:
     except ImportError:
         return False
     return monkey.is_anything_patched()
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, error: BaseException) -> Iterator[None]:
+    """Raise ``error`` if the block runs longer than ``seconds``, whatever it waits on (a socket read
+    that trickles, a connect), under gevent. Outside gevent nothing interrupts the block: the
+    callers' own per-call timeouts are the only bound there."""
+    if not under_gevent():
+        yield
+        return
+    import gevent
+    with gevent.Timeout(max(seconds, 0.001), error):
+        yield
 
 
 def off_loop(fn: Callable[..., Any], *args: Any) -> Any:

@@ -19,6 +19,7 @@ SIGBUS leaves nothing behind.
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures as cf
 import fcntl
 import logging
@@ -262,7 +263,7 @@ class RenderPool:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-            except BaseException:  # JobCancelled, or the job's own error: either way it has ended
+            except Exception:  # noqa: BLE001, S110 - JobCancelled or the job's own error: it has ended
                 pass
 
     def warm(self) -> None:
@@ -307,7 +308,8 @@ class InflightSlots:
     The folder also keeps what an honest Retry-After needs: each held slot's file holds the time it
     was taken, and ``durations`` the moving average of how long a slot is held by a request that
     completes (:meth:`Slot.release` with ``completed=True``). :meth:`retry_after` is then the time
-    until the first held slot is expected to be free.
+    until the first held slot is expected to be free, plus a slot time per slot for each client
+    this process turned away shortly before (they queue for the same slots).
     """
 
     #: weight of the newest duration in the moving average
@@ -316,6 +318,7 @@ class InflightSlots:
     def __init__(self, folder: str | Path, count: int) -> None:
         self.folder = Path(folder)
         self.count = count
+        self._refused: collections.deque[float] = collections.deque()  # this process's recent 503s
         self.folder.mkdir(parents=True, exist_ok=True)
         for i in range(count):
             (self.folder / f"slot-{i}").touch(exist_ok=True)
@@ -352,9 +355,11 @@ class InflightSlots:
         os.replace(tmp, self.folder / "durations")
 
     def retry_after(self, fallback: float = 2.0, longest: int = 60) -> int:
-        """Whole seconds until a slot is likely free: the mean slot time minus how long the oldest
-        holder has had its slot (``fallback`` seconds as the mean before any request completed);
-        1 .. ``longest``."""
+        """Whole seconds until a slot is likely free for this client: the mean slot time minus how
+        long the oldest holder has had its slot, plus a mean slot time per ``count`` clients turned
+        away before it within the last mean slot time (they are waiting too; telling them all the
+        same moment would bring them back at once, to be turned away again). ``fallback`` is the
+        mean before any request completed; 1 .. ``longest``. Call it once per refused request."""
         mean = self.mean_duration() or fallback
         now = time.time()
         remaining = mean
@@ -365,7 +370,13 @@ class InflightSlots:
                 continue
             if math.isfinite(taken):
                 remaining = min(remaining, mean - (now - taken))
-        return int(min(longest, max(1, math.ceil(remaining))))
+        refused = self._refused
+        while refused and refused[0] < now - mean:
+            refused.popleft()
+        ahead = len(refused)
+        refused.append(now)
+        wait = max(remaining, 0.0) + mean * ahead / max(1, self.count)
+        return int(min(longest, max(1, math.ceil(wait))))
 
 
 class Slot:

@@ -5,6 +5,10 @@ service add a field here and build it in ``create_app``.
 """
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +39,7 @@ class Services:
     pool: RenderPool                 # this worker's render processes
     slots: InflightSlots             # the pod-wide render slots (admission)
     pipeline: Pipeline
+    runtime_dir: Path                # the pod's shared runtime folder (slots, metric files)
     characters: Characters           # the characters API's steps over the pipeline and the storage
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
     limiter: RateLimiter | None = None           # per-client token buckets (None: no Redis, or limit 0)
@@ -45,7 +50,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     """Every service of one process (an app worker or a render worker) from ``settings``.
 
     ``run_dir`` is the pod's shared runtime folder (render slots); the render pool spills its
-    arguments and results into ``run_dir / spill_name``. Call after :func:`app.runtime_dir`, which
+    arguments and results into ``spill_name`` in a scratch folder of this process's own. Call after :func:`app.runtime_dir`, which
     points the metrics at that folder before they are imported.
     """
     from .characters import Characters
@@ -55,16 +60,21 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     from .storage import from_settings
     from .torchserve import TorchServeClient
 
-    pool = RenderPool(settings.render_processes, run_dir / spill_name)
+    # Spill files (images and renders on their way to and from the render processes) and uploaded
+    # clips go to a scratch folder in the temp folder, not to the runtime folder: that one holds only
+    # small state (slots, metric files) on a small volume of its own.
+    scratch = Path(tempfile.mkdtemp(prefix=f"doodlepod-scratch-{os.getpid()}-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    pool = RenderPool(settings.render_processes, scratch / spill_name)
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
-    pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=run_dir)
+    pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=scratch)
     jobs, limiter, idempotency = redis_services(settings)
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=Characters(settings, pipeline, storage),
-                    jobs=jobs, limiter=limiter, idempotency=idempotency)
+                    jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir)
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

@@ -11,17 +11,16 @@ one worker READY), because TorchServe's own ``/ping`` says Healthy before the mo
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import requests
 
 from .deadline import Deadline
 from .errors import ApiError, ModelServerError, ModelServerUnavailable
-from .loop import under_gevent
+from .loop import time_limit
 
 log = logging.getLogger("doodlepod.torchserve")
 
@@ -31,19 +30,7 @@ MAX_ANSWER_BYTES = 8 * 2**20
 
 
 class _AttemptTimedOut(Exception):
-    """One call to TorchServe ran past its time limit (raised by :func:`_time_limit`)."""
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    """Bound the whole block to ``seconds`` under gevent (the app's workers); a no-op elsewhere,
-    where requests' per-read timeouts are the only bound."""
-    if not under_gevent():
-        yield
-        return
-    import gevent
-    with gevent.Timeout(seconds, _AttemptTimedOut):
-        yield
+    """One call to TorchServe ran past its time limit (see :func:`app.loop.time_limit`)."""
 
 
 def _read_answer(resp: requests.Response, limit: int = MAX_ANSWER_BYTES) -> bytes:
@@ -118,7 +105,7 @@ class TorchServeClient:
 
     def _post(self, url: str, image: bytes, timeout: float) -> tuple[int, bytes]:
         """One attempt: (status, body), the whole exchange within ``timeout`` seconds."""
-        with _time_limit(timeout):
+        with time_limit(timeout, _AttemptTimedOut()):
             resp = self.session.post(url, files={"data": ("image.png", image, "image/png")},
                                      timeout=(min(timeout, 3.0), timeout), stream=True)
             try:

@@ -162,7 +162,8 @@ class Worker:
         if now - self._ready_at > 2.0:
             s = self.settings
             try:
-                states = [self.ctx.torchserve.model_state(m, s.ping_timeout_s) for m in (s.detector_model, s.pose_model)]
+                states = [self.ctx.torchserve.model_state(m, s.ping_timeout_s)
+                          for m in (s.detector_model, s.pose_model)]
                 ok = all(st.get("ready") for st in states)
             except Exception:
                 ok = False

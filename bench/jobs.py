@@ -34,8 +34,8 @@ import requests
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
 sys.path.insert(0, str(REPO / "tests" / "jobs"))
-import jobstack
-import stack
+import jobstack  # noqa: E402 - tests/jobs' stack helpers, found through the paths set just above
+import stack  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -219,8 +219,9 @@ def main() -> int:
         print(f"\nasync jobs: {args.jobs} jobs by {args.clients} clients; {args.workers} worker process(es) x "
               f"concurrency {args.concurrency}, {args.render_processes} render process(es) each; renders "
               f"{args.size}px, motions {args.motions}, <= {args.max_frames} frames")
+        latencies = [s for _, s in submitted]
         print(f"  submissions: {dict(statuses)} in {t_submitted:.2f} s; 202 latency p50 "
-              f"{pct([s for _, s in submitted], 50) * 1e3:.0f} ms, p95 {pct([s for _, s in submitted], 95) * 1e3:.0f} ms")
+              f"{pct(latencies, 50) * 1e3:.0f} ms, p95 {pct(latencies, 95) * 1e3:.0f} ms")
         print(f"  time to completion (created -> ended): p50 {pct(completion, 50):.2f} s, p95 "
               f"{pct(completion, 95):.2f} s, max {max(completion, default=float('nan')):.2f} s")
         print(f"  peak queue depth (queued + running): {peak[0]}")

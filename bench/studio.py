@@ -12,6 +12,9 @@ Every ``--mask-every``-th round paints a mask stroke as well (a multipart PATCH 
 The page itself measures each save (``window.studio.timings``: click -> PATCH sent -> PATCH
 answered -> preview URL answered -> first frame drawn). Prints p50/p90/max of each and PASS/FAIL
 against the target (issue 11): Save -> first preview frame <= 1000 ms at p50.
+
+First, an A/B in this process, alternating: one 128 px preview of char1 + dab as the page asks for
+it (at most 40 frames; the app's thumbnail mesh) against the whole clip on the default mesh.
 """
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ def main() -> int:
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even if the target is missed")
     args = parser.parse_args()
 
+    preview_ab()
     from playwright.sync_api import sync_playwright
 
     chromium = os.environ.get("DOODLEPOD_CHROMIUM") or shutil.which("chromium")
@@ -98,6 +102,35 @@ def main() -> int:
         print(f"  Save -> first preview frame p50 {p50:.0f} ms (target <= {TARGET_MS:.0f} ms): "
               f"{'PASS' if passed else 'FAIL'}")
     return 0 if ok or args.no_fail else 1
+
+
+def preview_ab(reps: int = 5) -> None:
+    """The preview's render (jobs.render_stored, as the app runs it) A/B in this process."""
+    import yaml
+
+    from app import jobs
+    from app.pipeline import THUMBNAIL_MESH_CELLS
+
+    folder = stack.CHARACTERS / "char1"
+    texture, mask = (folder / "texture.png").read_bytes(), (folder / "mask.png").read_bytes()
+    joints = [(j["name"], tuple(j["loc"]), j["parent"])
+              for j in yaml.safe_load((folder / "char_cfg.yaml").read_text())["skeleton"]]
+    configs = REPO / "motions" / "examples" / "config"
+    base = {"width": 128, "height": 128, "format": "gif", "fps": 15.0}
+    variants = {"preview (40 frames, thumbnail mesh)": {**base, "max_frames": 40, "mesh_cells": THUMBNAIL_MESH_CELLS},
+                "whole clip, default mesh": base}
+    ms: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(reps):
+        for name, options in variants.items():
+            t0 = time.perf_counter()
+            jobs.render_stored(texture, mask, joints, str(configs / "motion" / "dab.yaml"),
+                               str(configs / "retarget" / "fair1_ppf.yaml"), options)
+            ms[name].append((time.perf_counter() - t0) * 1e3)
+    print("preview render, char1 + dab at 128 px, in-process, alternating A/B:")
+    for name, values in ms.items():
+        print(f"  {name:38s} p50 {pct(values, 50):6.0f} ms")
+    a, b = (pct(v, 50) for v in ms.values())
+    print(f"  the page's preview takes {a / b:.2f}x the whole clip's time\n", flush=True)
 
 
 def _slow(line: str, limit_ms: float = 1000.0) -> bool:

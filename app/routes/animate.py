@@ -1,7 +1,9 @@
 """POST /animate (multipart: the photo and its options) and POST / (the old mobile client's JSON).
 
-Both hold a render slot for the whole request (503 at once when the pod is full), read and check
-the request's fields, then run :class:`app.pipeline.Pipeline` under the request's deadline; an
+Both read the whole body first (under DOODLEPOD_BODY_TIMEOUT_S and the size limit) and check every
+field (sizes, JSON depth, joints), then take a render slot (503 at once when the pod is full) and
+run :class:`app.pipeline.Pipeline` under the request's deadline, so a slow upload or a bad field
+never holds a slot; an
 ``Idempotency-Key`` makes a retry answer the first response (app/routes/jobs.py). With
 ``Prefer: respond-async`` POST /animate takes a token from the client's rate limit, checks the
 fields the same way, then queues the work for a render worker and answers 202 at once.
@@ -13,6 +15,7 @@ import binascii
 import io
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +26,11 @@ from animator import FORMATS
 from ..bvh_upload import read_bvh_upload
 from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
+from ..intake import parse_json
 from ..pipeline import Job, Result
 from ..services import services
 from ..webhooks import validate_callback_url
-from .api import base_url, render_slot, request_deadline
+from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, idempotent, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
@@ -39,23 +43,20 @@ def animate():
     """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``, and a
     client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``. With
     ``Prefer: respond-async`` also ``callback_url`` (and no ``bvh``: clips are synchronous only)."""
+    deadline = request_deadline()
     if wants_async():
         admit_work()
+        read_body(deadline)
         return _animate_async()
-    deadline = request_deadline()
-    return idempotent(lambda: _animate_now(deadline))
-
-
-def _animate_now(deadline: Deadline):
-    with render_slot():
-        return _animate(deadline)
+    read_body(deadline)  # before the Idempotency-Key fingerprint reads it, and before any slot
+    return idempotent(lambda: _animate(deadline))
 
 
 def _animate_async():
     """Check the request as the synchronous path would, then queue it (202 + Location)."""
     image = read_drawing()
     fmt = _format()
-    if "bvh" in request.files:
+    if "bvh" in request.files or request.form.get("bvh"):
         raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
     motions = motion_list(request.form.getlist("motions"))
     joints = _json_field(request.form.get("joints"), "joints")
@@ -96,12 +97,13 @@ def read_drawing() -> bytes:
 def _animate(deadline: Deadline):
     image = read_drawing()
     fmt = _format()
+    joints, bbox = parse_joints(request.form.get("joints")), parse_bbox(request.form.get("bbox"))
     clip = uploaded_clip(deadline)
     try:
-        motions = motion_list(request.form.getlist("motions"), defaults=clip is None) + ([clip] if clip else [])
-        result = _run({"image": image, "motions": motions, "format": fmt,
-                       "joints": parse_joints(request.form.get("joints")),
-                       "bbox": parse_bbox(request.form.get("bbox")), "deadline": deadline})
+        named = motion_list(request.form.getlist("motions"), defaults=clip is None)
+        with render_slot():  # only now: the body is in and every field checked
+            result = _run({"image": image, "motions": named + ([clip] if clip else []), "format": fmt,
+                           "joints": joints, "bbox": bbox, "deadline": deadline})
     finally:
         if clip is not None:
             clip.remove()
@@ -123,16 +125,15 @@ def _format() -> str:
 def legacy_animate():
     """The old mobile client: JSON ``{"file": <base64 image>}`` -> flat ``{motion: url}``."""
     deadline = request_deadline()
-    return idempotent(lambda: _legacy_now(deadline))
+    raw = read_body(deadline)
+    return idempotent(lambda: _legacy_animate(deadline, raw))
 
 
-def _legacy_now(deadline: Deadline):
-    with render_slot():
-        return _legacy_animate(deadline)
-
-
-def _legacy_animate(deadline: Deadline):
-    body = request.get_json(silent=True)
+def _legacy_animate(deadline: Deadline, raw: bytes):
+    try:
+        body = parse_json(raw, "body")
+    except BadRequest:
+        body = None
     if not isinstance(body, dict) or not isinstance(body.get("file"), str):
         raise BadRequest('expected JSON {"file": "<base64 image>"}')
     text = body["file"]
@@ -145,9 +146,10 @@ def _legacy_animate(deadline: Deadline):
     settings = services().settings
     if len(image) > settings.max_upload_mb * 2**20:
         raise TooLarge(f"image over the limit of {settings.max_upload_mb:g} MiB")
-    result = _run({"image": image, "motions": motion_list(None), "format": settings.default_format,
-                   "joints": parse_joints(body.get("joints")), "bbox": parse_bbox(body.get("bbox")),
-                   "deadline": deadline})
+    job = {"image": image, "motions": motion_list(None), "format": settings.default_format,
+           "joints": parse_joints(body.get("joints")), "bbox": parse_bbox(body.get("bbox")), "deadline": deadline}
+    with render_slot():
+        result = _run(job)
     return jsonify(result.animations)
 
 
@@ -171,13 +173,14 @@ def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
     library = svc.motions
     names: list[str] = []
     for item in raw or []:
+        _check_field_size(item, "motions")
         names += [n.strip() for n in item.split(",") if n.strip()]
     if not names and defaults:
         names = list(svc.settings.default_motions)
     unknown = [n for n in names if n not in library]
     if unknown:
-        raise UnknownMotion(f"unknown motion(s): {', '.join(unknown)}; GET /motions lists the "
-                            f"{len(library)} available")
+        shown = ", ".join(repr(n[:40]) for n in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise UnknownMotion(f"unknown motion(s): {shown}; GET /motions lists the {len(library)} available")
     seen: dict[str, None] = dict.fromkeys(names)
     return [library[n] for n in seen]
 
@@ -199,15 +202,21 @@ def uploaded_clip(deadline: Deadline | None = None):
 _ABSENT = object()
 
 
-def _json_field(raw: Any, name: str, shape: str = "") -> Any:
-    """A form/JSON field: absent or empty -> _ABSENT; JSON text is decoded; decoded values pass."""
+def _check_field_size(text: str, name: str) -> None:
+    limit = services().settings.max_field_kb * 1024
+    if len(text) > limit:
+        raise TooLarge(f"'{name}' is over the limit of {limit / 1024:g} KiB")
+
+
+def _json_field(raw: Any, name: str) -> Any:
+    """A form/JSON field: absent or empty -> _ABSENT; JSON text is decoded within the bounds of
+    :func:`app.intake.parse_json` and DOODLEPOD_MAX_FIELD_KB; decoded values (the old client's JSON
+    body, bounded already) pass."""
     if raw is None or raw == "":
         return _ABSENT
     if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise BadRequest(f"'{name}' is not valid JSON{shape}") from None
+        _check_field_size(raw, name)
+        return parse_json(raw, name)
     return raw
 
 
@@ -227,15 +236,15 @@ def parse_joints(raw: Any) -> list | None:
 
 def parse_bbox(raw: Any) -> list[float] | None:
     """Client box [left, top, right, bottom] in uploaded-image pixels."""
-    value = _json_field(raw, "bbox", " ([left, top, right, bottom])")
+    value = _json_field(raw, "bbox")
     if value is _ABSENT:
         return None
     try:
-        box = [float(v) for v in value]
-    except (TypeError, ValueError):
+        box = [float(v) for v in value] if isinstance(value, list) else []
+    except (TypeError, ValueError, OverflowError):
         box = []
-    if len(box) != 4:
-        raise BadRequest("'bbox' must be [left, top, right, bottom] in pixels")
+    if len(box) != 4 or not all(math.isfinite(v) for v in box):
+        raise BadRequest("'bbox' must be [left, top, right, bottom]: four finite numbers, in pixels")
     return box
 
 

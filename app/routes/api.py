@@ -7,15 +7,18 @@ for nothing else: probes, metrics, files and pages stay public without an allow-
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
+from functools import lru_cache
+from typing import Any
 
 from flask import Blueprint, g, request
 
-from .. import metrics
+from .. import intake, metrics
 from ..deadline import Deadline
-from ..errors import BadRequest, Overloaded, Unauthorized
+from ..errors import ApiError, BadRequest, Overloaded, Unauthorized
 from ..services import services
 
 api = Blueprint("api", __name__)
@@ -52,9 +55,30 @@ def request_deadline() -> Deadline:
     return Deadline(limit - elapsed)
 
 
+def read_body(deadline: Deadline) -> bytes:
+    """The request's whole body, read now: within DOODLEPOD_BODY_TIMEOUT_S (and the deadline) and
+    DOODLEPOD_MAX_UPLOAD_MB, declared or chunked (408 / 413 beyond, see :mod:`app.intake`).
+
+    Call it before :func:`render_slot`: a slow upload must hold no slot while it trickles in.
+    """
+    settings = services().settings
+    return intake.buffer_body(request.environ, int(settings.max_upload_mb * 2**20),
+                              min(settings.body_timeout_s, deadline.remaining()))
+
+
+def json_body() -> Any:
+    """The request's JSON body decoded within :func:`app.intake.parse_json`'s bounds (depth, number
+    length), or None when it is not JSON that fits them (as ``request.get_json(silent=True)``)."""
+    try:
+        return intake.parse_json(request.get_data(), "body")
+    except ApiError:
+        return None
+
+
 @contextmanager
 def render_slot() -> Iterator[None]:
-    """Hold one of the pod's render slots, or answer 503 + Retry-After at once (before reading the body)."""
+    """Hold one of the pod's render slots, or answer 503 + Retry-After at once (after the body is in
+    and its fields are checked: see :func:`read_body`)."""
     svc = services()
     slot = svc.slots.try_acquire()
     if slot is None:
@@ -71,5 +95,32 @@ def render_slot() -> Iterator[None]:
 
 
 def base_url() -> str:
-    """The URL this request reached the app at (scheme and host, no trailing slash)."""
+    """The base of the URLs answered to this request: the scheme and host it reached the app at when
+    it came through a trusted proxy (DOODLEPOD_FORWARDED_ALLOW_IPS), else empty, for URLs relative
+    to the server: a client's own Host header never goes into a URL (DOODLEPOD_PUBLIC_URL, when set,
+    wins over both in the storage)."""
+    if not _trusted(request.remote_addr, services().settings.forwarded_allow_ips):
+        return ""
     return request.host_url.rstrip("/")
+
+
+def _trusted(address: str | None, allowed: tuple[str, ...]) -> bool:
+    """Whether ``address`` (the peer) is one of the trusted proxies, as gunicorn decides it."""
+    if "*" in allowed or not address:  # no address: a UNIX socket, which gunicorn trusts too
+        return True
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in net for net in _networks(allowed))
+
+
+@lru_cache(maxsize=8)
+def _networks(allowed: tuple[str, ...]) -> tuple:
+    nets = []
+    for entry in allowed:
+        try:
+            nets.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            pass
+    return tuple(nets)

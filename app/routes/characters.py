@@ -27,7 +27,7 @@ from .animate import (
     read_drawing,
     uploaded_clip,
 )
-from .api import base_url, render_slot, request_deadline
+from .api import base_url, json_body, read_body, render_slot, request_deadline
 from .jobs import admit_work, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
@@ -56,11 +56,12 @@ def _tag(response: Response, version: int, timings: dict[str, float] | None) -> 
 def create_character():
     """Multipart ``image`` (or a raw image body), optional ``joints`` and ``bbox`` (image pixels)."""
     deadline = request_deadline()
+    read_body(deadline)  # the whole body, and its fields checked, before a render slot
+    image = read_drawing()
+    form = request.form if request.files or request.form else {}
+    joints = parse_joints(form.get("joints")) if form else None
+    bbox = parse_bbox(form.get("bbox")) if form else None
     with render_slot():
-        image = read_drawing()
-        form = request.form if request.files or request.form else {}
-        joints = parse_joints(form.get("joints")) if form else None
-        bbox = parse_bbox(form.get("bbox")) if form else None
         timings: dict[str, float] = {}
         record = services().characters.create(image, joints, bbox, deadline, timings)
     response = _answer(record, 201, timings)
@@ -86,6 +87,7 @@ def _none_match(header: str | None, version: int) -> bool:
 def edit_character(cid: str):
     """JSON ``{"bbox"?, "joints"?}``, or multipart with a ``mask`` PNG (and optionally ``joints``)."""
     deadline = request_deadline()
+    read_body(deadline)
     change = _read_edit()
     with render_slot():
         timings: dict[str, float] = {}
@@ -98,7 +100,7 @@ _EDIT_FIELDS = {"bbox", "joints"}
 
 def _read_edit() -> Edit:
     if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)
-        body = request.get_json(silent=True)
+        body = json_body()
         if not isinstance(body, dict):
             raise BadRequest('expected a JSON object {"bbox"?, "joints"?}')
         fields: dict[str, Any] = body
@@ -159,7 +161,7 @@ def _animate_character_async(cid: str, motions, fmt: str, side: int, frames: int
                              deadline) -> Response:
     """Check what can be checked now (the character exists, If-Match, motions), then queue the render."""
     admit_work()
-    if request.files:
+    if request.files or request.form.get("bvh"):
         raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
     chosen = motion_list(motions)
     record, _ = services().characters.load(cid, deadline)      # 404 now, not a failed job later
@@ -180,9 +182,10 @@ def animate_character(cid: str):
     ``end_frame``), answered under ``upload``. With ``Prefer: respond-async``: 202 and a job
     (app/routes/jobs.py), optional ``callback_url``; no ``bvh`` clip."""
     deadline = request_deadline()
+    read_body(deadline)
     settings = services().settings
     if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)
-        body = request.get_json(silent=True)
+        body = json_body()
         if not isinstance(body, dict):
             raise BadRequest('expected a JSON object {"motions"?, "format"?, "size"?, "max_frames"?}')
         raw = body.get("motions")
@@ -210,7 +213,7 @@ def animate_character(cid: str):
         return _animate_character_async(cid, motions, fmt, side, frames, callback, deadline)
     if callback:
         raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
-    clip = uploaded_clip() if request.files else None  # the client's own BVH clip, if any
+    clip = uploaded_clip()  # the client's own BVH clip (file or text field), if any
     try:
         chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
         timings: dict[str, float] = {}

@@ -14,6 +14,9 @@ log = logging.getLogger("doodlepod.http")
 
 bp = Blueprint("health", __name__)
 
+#: Free space /ping requires in the runtime folder (its metric files grow by a few pages at a time).
+RUNTIME_MIN_FREE_MB = 4.0
+
 
 @bp.get("/healthz")
 def healthz():
@@ -62,6 +65,10 @@ def ping():
         if "ready" in value:
             value = {"ok": value.pop("ready"), **value}
         components[name] = value
+    # the runtime folder holds memory-mapped metric files: writing to one on a full disk is a SIGBUS
+    run_free = free_disk_mb(svc.runtime_dir)
+    components["runtime_disk"] = {"ok": run_free >= RUNTIME_MIN_FREE_MB, "path": str(svc.runtime_dir),
+                                  "free_mb": round(run_free, 1), "min_free_mb": RUNTIME_MIN_FREE_MB}
     path = svc.pipeline.disk_path()
     free = free_disk_mb(path)
     components["disk"] = {"ok": free >= settings.min_free_disk_mb, "path": path, "free_mb": round(free),

@@ -11,6 +11,7 @@ import yaml
 
 import animator
 from animator.auto_retarget import (
+    configs_for,
     derive_motion_config,
     derive_retarget_config,
     find_body,
@@ -207,3 +208,61 @@ def test_printed_yaml_reads_back_as_the_same_config_in_animated_drawings_format(
     assert list(raw) == list(read_yaml(FAIR1))
     assert "!!python/tuple" in text and isinstance(raw["char_joint_bvh_joints_mapping"]["torso"], tuple)
     assert yaml.load(text, Loader=yaml.UnsafeLoader) == raw  # noqa: S506 - AnimatedDrawings' loader reads it too
+
+
+def _minimal_bvh(arms=("Left", "Right")) -> str:
+    """A bare humanoid, +y up: no collars, fingers or toes, names in Unreal-ish lowercase with sides
+    as prefixes; every joint has three rotation channels, three frames of a waving arm."""
+    def joint(name, offset, children, indent):
+        pad = "  " * indent
+        head = "ROOT" if indent == 0 else "JOINT"
+        chans = "6 Xposition Yposition Zposition Zrotation Xrotation Yrotation" if indent == 0 \
+            else "3 Zrotation Xrotation Yrotation"
+        end = f"{pad}  End Site\n{pad}  {{\n{pad}    OFFSET 0 -5 0\n{pad}  }}\n"
+        body = "".join(joint(*c, indent + 1) for c in children) or end
+        return f"{pad}{head} {name}\n{pad}{{\n{pad}  OFFSET {offset}\n{pad}  CHANNELS {chans}\n{body}{pad}}}\n"
+    side = {"Left": 1, "Right": -1}
+    arm = [(f"{s}_upperarm", f"{15 * side[s]} 0 0", [(f"{s}_lowerarm", f"{25 * side[s]} 0 0",
+           [(f"{s}_hand", f"{22 * side[s]} 0 0", [])])]) for s in arms]
+    leg = [(f"{s}_thigh", f"{9 * side[s]} -5 0", [(f"{s}_calf", "0 -42 0", [(f"{s}_foot", "0 -40 0", [])])])
+           for s in ("Left", "Right")]
+    tree = ("pelvis", "0 95 0", [("spine", "0 20 0", [("neck", "0 25 0", [("head", "0 10 0", [])]), *arm]), *leg])
+    text = "HIERARCHY\n" + joint(*tree, 0)
+    n_chan = 6 + 3 * (text.count("JOINT"))
+    rows = []
+    for f in range(3):
+        vals = [0.0] * n_chan
+        vals[1] = 95.0
+        rows.append(" ".join(f"{v:g}" for v in vals))
+    return text + "MOTION\nFrames: 3\nFrame Time: 0.04\n" + "\n".join(rows) + "\n"
+
+
+def test_a_bare_humanoid_without_collars_fingers_or_toes_is_recognised(tmp_path):
+    bvh = parse_bvh(_minimal_bvh(), tmp_path / "bare.bvh")
+    body = find_body(bvh)
+    assert (body.hips, body.chest, body.head) == ("pelvis", "spine", "head")
+    assert body.arms["left"].upper == "Left_upperarm" and body.arms["left"].base is None
+    assert body.arms["left"].tip is None and body.legs["right"].tip is None
+    motion = derive_motion_config(bvh, tmp_path / "bare.bvh")
+    assert motion.up == "+y"
+    (tmp_path / "bare.bvh").write_text(_minimal_bvh())
+    motion, cfg = configs_for(tmp_path / "bare.bvh")
+    m = retarget(animator.load_character(EX / "characters" / "char1"), motion, cfg)
+    assert m.positions.shape == (3, 16, 2) and np.isfinite(m.positions).all()
+
+
+def test_a_one_armed_skeleton_names_the_missing_arm(tmp_path):
+    with pytest.raises(BVHError, match=r"no right forearm \(a joint like RightForeArm") as err:
+        find_body(parse_bvh(_minimal_bvh(arms=("Left",)), tmp_path / "one_arm.bvh"))
+    assert "no left" not in str(err.value)
+
+
+@pytest.mark.parametrize("rename", [_style("biped"), lambda n: f"rig:{n}", lambda n: f'my "rig" #1: {n}'],
+                         ids=["biped-spaces", "colon", "quotes-hash"])
+def test_printed_yaml_quotes_whatever_the_joint_names_hold(rename, tmp_path):
+    text = (EX / "bvh" / "fair1" / "dab.bvh").read_text()
+    derived = derive_retarget_config(parse_bvh(_renamed(text, rename), tmp_path / "x.bvh"))
+    (tmp_path / "r.yaml").write_text(retarget_config_yaml(derived))
+    back = load_retarget_config(tmp_path / "r.yaml")
+    assert back.char_joint_bvh_joints_mapping == derived.char_joint_bvh_joints_mapping
+    assert back.bvh_projection_bodypart_groups == derived.bvh_projection_bodypart_groups

@@ -191,7 +191,8 @@ def test_motion_may_be_a_bvh_file(tmp_path):
 def test_print_retarget_writes_animated_drawings_yaml_that_reads_back(tmp_path):
     r = run("--motion", DAB, "--print-retarget")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("char_starting_location:") and "!!python/tuple" in r.stdout
+    assert r.stdout.startswith("# retarget config derived from") and "FAIR1/Rokoko/Mixamo joint names" in r.stdout
+    assert "\nchar_starting_location:" in r.stdout and "!!python/tuple" in r.stdout
     (tmp_path / "derived.yaml").write_text(r.stdout)
     r = run(CHAR, "-m", DAB, "-r", tmp_path / "derived.yaml", "-o", tmp_path / "x.gif", "--max-frames", "3")
     assert r.returncode == 0, r.stderr

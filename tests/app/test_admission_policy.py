@@ -51,16 +51,33 @@ def test_retry_after_is_the_time_until_a_slot_is_likely_free(tmp_path, monkeypat
     slots.record(10.0)
     slots.record(0.0)                                    # moving average: 0.7 * 10 + 0.3 * 0
     assert slots.mean_duration() == pytest.approx(7.0)
-    assert slots.retry_after() == 7                      # the slot was just taken
     now = render_pool.time.time()
-    monkeypatch.setattr(render_pool.time, "time", lambda: now + 4.5)
-    assert slots.retry_after() == 3                      # held 4.5 s of the usual 7
-    monkeypatch.setattr(render_pool.time, "time", lambda: now + 30)
+    clock = [now + 60]                                   # past the window of the refusal above
+    monkeypatch.setattr(render_pool.time, "time", lambda: clock[0])
+    clock[0] = now                                       # the slot was just taken
+    slots._refused.clear()
+    assert slots.retry_after() == 7
+    clock[0] = now + 4.5                                 # held 4.5 s of the usual 7 ...
+    assert slots.retry_after() == 3 + 7                  # ... and one client was turned away before
+    assert slots.retry_after() == 3 + 14                 # two before: each waits a slot time longer
+    clock[0] = now + 30                                  # those refusals are older than a slot time
     assert slots.retry_after() == 1                      # overdue: soon, but never 0
     slots.record(500.0)
-    monkeypatch.setattr(render_pool.time, "time", lambda: now)
+    clock[0] = now + 31
     assert slots.retry_after(longest=60) == 60           # capped
     held.release()
+
+
+def test_several_slots_share_the_waiting(tmp_path, monkeypatch):
+    slots = InflightSlots(tmp_path, 2)
+    held = [slots.try_acquire(), slots.try_acquire()]
+    slots.record(8.0)
+    now = render_pool.time.time()
+    monkeypatch.setattr(render_pool.time, "time", lambda: now + 2)
+    # the first slot frees in about 6 s; every two clients turned away before add one slot time
+    assert [slots.retry_after() for _ in range(5)] == [6, 10, 14, 18, 22]
+    for h in held:
+        h.release()
 
 
 def test_only_completed_requests_feed_the_average_and_every_worker_sees_it(tmp_path):

@@ -347,7 +347,7 @@ def test_ping_ready_reports_components(app_s3) -> None:
     resp = requests.get(f"{app_s3.url}/ping", timeout=10)
     assert resp.status_code == 200, resp.text
     comps = resp.json()["components"]
-    assert set(comps) == {"detector", "pose_estimator", "storage", "disk", "jobs"}
+    assert set(comps) == {"detector", "pose_estimator", "storage", "disk", "runtime_disk", "jobs"}
     assert all(c["ok"] for name, c in comps.items() if name != "jobs")
     # no DOODLEPOD_REDIS_URL here: async jobs are off, which never makes the pod unready
     assert comps["jobs"]["ok"] is False and comps["jobs"]["required"] is False and resp.json()["status"] == "ok"

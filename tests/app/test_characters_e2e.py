@@ -74,6 +74,22 @@ def pods(torchserve, s3):
 
 
 @pytest.fixture(scope="module")
+def local_pods(torchserve):
+    """Two app instances sharing one local storage folder (as two pods sharing a volume would)."""
+    root = stack.make_workdir("dp-char-shared-")
+    servers = []
+    try:
+        for name in ("a", "b"):
+            servers.append(stack.Gunicorn(root / name, {**_env(torchserve),
+                                                        "DOODLEPOD_LOCAL_DIR": str(root / "files")}).start())
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+        stack.remove(root)
+
+
+@pytest.fixture(scope="module")
 def expiring(torchserve):
     """The app on local disk with characters and animations expiring after 8 s, swept every 0.5 s."""
     workdir = stack.make_workdir("dp-char-exp-")
@@ -263,9 +279,11 @@ def test_correction_flow_across_two_instances(pods, s3, torchserve, page) -> Non
     assert not [k for k in s3.keys() if k.startswith(f"dp/characters/{cid}/")]
 
 
-def test_concurrent_edits_are_serialised(pods, page) -> None:
-    """Edits racing on two instances: with If-Match exactly one wins; without, none is lost."""
-    a, b = pods
+@pytest.mark.parametrize("storage", ["s3", "local"])
+def test_concurrent_edits_are_serialised(storage, request, page) -> None:
+    """Edits racing on two instances (S3's conditional writes; a lock file on a shared folder): with
+    If-Match exactly one wins; without, none is lost."""
+    a, b = request.getfixturevalue("pods" if storage == "s3" else "local_pods")
     image, joints = page
     cid = _create(a, stack.encode(image), joints=json.dumps({k: list(v) for k, v in joints.items()})).json()["id"]
 

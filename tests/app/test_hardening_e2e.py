@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -252,3 +253,116 @@ def test_a_trickled_model_answer_cannot_outlast_the_deadline(app, page, bad_mode
     elapsed = time.monotonic() - t0
     assert resp.status_code in (503, 504) and resp.json()["error"] in ("deadline_exceeded", "model_server_unavailable")
     assert elapsed < 8, elapsed
+
+
+# --- findings 2, 15, 16: admission after the body, trusted proxies, chunked bodies --------------
+
+@pytest.fixture(scope="module")
+def strict_app(bad_model_server):
+    """Two render slots, a 4 s body timeout, a 2 MiB body limit, and a trusted proxy that is not
+    the test (so the test's own forwarded headers must be ignored)."""
+    workdir = stack.make_workdir("dp-harden-strict-")
+    server = stack.Gunicorn(workdir, _env(bad_model_server, workdir, DOODLEPOD_MAX_INFLIGHT="2",
+                                          DOODLEPOD_BODY_TIMEOUT_S="4", DOODLEPOD_MAX_UPLOAD_MB="2",
+                                          DOODLEPOD_FORWARDED_ALLOW_IPS="192.0.2.1"))
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+        stack.remove(workdir)
+
+
+def test_idle_uploads_hold_no_render_slot_and_time_out(strict_app, page) -> None:
+    # finding 2: slots were taken before the body was read, and reading it had no timeout: two
+    # connections that send headers and no body made the whole pod answer 503
+    idle = []
+    for _ in range(4):
+        s = socket.create_connection(("127.0.0.1", strict_app.port), timeout=20)
+        s.sendall(b"POST /animate HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                  b"Content-Length: 50000\r\n\r\n--b\r\n")
+        idle.append(s)
+    try:
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        resp = _post(strict_app, page)
+        assert resp.status_code == 200, resp.text
+        for s in idle:
+            answer = b""
+            while b"}" not in answer:  # headers, then the JSON body
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert b'"request_timeout"' in answer
+        assert time.monotonic() - t0 < 4 + 30  # the body timeout (plus the render above)
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_a_chunked_upload_over_the_limit_is_413(strict_app, page) -> None:
+    # finding 16: a chunked body was silently cut at the limit and the rest processed
+    data, _ = page
+
+    def chunks():
+        yield data
+        for _ in range(3 * 16):  # 3 MiB more, past the 2 MiB limit
+            yield b"\0" * 65536
+
+    resp = requests.post(f"{strict_app.url}/animate", data=chunks(), headers={"Content-Type": "image/png"},
+                         timeout=60)
+    assert resp.status_code == 413 and resp.json()["error"] == "too_large", resp.text
+
+
+def test_forwarded_headers_and_host_from_an_untrusted_peer_are_ignored(strict_app, page) -> None:
+    # finding 15: any client could set the scheme, SCRIPT_NAME and the Host of the URLs answered
+    resp = _post(strict_app, page, headers={"X-Forwarded-Proto": "https", "SCRIPT_NAME": "/evil",
+                                            "Host": "evil.example"})
+    assert resp.status_code == 200, resp.text
+    url = resp.json()["animations"]["dab"]
+    assert "evil" not in url and not url.startswith("https")
+    assert url.startswith("/files/")  # relative to wherever the client reached the server
+    assert requests.get(strict_app.url + url, timeout=30).status_code == 200
+
+
+# --- findings 3, 12, 14: bad input is a 4xx, never a 500, and never a forged log line -----------
+
+def test_bad_input_is_answered_4xx_never_500(app, page) -> None:
+    data, joints = page
+    far = {**joints, "left_hand": [1e9, 1e9]}
+    cases = {
+        "joint outside the image": (_post(app, page, joints=json.dumps(far)), 422),
+        "all joints on one point": (_post(app, page, joints=json.dumps({k: [400, 300] for k in joints})), None),
+        "joints on blank paper": (_post(app, page, joints=json.dumps({k: [760 + i, 660 - i] for i, k in enumerate(joints)}),
+                                        bbox=json.dumps([700, 600, 800, 700])), 422),
+        "400-digit integer in joints": (_post(app, page, joints=json.dumps(joints).replace("[", "[" + "9" * 400 + ", ", 1)), 400),
+        "400-digit integer in bbox": (_post(app, page, bbox="[0, 0, " + "9" * 400 + ", 10]"), 400),
+        "JSON nested 10k deep": (_post(app, page, joints="[" * 10000 + "]" * 10000), 400),
+        "JSON nested 100k deep": (_post(app, page, joints="[" * 100000 + "]" * 100000), 413),  # a 200 KB field
+        "8000 extra joints": (_post(app, page, joints=json.dumps(
+            [{"name": k, "loc": v, "parent": None} for k, v in joints.items()]
+            + [{"name": f"x{i}", "loc": [300, 300], "parent": "torso"} for i in range(8000)])), None),
+        "legacy body nested deep": (requests.post(f"{app.url}/", data="[" * 100000 + "]" * 100000,
+                                                  headers={"Content-Type": "application/json"}, timeout=60), 400),
+        "NUL in a /files path": (requests.get(f"{app.url}/files/abc%00def/dab.gif", timeout=30), 404),
+    }
+    for name, (resp, status) in cases.items():
+        assert resp.status_code != 500, (name, resp.text)
+        assert resp.headers["Content-Type"].startswith("application/json"), name
+        if status is None:
+            assert resp.status_code in (200, 400, 413, 422), (name, resp.text)
+        else:
+            assert resp.status_code == status, (name, resp.text)
+
+
+def test_a_newline_in_a_field_cannot_forge_a_log_line(app, page) -> None:
+    forged = "2026-01-01 00:00:00.000 INFO [1] [forged] doodlepod.http: POST /animate -> 200"
+    resp = _post(app, page, motions=f"dab\n{forged}")
+    assert resp.status_code == 400 and resp.json()["error"] == "unknown_motion"
+    resp = requests.get(f"{app.url}/nothing%0A{quote(forged)}", timeout=30)  # the path is logged too
+    assert resp.status_code == 404
+    time.sleep(0.5)
+    lines = app.log_text().splitlines()
+    assert not [line for line in lines if line.startswith("2026-01-01")]
+    assert sum("2026-01-01 00:00:00.000 INFO" in line for line in lines) >= 2  # logged, on its own line

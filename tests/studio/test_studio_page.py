@@ -187,6 +187,7 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
     row, edge, paper = paper_beside_mask(mask_before)
     page.get_by_test_id("mask-size").fill("6")
     page.get_by_test_id("mask-brush").click()
+    view = view_of(page)  # again: clicking the tool may have scrolled the page
     start = to_screen(view, *texture_to_image(before, edge - 3, row))
     end = to_screen(view, *texture_to_image(before, paper + 2, row))
     mouse_drag(page, start, (end[0] - start[0], end[1] - start[1]))
@@ -258,6 +259,53 @@ def test_phone_touch_drag_and_save(server, open_page):
     x, y = doc["joints"][JOINT]
     assert math.dist(after["joints"][JOINT], (x + 20 / view["scale"], y)) < 1.5
     screenshot(page, "studio-375x812.png")
+
+
+def test_box_corner_eraser_and_undo(server, open_page):
+    """Undo takes a drag back; a dragged box corner re-crops the character; the eraser removes mask."""
+    doc = _upload(server)
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    paste_token(page)
+    page.goto(f"{server.url}/studio#character={doc['id']}")
+    page.reload()
+    page.get_by_test_id("box-tl").wait_for(state="visible")
+
+    # a joint dragged, then undone (Ctrl+Z on the drawing): nothing left to save
+    mouse_drag(page, centre(page, f"joint-{JOINT}"), DRAG)
+    assert page.get_by_test_id("save").is_enabled()
+    page.keyboard.press("Control+z")
+    assert page.get_by_test_id("save").is_disabled()
+
+    # the box's top-left corner dragged in: the document's box follows (image px = screen px / scale)
+    view = view_of(page)
+    mouse_drag(page, centre(page, "box-tl"), (24, 18))
+    page.get_by_test_id("save").click()
+    page.wait_for_function("v => window.studio.timings.some(t => t.version === v)", arg=doc["version"] + 1,
+                           timeout=120_000)
+    boxed = get_doc(server, doc["id"])
+    expected = [doc["bbox"][0] + 24 / view["scale"], doc["bbox"][1] + 18 / view["scale"], *doc["bbox"][2:]]
+    assert all(abs(a - b) <= 1.5 for a, b in zip(boxed["bbox"], expected)), (boxed["bbox"], expected)
+    assert boxed["texture"]["width"] < doc["texture"]["width"]
+
+    # an eraser stroke across the middle of the figure removes mask pixels there, adds none
+    mask_before = get_png(boxed["urls"]["mask"])
+    page.get_by_test_id("mask-eraser").click()  # first: clicking may scroll the page
+    view = view_of(page)
+    row = mask_before.shape[0] // 2
+    on = np.nonzero(mask_before[row] > 127)[0]
+    start = to_screen(view, *texture_to_image(boxed, on[len(on) // 3], row))
+    end = to_screen(view, *texture_to_image(boxed, on[2 * len(on) // 3], row))
+    mouse_drag(page, start, (end[0] - start[0], end[1] - start[1]))
+    page.keyboard.press("Control+s")  # the shortcut saves like the button
+    page.wait_for_function("v => window.studio.timings.some(t => t.version === v)", arg=boxed["version"] + 1,
+                           timeout=120_000)
+    erased = get_doc(server, doc["id"])
+    mask_after = get_png(erased["urls"]["mask"])
+    removed = np.argwhere((mask_before > 127) & (mask_after <= 127))
+    assert len(removed) > 0 and np.abs(removed[:, 0] - row).max() <= 30
+    assert not ((mask_before <= 127) & (mask_after > 127)).any(), "the eraser added mask pixels"
 
 
 def test_errors_are_shown_in_words(server, open_page):

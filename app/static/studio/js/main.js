@@ -20,7 +20,7 @@ const ui = {
 };
 
 const editor = new Editor(ui.stage);
-const picker = new MotionPicker(ui.motions);
+const picker = new MotionPicker(ui.motions, () => Object.keys(editor.edits()).length > 0);
 const gallery = new Gallery(ui.animations);
 const state = { doc: null, photo: null, mask: null, busy: false, motions: [], defaults: [] };
 // Figures the page measures (tests and curious people read them from the console).
@@ -343,6 +343,26 @@ function wire() {
   window.addEventListener("beforeunload", (e) => {
     if (Object.keys(editor.edits()).length) e.preventDefault();
   });
+  document.addEventListener("keydown", shortcut);
+}
+
+/** Ctrl/Cmd+S saves; with the drawing focused, M / B / E pick a tool and [ / ] resize the brush. */
+function shortcut(e) {
+  if (ui.fix.hidden) return;
+  if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") {
+    e.preventDefault();
+    if (!ui.save.disabled) save();
+    return;
+  }
+  if (document.activeElement !== ui.stage || e.ctrlKey || e.metaKey || e.altKey) return;
+  const tools = { m: "move", b: "brush", e: "eraser" };
+  if (tools[e.key]) {
+    document.querySelector(`[data-tool="${tools[e.key]}"]`).click();
+    ui.stage.focus();
+  } else if (e.key === "[" || e.key === "]") {
+    ui.brushSize.value = Number(ui.brushSize.value) + (e.key === "]" ? 2 : -2);
+    editor.setBrush(Number(ui.brushSize.value));
+  }
 }
 
 async function start() {

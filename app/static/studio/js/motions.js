@@ -39,8 +39,11 @@ function firstFrame(img) {
 }
 
 export class MotionPicker {
-  constructor(list) {
+  /** `paused()`: true while background previews should wait (the person is editing: a Save will
+   * replace this version, so its previews would be wasted work on the server). */
+  constructor(list, paused = () => false) {
     this.list = list;
+    this.paused = paused;
     this.cards = new Map();
     this.generation = 0;
   }
@@ -100,6 +103,7 @@ export class MotionPicker {
     const playing = show(order[0], head);
     (async () => {
       for (const name of order.slice(1)) {
+        while (current() && this.paused()) await new Promise((resolve) => setTimeout(resolve, 200));
         if (!current()) return;
         try {
           show(name, await request(name));

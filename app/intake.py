@@ -1,0 +1,119 @@
+"""What a request may send, read and bounded before any work starts.
+
+* :func:`buffer_body` reads the whole body first, under a time limit and the size limit, and hands
+  it back to Flask as an in-memory stream. The routes take a render slot only after that, so a slow
+  upload (or a client that sends nothing) never holds one; a body over the limit is refused whether
+  its length was declared or it came chunked.
+* :func:`parse_json` decodes a JSON text bounded in size, nesting depth and number length, so a
+  field can neither exhaust the parser (JSON nested 100,000 deep) nor smuggle a value the code below
+  cannot take (a 400-digit integer, ``NaN``).
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Any
+
+from .errors import BadRequest, RequestTimeout, TooLarge
+from .loop import time_limit
+
+#: Deepest nesting of arrays and objects accepted in a JSON field or body (the joints' skeleton
+#: list form needs 4).
+MAX_JSON_DEPTH = 10
+#: Longest number literal accepted in JSON, in characters (a pixel coordinate needs a handful).
+MAX_NUMBER_CHARS = 32
+
+_CHUNK = 64 * 1024
+#: A JSON string literal (escapes included), written so that the regex engine never backtracks.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
+    """Read the request's whole body now and put it back in ``environ`` as an in-memory stream.
+
+    Raises :class:`TooLarge` as soon as the body (declared or chunked) passes ``limit`` bytes, and
+    :class:`RequestTimeout` when it has not all arrived within ``timeout_s`` seconds. gunicorn then
+    drains the unread rest for at most its keep-alive time (5 s) before it closes the connection.
+    """
+    declared = environ.get("CONTENT_LENGTH") or ""
+    if declared:
+        try:
+            length = int(declared)
+        except ValueError:
+            raise BadRequest("Content-Length is not a number") from None
+        if length > limit:
+            raise TooLarge(f"request body of {length} bytes is over the limit of {limit / 2**20:g} MiB")
+    stream = environ.get("wsgi.input")
+    chunks: list[bytes] = []
+    size = 0
+    if stream is not None:
+        late = RequestTimeout(f"the request body did not arrive within {timeout_s:.3g} s")
+        with time_limit(timeout_s, late):
+            while True:
+                chunk = stream.read(_CHUNK)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limit:
+                    raise TooLarge(f"request body over the limit of {limit / 2**20:g} MiB")
+                chunks.append(chunk)
+    body = b"".join(chunks)
+    environ["wsgi.input"] = io.BytesIO(body)
+    environ["CONTENT_LENGTH"] = str(len(body))
+    environ.pop("HTTP_TRANSFER_ENCODING", None)
+    environ.pop("wsgi.input_terminated", None)
+    return body
+
+
+def json_depth(text: str, stop_above: int = MAX_JSON_DEPTH) -> int:
+    """Deepest nesting of arrays/objects in the JSON ``text`` (strings skipped); counting stops
+    once it passes ``stop_above``."""
+    bare = _STRING.sub('""', text)
+    depth = deepest = 0
+    for m in _BRACKET.finditer(bare):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > deepest:
+            deepest = depth
+            if deepest > stop_above:
+                break
+    return deepest
+
+
+def parse_json(text: str | bytes, name: str, max_bytes: int | None = None) -> Any:
+    """Decode the JSON ``text`` of field ``name`` within the bounds above (and ``max_bytes``).
+
+    Raises :class:`TooLarge` (over ``max_bytes``) or :class:`BadRequest` naming ``name``.
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadRequest(f"'{name}' is not UTF-8 text") from None
+    if max_bytes is not None and len(text) > max_bytes:
+        raise TooLarge(f"'{name}' is over the limit of {max_bytes / 1024:g} KiB")
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise BadRequest(f"'{name}' is nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text, parse_int=_number(int), parse_float=_number(float), parse_constant=_no_constant)
+    except _NumberError as exc:
+        raise BadRequest(f"'{name}': {exc}") from None
+    except (ValueError, RecursionError):
+        raise BadRequest(f"'{name}' is not valid JSON") from None
+
+
+class _NumberError(Exception):
+    pass
+
+
+def _number(kind: type):
+    def parse(literal: str):
+        if len(literal) > MAX_NUMBER_CHARS:
+            raise _NumberError(f"a number of {len(literal)} characters is too long (at most {MAX_NUMBER_CHARS})")
+        return kind(literal)
+    return parse
+
+
+def _no_constant(literal: str):
+    raise _NumberError(f"{literal} is not a number")
