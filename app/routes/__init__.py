@@ -3,7 +3,7 @@
 Public: :mod:`.health` (probes, metrics), :mod:`.files` (the local storage's files) and
 :mod:`.studio` (the studio page, whose API calls carry the person's token). Behind the
 bearer token: the children of :mod:`.api`'s ``api`` blueprint (:mod:`.animate`, :mod:`.motions`,
-:mod:`.characters`), which inherit its auth hook. A new endpoint module adds its ``bp`` to one of the
+:mod:`.characters`, :mod:`.jobs`), which inherit its auth hook. A new endpoint module adds its ``bp`` to one of the
 two lists below.
 """
 from __future__ import annotations
