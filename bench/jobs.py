@@ -71,8 +71,13 @@ def sync_phase(args, workdir: Path, common: dict[str, str], photo: bytes) -> Non
             for _ in range(n):
                 t0 = time.perf_counter()
                 while True:
-                    resp = http.post(f"{app.url}/animate", files={"image": ("p.png", photo, "image/png")},
-                                     data={"motions": args.motions}, timeout=300)
+                    try:
+                        resp = http.post(f"{app.url}/animate", files={"image": ("p.png", photo, "image/png")},
+                                         data={"motions": args.motions}, timeout=300)
+                    except requests.ConnectionError:  # a kept-alive connection the server closed meanwhile
+                        with lock:
+                            refused["connection closed, retried"] += 1
+                        continue
                     if resp.status_code != 503:
                         break
                     with lock:
