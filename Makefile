@@ -28,12 +28,15 @@ run: venv ## start TorchServe (CPU) + the app locally on embedded defaults; Ctrl
 	@scripts/run_local.sh
 
 # --- app (issue 3) ---
-.PHONY: serve-app bench-load
+.PHONY: serve-app bench-load bench-soak
 serve-app: venv ## only the app (gunicorn, gevent workers) on DOODLEPOD_* settings; TorchServe must be running
 	$(VENV)/bin/gunicorn -c app/gunicorn_conf.py "app:create_app()"
 
 bench-load: venv ## load benchmark: fake-model TorchServe + app, 1 client then 16 clients for 60 s; BASELINE=REF also runs our app at that git ref, A/B (bench/load.py --help)
 	$(PY) bench/load.py $(if $(BASELINE),--baseline-ref $(BASELINE))
+
+bench-soak: venv ## soak: 16 good, slow and hostile clients for 60 s against one pod; PASS/FAIL per criterion (bench/soak.py --help)
+	$(PY) bench/soak.py
 
 .PHONY: bench-jobs serve-worker
 bench-jobs: venv ## async jobs benchmark: 200 jobs by 16 clients on Redis + 2 render workers, then the same renders synchronously (bench/jobs.py --help)

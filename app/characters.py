@@ -46,6 +46,7 @@ from .errors import (
     VersionMismatch,
 )
 from .motions import Motion
+from .pipeline import check_inside
 from .storage import Conflict
 
 log = logging.getLogger("doodlepod.characters")
@@ -183,7 +184,7 @@ class Characters:
         size = {"width": int(img.image_size[0]), "height": int(img.image_size[1])}
         detections: list[dict[str, Any]] = []
         if joints is not None:
-            _check_inside(joints, size)
+            check_inside(joints, (size["width"], size["height"]), JointsOutsideImage)
         if bbox is not None:
             box = _client_box(bbox, img.scale, width, height)
         elif joints is not None:
@@ -288,7 +289,7 @@ class Characters:
         given: dict[str, Any] = {}
         joints = _edited_joints(old, change.joints)
         if joints is not None:
-            _check_inside(joints, old.image)
+            check_inside(joints, (old.image["width"], old.image["height"]), JointsOutsideImage)
         if change.bbox is not None:
             work_png = self._get(old, "image", deadline)
             wh = (round(old.image["width"] * old.work_scale), round(old.image["height"] * old.work_scale))
@@ -448,14 +449,6 @@ def _texture_joints(joints: list, work_scale: float, box: Sequence[int]) -> list
     from animator.photo_skeleton import transform_skeleton
     work = transform_skeleton(joints, scale=work_scale)
     return transform_skeleton(work, offset=(-box[0], -box[1]))
-
-
-def _check_inside(joints: list, image: dict[str, int]) -> None:
-    w, h = image["width"], image["height"]
-    outside = [j.name for j in joints if not (0 <= j.loc[0] <= w and 0 <= j.loc[1] <= h)]
-    if outside:
-        raise JointsOutsideImage(f"joints outside the {w}x{h} image: {', '.join(outside)} "
-                                 "(coordinates are image pixels, x right, y down)")
 
 
 def _client_box(bbox: Sequence[float], work_scale: float, width: int, height: int) -> tuple[int, int, int, int]:

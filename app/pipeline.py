@@ -26,6 +26,7 @@ import numpy as np
 from . import jobs, metrics
 from .deadline import Deadline
 from .errors import (
+    ApiError,
     InsufficientStorage,
     InvalidCharacter,
     ModelServerError,
@@ -215,7 +216,7 @@ class Pipeline:
         img = self.decode(job.image, job.deadline, timings)
         height, width = img.rgb.shape[:2]
         if job.joints is not None:
-            _check_inside(job.joints, img.image_size)
+            check_inside(job.joints, img.image_size)
             work_joints = _scale_joints(job.joints, img.scale)
             box = _box_for_client(job.bbox, work_joints, img.scale, width, height)
         else:
@@ -302,14 +303,17 @@ def new_storage_id() -> str:
     return uuid.uuid4().hex
 
 
-def _check_inside(joints: list, image_size: tuple[int, int]) -> None:
-    """Client joints must lie on the uploaded image (image pixels): InvalidCharacter names the first
-    one that does not. (A joint far off the drawing made the render's work grow with its distance.)"""
+def check_inside(joints: list, image_size: tuple[int, int], error: type[ApiError] = InvalidCharacter) -> None:
+    """Client joints must lie on the uploaded image (image pixels): ``error`` names the first that
+    does not (and how many more). (A joint far off the drawing made the render's work grow with its
+    distance.) /animate answers ``invalid_character``; the characters API its own code."""
     width, height = image_size
-    for j in joints:
-        x, y = j.loc
-        if not (0 <= x <= width and 0 <= y <= height):
-            raise InvalidCharacter(f"joint '{j.name}' at ({x:g}, {y:g}) lies outside the {width}x{height} image")
+    outside = [j for j in joints if not (0 <= j.loc[0] <= width and 0 <= j.loc[1] <= height)]
+    if outside:
+        j = outside[0]
+        more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
+        raise error(f"joint '{j.name}' at ({j.loc[0]:g}, {j.loc[1]:g}) lies outside the {width}x{height} "
+                    f"image{more}; coordinates are image pixels, x right, y down")
 
 
 def _scale_joints(joints: list, scale: float) -> list:

@@ -311,8 +311,11 @@ class S3Storage:
             keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
             if not keys:
                 return count
-            self._call(deadline, "storage delete", prefix, self.client.delete_objects,
-                       Delete={"Objects": keys, "Quiet": True})
+            resp = self._call(deadline, "storage delete", prefix, self.client.delete_objects,
+                              Delete={"Objects": keys, "Quiet": True})
+            if resp.get("Errors"):  # else the same keys would be listed (and refused) for ever
+                err = resp["Errors"][0]
+                raise StorageFailed(f"S3 refused to delete {err.get('Key', prefix)}: {err.get('Code', '?')}")
             count += len(keys)
 
     def list_folders(self, prefix: str, deadline: Deadline) -> list[str]:

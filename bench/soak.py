@@ -7,7 +7,7 @@ then runs ``--clients`` clients for ``--duration`` seconds. Each client loops ov
 
 * good: a drawing with its joints (no model call), or without (detector and pose model);
 * slow: an upload trickled over a few seconds (finishes), or one that stalls (never finishes);
-* hostile: 8,000 joints, a joint at 1e9, JSON nested 100,000 deep, a 400-digit integer, a chunked
+* hostile: 300 or 8,000 extra joints, a joint at 1e9, JSON nested 100,000 deep, a 400-digit integer, a chunked
   upload over the size limit, a connection that sends half its headers and waits, a NUL in a
   /files path, a newline in ``motions``, an ``X-Request-ID`` of ``..``, a 1 s deadline on four
   motions, a 16-bit greyscale PNG, a 6-pixel character with every joint on one point.
@@ -77,6 +77,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+def _closed(s: socket.socket) -> bool:
+    """Whether the server has closed ``s`` (an empty read) within a second."""
+    s.settimeout(1.0)
+    try:
+        return s.recv(1) == b""
+    except (TimeoutError, OSError):
+        return False
+
+
 class Inputs:
     """The requests' payloads, made once."""
 
@@ -110,7 +119,7 @@ class Soak:
         with self.lock:
             self.results.append((kind, status, seconds, code))
 
-    def post(self, kind: str, path: str = "/animate", timeout: float = 180, **kw) -> None:
+    def post(self, kind: str, path: str = "/animate", timeout: float = 180, **kw) -> requests.Response | None:
         t0 = time.monotonic()
         try:
             resp = requests.post(self.url + path, timeout=timeout, **kw)
@@ -118,8 +127,15 @@ class Soak:
             if resp.headers.get("Content-Type", "").startswith("application/json") and resp.status_code >= 400:
                 code = resp.json().get("error", "")
             self.record(kind, resp.status_code, time.monotonic() - t0, code)
+            return resp
         except requests.RequestException as exc:
             self.record(kind, type(exc).__name__, time.monotonic() - t0)
+            return None
+
+    def honour_retry_after(self, resp: requests.Response | None) -> None:
+        """A good client that got 503 waits as told (at most 5 s here), as the mobile app does."""
+        if resp is not None and resp.status_code == 503:
+            self.stop.wait(min(5.0, float(resp.headers.get("Retry-After", "1"))))
 
     def form(self, data: bytes, joints=None, **fields):
         out = {"motions": fields.pop("motions", self.args.motions), **fields}
@@ -128,10 +144,10 @@ class Soak:
         return {"files": {"image": ("drawing.png", data, "image/png")}, "data": out}
 
     def good_joints(self) -> None:
-        self.post("good", **self.form(self.inputs.png, self.inputs.joints))
+        self.honour_retry_after(self.post("good", **self.form(self.inputs.png, self.inputs.joints)))
 
     def good_models(self) -> None:
-        self.post("good", **self.form(self.inputs.png))
+        self.honour_retry_after(self.post("good", **self.form(self.inputs.png)))
 
     def raw(self, kind: str, head: bytes, pieces: list[bytes], gap: float, expect_answer: bool = True) -> None:
         """Send ``head`` then ``pieces`` ``gap`` seconds apart over a raw socket; read the status."""
@@ -139,14 +155,21 @@ class Soak:
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=60) as s:
                 s.sendall(head)
-                for p in pieces:
-                    if self.stop.wait(gap):
-                        break
-                    s.sendall(p)
+                try:
+                    for p in pieces:
+                        time.sleep(gap)  # the last requests of the run finish as they started
+                        s.sendall(p)
+                except OSError:  # the server answered (and closed) before the body was all sent
+                    pass
                 if not expect_answer:
-                    self.record(kind, "sent", time.monotonic() - t0)
+                    self.record(kind, "closed by server" if _closed(s) else "left open", time.monotonic() - t0)
                     return
-                answer = s.recv(4096)
+                answer = b""
+                while not (answer.startswith(b"HTTP/") and answer.rstrip().endswith(b"}")):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    answer += chunk
             status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else "no answer"
             code = ""
             if b'"error"' in answer:
@@ -176,7 +199,7 @@ class Soak:
         if finish:  # all of it within the body timeout: a slow phone
             self.raw("slow-finishes", head, pieces, (BODY_TIMEOUT_S * 0.6) / n)
         else:       # half of it, then nothing: must end in 408 at the body timeout
-            self.raw("slow-stalls", head, pieces[: n // 2] + [b""] * (n // 2), BODY_TIMEOUT_S / 2)
+            self.raw("slow-stalls", head, pieces[: n // 2], 0.2)
 
     def hostile(self) -> None:
         i = self.inputs
@@ -186,7 +209,8 @@ class Soak:
         kind = f"hostile:{pick}"
         if pick == "many_joints":
             skeleton = [{"name": k, "loc": v, "parent": None} for k, v in i.joints.items()]
-            skeleton += [{"name": f"x{n}", "loc": [300, 300], "parent": "torso"} for n in range(8000)]
+            extra = random.choice([300, 8000])  # over the joint cap (400), or over the field size too (413)
+            skeleton += [{"name": f"x{n}", "loc": [300, 300], "parent": "torso"} for n in range(extra)]
             self.post(kind, **self.form(i.png, skeleton))
         elif pick == "far_joint":
             self.post(kind, **self.form(i.png, {**i.joints, "left_hand": [1e9, 1e9]}))
@@ -201,7 +225,7 @@ class Soak:
             self.post(kind, data=chunks(), headers={"Content-Type": "image/png"})
         elif pick == "half_headers":
             self.raw(kind, b"POST /animate HTTP/1.1\r\nHost: soak\r\n", [b"X-Slow: 1\r\n"] * 3, 3.0,
-                     expect_answer=False)
+                     expect_answer=False)  # gunicorn closes it at its keep-alive time
         elif pick == "nul_path":
             t0 = time.monotonic()
             resp = requests.get(self.url + "/files/abc%00def/dab.gif", timeout=30)

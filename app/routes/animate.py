@@ -48,12 +48,8 @@ def animate():
         admit_work()
         read_body(deadline)
         return _animate_async()
-    return idempotent(lambda: _animate_now(deadline))
-
-
-def _animate_now(deadline: Deadline):
-    read_body(deadline)
-    return _animate(deadline)
+    read_body(deadline)  # before the Idempotency-Key fingerprint reads it, and before any slot
+    return idempotent(lambda: _animate(deadline))
 
 
 def _animate_async():
@@ -129,11 +125,8 @@ def _format() -> str:
 def legacy_animate():
     """The old mobile client: JSON ``{"file": <base64 image>}`` -> flat ``{motion: url}``."""
     deadline = request_deadline()
-    return idempotent(lambda: _legacy_now(deadline))
-
-
-def _legacy_now(deadline: Deadline):
-    return _legacy_animate(deadline, read_body(deadline))
+    raw = read_body(deadline)
+    return idempotent(lambda: _legacy_animate(deadline, raw))
 
 
 def _legacy_animate(deadline: Deadline, raw: bytes):

@@ -30,6 +30,7 @@ from ..idempotency import check_record, fingerprint, redis_key, validate_key
 from ..jobs_queue import REDIS_ERRORS, JobsUnavailable
 from ..ratelimit import client_id
 from ..services import services
+from .api import json_body
 
 log = logging.getLogger("doodlepod.http")
 
@@ -64,7 +65,7 @@ def request_fingerprint() -> str:
     for name, upload in request.files.items(multi=True):
         files.append((name, upload.read()))
         upload.seek(0)
-    body = request.get_json(silent=True) if request.is_json else None
+    body = json_body() if request.is_json else None  # bounded depth: see app.intake
     if not request.files and not request.form and body is None:
         files.append(("body", request.get_data(cache=True)))
     return fingerprint(request.method, request.path, request.form.items(multi=True), files, body)

@@ -15,7 +15,7 @@ const ui = {
   fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"),
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
-  motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
+  detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
   results: $("step-results"), animations: $("animations"),
 };
 
@@ -151,8 +151,28 @@ async function open(doc, { previews = true } = {}) {
   editor.load(doc, photo, mask, grid);
   history.replaceState(null, "", `#character=${encodeURIComponent(doc.id)}`);
   showOverlay(doc);
+  showDetections(doc);
   refreshButtons();
   if (previews) startPreviews(doc);
+}
+
+/** When the detector found several drawings, a button per box puts the box there (then Save). */
+function showDetections(doc) {
+  const found = doc.detections || [];
+  ui.detections.replaceChildren();
+  ui.detections.hidden = found.length < 2;
+  if (found.length < 2) return;
+  const label = document.createElement("span");
+  label.textContent = "Drawings found:";
+  ui.detections.append(label);
+  found.forEach((d, i) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.dataset.testid = `detection-${i}`;
+    button.textContent = `${i + 1} (score ${Math.round(d.score * 100)} %)`;
+    button.addEventListener("click", () => editor.setBox(d.bbox));
+    ui.detections.append(button);
+  });
 }
 
 function showOverlay(doc) {
@@ -343,6 +363,26 @@ function wire() {
   window.addEventListener("beforeunload", (e) => {
     if (Object.keys(editor.edits()).length) e.preventDefault();
   });
+  document.addEventListener("keydown", shortcut);
+}
+
+/** Ctrl/Cmd+S saves; with the drawing focused, M / B / E pick a tool and [ / ] resize the brush. */
+function shortcut(e) {
+  if (ui.fix.hidden) return;
+  if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") {
+    e.preventDefault();
+    if (!ui.save.disabled) save();
+    return;
+  }
+  if (document.activeElement !== ui.stage || e.ctrlKey || e.metaKey || e.altKey) return;
+  const tools = { m: "move", b: "brush", e: "eraser" };
+  if (tools[e.key]) {
+    document.querySelector(`[data-tool="${tools[e.key]}"]`).click();
+    ui.stage.focus();
+  } else if (e.key === "[" || e.key === "]") {
+    ui.brushSize.value = Number(ui.brushSize.value) + (e.key === "]" ? 2 : -2);
+    editor.setBrush(Number(ui.brushSize.value));
+  }
 }
 
 async function start() {
