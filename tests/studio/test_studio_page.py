@@ -35,15 +35,19 @@ JOINT = "left_elbow"
 DRAG = (-14, 10)  # CSS pixels the test drags JOINT by (towards the body: it stays on the drawing)
 
 
+def char1_pose() -> dict:
+    """The fake pose model's control: char1's joints, as fractions of whatever crop it is sent."""
+    texture, joints = stack.load_fixture_character("char1")
+    return {"mode": "fractions", "fractions": stack.pose_fractions(Image.fromarray(texture), joints)}
+
+
 @pytest.fixture(scope="module")
 def torchserve():
     workdir = stack.make_workdir("dp-studio-ts-")
     ts = stack.FakeTorchServe(workdir)
     try:
         ts.start()
-        texture, joints = stack.load_fixture_character("char1")
-        ts.set_control(pose={"mode": "fractions",
-                             "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
+        ts.set_control(pose=char1_pose())
         yield ts
     finally:
         ts.stop()
@@ -308,6 +312,36 @@ def test_box_corner_eraser_and_undo(server, open_page):
     assert not ((mask_before <= 127) & (mask_after > 127)).any(), "the eraser added mask pixels"
 
 
+def test_another_detection_becomes_the_box(server, torchserve, open_page):
+    """Two drawings found: a button per detection puts the box on it; saved, the character is re-cut there."""
+    # char1 twice, at 60 %, on a page of at most 1000 px a side (the detector sees it at full size,
+    # so its boxes are image pixels)
+    texture, _ = stack.load_fixture_character("char1")
+    small = Image.fromarray(texture).resize((305, 361))
+    page_image = Image.new("RGB", (1000, 800), (255, 255, 255))
+    page_image.paste(small, (50, 100))
+    page_image.paste(small, (550, 300))
+    boxes = [{"bbox": [50, 100, 355, 461], "score": 0.9, "category": "drawn_humanoid"},
+             {"bbox": [550, 300, 855, 661], "score": 0.5, "category": "drawn_humanoid"}]
+    torchserve.set_control(detector={"mode": "boxes", "boxes": boxes}, pose=char1_pose())
+    try:
+        page = open_page(1280, 800)
+        page.goto(f"{server.url}/studio")
+        page.wait_for_selector("body[data-ready=true]")
+        paste_token(page)
+        page.get_by_test_id("upload").set_input_files(
+            files=[{"name": "page.png", "mimeType": "image/png", "buffer": stack.encode(page_image)}])
+        page.get_by_test_id("detection-1").wait_for(state="visible")
+        cid = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('character')")
+        assert get_doc(server, cid)["bbox"] == [50, 100, 355, 461]
+        page.get_by_test_id("detection-1").click()
+        page.get_by_test_id("save").click()
+        page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
+    finally:
+        torchserve.set_control(pose=char1_pose())
+    assert get_doc(server, cid)["bbox"] == [550, 300, 855, 661]
+
+
 def test_errors_are_shown_in_words(server, open_page):
     page = open_page(1280, 800)
     page.goto(f"{server.url}/studio")
@@ -352,9 +386,7 @@ def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, ope
         cid = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('character')")
         doc = get_doc(server, cid)
     finally:
-        texture, joints = stack.load_fixture_character("char1")
-        torchserve.set_control(pose={"mode": "fractions",
-                                     "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
+        torchserve.set_control(pose=char1_pose())
     assert torchserve.calls()[calls_before:] == [], "the manual character went through the models"
     assert doc["detections"] == []
     ink = stack.ink_box(page_image)  # where the drawing's paper lies on the white page

@@ -305,6 +305,20 @@ export class Editor extends EventTarget {
     this.changed();
   }
 
+  /** Put the box at `bbox` (e.g. another detection) as an edit, if no mask strokes are unsaved. */
+  setBox(bbox) {
+    if (!this.doc) return;
+    if (this.maskStrokes > 0) {
+      this.hint("Save or undo the mask strokes before changing the box: a new box recomputes the mask.");
+      return;
+    }
+    this.snapshot();
+    this.bbox = [...bbox];
+    this.view = this.fitView();
+    this.layout();
+    this.changed();
+  }
+
   moveJoint(name, x, y) {
     this.joints[name] = [clamp(x, 0, this.size.width), clamp(y, 0, this.size.height)];
   }

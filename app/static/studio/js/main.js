@@ -15,7 +15,7 @@ const ui = {
   fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"),
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
-  motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
+  detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
   results: $("step-results"), animations: $("animations"),
 };
 
@@ -151,8 +151,28 @@ async function open(doc, { previews = true } = {}) {
   editor.load(doc, photo, mask, grid);
   history.replaceState(null, "", `#character=${encodeURIComponent(doc.id)}`);
   showOverlay(doc);
+  showDetections(doc);
   refreshButtons();
   if (previews) startPreviews(doc);
+}
+
+/** When the detector found several drawings, a button per box puts the box there (then Save). */
+function showDetections(doc) {
+  const found = doc.detections || [];
+  ui.detections.replaceChildren();
+  ui.detections.hidden = found.length < 2;
+  if (found.length < 2) return;
+  const label = document.createElement("span");
+  label.textContent = "Drawings found:";
+  ui.detections.append(label);
+  found.forEach((d, i) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.dataset.testid = `detection-${i}`;
+    button.textContent = `${i + 1} (score ${Math.round(d.score * 100)} %)`;
+    button.addEventListener("click", () => editor.setBox(d.bbox));
+    ui.detections.append(button);
+  });
 }
 
 function showOverlay(doc) {
