@@ -308,7 +308,7 @@ class InflightSlots:
     The folder also keeps what an honest Retry-After needs: each held slot's file holds the time it
     was taken, and ``durations`` the moving average of how long a slot is held by a request that
     completes (:meth:`Slot.release` with ``completed=True``). :meth:`retry_after` is then the time
-    until the first held slot is expected to be free, plus a slot time per slot for each client
+    until the first held slot is expected to be free, plus half a slot time per slot for each client
     this process turned away shortly before (they queue for the same slots).
     """
 
@@ -356,10 +356,12 @@ class InflightSlots:
 
     def retry_after(self, fallback: float = 2.0, longest: int = 60) -> int:
         """Whole seconds until a slot is likely free for this client: the mean slot time minus how
-        long the oldest holder has had its slot, plus a mean slot time per ``count`` clients turned
-        away before it within the last mean slot time (they are waiting too; telling them all the
-        same moment would bring them back at once, to be turned away again). ``fallback`` is the
-        mean before any request completed; 1 .. ``longest``. Call it once per refused request."""
+        long the oldest holder has had its slot, plus half a mean slot time per slot for each client
+        turned away before it within the last mean slot time. They are waiting too: telling them all
+        the same moment would bring them back at once, to be turned away again; spread over their
+        turns (half turns: they come back a little faster than slots free, so a freed slot seldom
+        waits for a sleeping client). ``fallback`` is the mean before any request completed;
+        1 .. ``longest``. Call it once per refused request."""
         mean = self.mean_duration() or fallback
         now = time.time()
         remaining = mean
@@ -375,7 +377,7 @@ class InflightSlots:
             refused.popleft()
         ahead = len(refused)
         refused.append(now)
-        wait = max(remaining, 0.0) + mean * ahead / max(1, self.count)
+        wait = max(remaining, 0.0) + mean * ahead / (2 * max(1, self.count))
         return int(min(longest, max(1, math.ceil(wait))))
 
 

@@ -58,8 +58,8 @@ def test_retry_after_is_the_time_until_a_slot_is_likely_free(tmp_path, monkeypat
     slots._refused.clear()
     assert slots.retry_after() == 7
     clock[0] = now + 4.5                                 # held 4.5 s of the usual 7 ...
-    assert slots.retry_after() == 3 + 7                  # ... and one client was turned away before
-    assert slots.retry_after() == 3 + 14                 # two before: each waits a slot time longer
+    assert slots.retry_after() == 6                      # ... and one client was turned away before:
+    assert slots.retry_after() == 10                     # half a slot time (3.5 s) more per client
     clock[0] = now + 30                                  # those refusals are older than a slot time
     assert slots.retry_after() == 1                      # overdue: soon, but never 0
     slots.record(500.0)
@@ -74,8 +74,8 @@ def test_several_slots_share_the_waiting(tmp_path, monkeypatch):
     slots.record(8.0)
     now = render_pool.time.time()
     monkeypatch.setattr(render_pool.time, "time", lambda: now + 2)
-    # the first slot frees in about 6 s; every two clients turned away before add one slot time
-    assert [slots.retry_after() for _ in range(5)] == [6, 10, 14, 18, 22]
+    # the first slot frees in about 6 s; each client turned away before adds half a slot time per slot
+    assert [slots.retry_after() for _ in range(5)] == [6, 8, 10, 12, 14]
     for h in held:
         h.release()
 

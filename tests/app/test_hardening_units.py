@@ -40,3 +40,51 @@ def test_forwarded_headers_are_trusted_only_from_loopback_by_default() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True,
                          env={**env, "DOODLEPOD_FORWARDED_ALLOW_IPS": "10.0.0.0/8, 192.168.1.2"})
     assert out.stdout.strip() == "10.0.0.0/8,192.168.1.2"
+
+
+def test_json_fields_are_bounded_in_depth_and_number_length() -> None:
+    import pytest
+
+    from app.errors import BadRequest, TooLarge
+    from app.intake import MAX_JSON_DEPTH, json_depth, parse_json
+
+    assert json_depth('{"a": [1, {"b": "[[[[ not nesting ]]]] \\" [["}]}') == 3  # brackets in strings skipped
+    assert parse_json('{"root": [264, 397.5]}', "joints") == {"root": [264, 397.5]}
+    deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
+    for text, match in ((deep, "nested deeper"), ("[" + "9" * 400 + "]", "too long"), ("[NaN]", "not a number"),
+                        ("[1e400000000000000000000000000000000]", "too long"), ("{not json", "not valid JSON"),
+                        ("[" * 100000 + "]" * 100000, "nested deeper")):
+        with pytest.raises(BadRequest, match=match):
+            parse_json(text, "joints")
+    with pytest.raises(TooLarge):
+        parse_json("[" + "1," * 1000 + "1]", "joints", max_bytes=1024)
+
+
+def test_log_records_take_one_line_whatever_the_client_sent() -> None:
+    import logging
+
+    from app.logs import LOG_FORMAT, SafeFormatter
+
+    record = logging.LogRecord("doodlepod.http", logging.WARNING, __file__, 1, "unknown motion %s",
+                               ("dab\n2026-01-01 INFO forged\r\x1b[31m\u2028",), None)
+    record.request_id = "-"
+    line = SafeFormatter(LOG_FORMAT).format(record)
+    assert "\n" not in line and "\r" not in line and "\x1b" not in line and "\u2028" not in line
+    assert "dab\\n2026-01-01 INFO forged\\r\\x1b[31m\\u2028" in line
+    try:
+        raise ValueError("bad\nforged line")
+    except ValueError:
+        import sys
+        record.exc_info = sys.exc_info()
+    text = SafeFormatter(LOG_FORMAT).format(record)
+    assert all(line.startswith(" ") for line in text.splitlines()[2:])  # the traceback is indented
+
+
+def test_only_trusted_peers_choose_the_urls_host() -> None:
+    from app.routes.api import _trusted
+
+    loopback = ("127.0.0.1", "::1")
+    assert _trusted("127.0.0.1", loopback) and _trusted("::1", loopback)
+    assert not _trusted("203.0.113.9", loopback)
+    assert _trusted("10.1.2.3", ("10.0.0.0/8",)) and not _trusted("11.1.2.3", ("10.0.0.0/8",))
+    assert _trusted("203.0.113.9", ("*",)) and not _trusted("not an address", loopback)
