@@ -1,7 +1,7 @@
 """The long-lived objects one app worker shares between requests, built once by :func:`app.create_app`.
 
-Routes reach them through :func:`services` (the current app's :class:`Services`); helpers that add a
-service add a field here and build it in ``create_app``.
+Routes reach them through :func:`services` (the current app's :class:`Services`); a new service is a
+field here, built in :func:`build_services` (which the app workers and the render worker share).
 """
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     """Every service of one process (an app worker or a render worker) from ``settings``.
 
     ``run_dir`` is the pod's shared runtime folder (render slots); the render pool spills its
-    arguments and results into ``spill_name`` in a scratch folder of this process's own. Call after :func:`app.runtime_dir`, which
-    points the metrics at that folder before they are imported.
+    arguments and results into ``spill_name`` in a scratch folder of this process's own. Call after
+    :func:`app.runtime_dir`, which points the metrics at that folder before they are imported.
     """
     from .characters import Characters
     from .motions import load_motions
