@@ -1,7 +1,7 @@
 """The long-lived objects one app worker shares between requests, built once by :func:`app.create_app`.
 
-Routes reach them through :func:`services` (the current app's :class:`Services`); helpers that add a
-service add a field here and build it in ``create_app``.
+Routes reach them through :func:`services` (the current app's :class:`Services`); a new service is a
+field here, built in :func:`build_services` (which the app workers and the render worker share).
 """
 from __future__ import annotations
 
