@@ -372,7 +372,10 @@ def test_ping_stays_fast_while_renders_run(app_local, page) -> None:
         assert all(f.result().status_code == 200 for f in renders)
     assert len(latencies) >= 10
     # The render processes use both CPUs; the gevent loop must still answer health checks promptly.
-    assert max(latencies) < 0.25, f"/ping max {max(latencies) * 1e3:.0f} ms over {len(latencies)} calls"
+    # The bar is the p99 the issues set (one stray scheduling hiccup on a busy 2-core machine is not
+    # a stalled loop; a blocked loop delays every call after it and fails this at once).
+    p99 = sorted(latencies)[int(0.99 * (len(latencies) - 1))]
+    assert p99 < 0.25, f"/ping p99 {p99 * 1e3:.0f} ms (max {max(latencies) * 1e3:.0f} ms) over {len(latencies)} calls"
 
 
 def test_metrics_count_requests_errors_and_stages(app_s3) -> None:
