@@ -65,3 +65,33 @@ def app(make_app):
 def client(app):
     """A Flask test client of :func:`app` (in-process HTTP: no sockets, no gunicorn)."""
     return app.test_client()
+
+
+@pytest.fixture(scope="module")
+def torchserve(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A real TorchServe on a loopback port serving the fake-model archives of
+    ``tests/fixtures/torchserve_fake`` (answers the test controls with ``set_control``: the models
+    need a GPU and weights this machine lacks). One per test module; stopped and removed after it."""
+    from tests.fixtures.torchserve_fake import stack
+
+    workdir = stack.make_workdir(f"dp-{request.module.__name__.rsplit('.', 1)[-1]}-ts-")
+    ts = stack.FakeTorchServe(workdir)
+    try:
+        ts.start()
+        yield ts
+    finally:
+        ts.stop()
+        stack.remove(workdir)
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[Any]:
+    """moto's S3 server on a loopback port (S3 itself is on the internet). One per test module."""
+    from tests.fixtures.torchserve_fake import stack
+
+    moto = stack.MotoS3()
+    try:
+        moto.start()
+        yield moto
+    finally:
+        moto.stop()

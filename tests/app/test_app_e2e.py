@@ -33,28 +33,6 @@ RENDER_SIZE = 200
 TOKEN = "s3cret-token"
 
 
-@pytest.fixture(scope="module")
-def torchserve():
-    workdir = stack.make_workdir("dp-e2e-ts-")
-    ts = stack.FakeTorchServe(workdir)
-    try:
-        ts.start()
-        yield ts
-    finally:
-        ts.stop()
-        stack.remove(workdir)
-
-
-@pytest.fixture(scope="module")
-def s3():
-    moto = stack.MotoS3()
-    try:
-        moto.start()
-        yield moto
-    finally:
-        moto.stop()
-
-
 def _common_env(ts: stack.FakeTorchServe) -> dict[str, str]:
     return {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
             "DOODLEPOD_RENDER_SIZE": str(RENDER_SIZE), "DOODLEPOD_RENDER_PROCESSES": "2",

@@ -25,28 +25,6 @@ pytestmark = [pytest.mark.timeout(900), pytest.mark.e2e]
 OFFSET = (300, 150)
 
 
-@pytest.fixture(scope="module")
-def torchserve():
-    workdir = stack.make_workdir("dp-char-ts-")
-    ts = stack.FakeTorchServe(workdir)
-    try:
-        ts.start()
-        yield ts
-    finally:
-        ts.stop()
-        stack.remove(workdir)
-
-
-@pytest.fixture(scope="module")
-def s3():
-    moto = stack.MotoS3()
-    try:
-        moto.start()
-        yield moto
-    finally:
-        moto.stop()
-
-
 def _env(ts) -> dict[str, str]:
     return {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
             "DOODLEPOD_RENDER_PROCESSES": "1", "DOODLEPOD_TORCHSERVE_RETRIES": "1", "DOODLEPOD_RENDER_SIZE": "128",

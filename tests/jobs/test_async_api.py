@@ -33,18 +33,6 @@ SECRET = "webhook-test-secret"
 
 
 @pytest.fixture(scope="module")
-def torchserve():
-    workdir = stack.make_workdir("dp-async-ts-")
-    ts = stack.FakeTorchServe(workdir)
-    try:
-        ts.start()
-        yield ts
-    finally:
-        ts.stop()
-        stack.remove(workdir)
-
-
-@pytest.fixture(scope="module")
 def page():
     return stack.page_with_character("char1", (800, 600), (200, 60))
 

@@ -27,18 +27,6 @@ MOTIONS = ["dab", "jumping", "zombie"]
 
 
 @pytest.fixture(scope="module")
-def torchserve():
-    workdir = stack.make_workdir("dp-jobs-ts-")
-    ts = stack.FakeTorchServe(workdir)
-    try:
-        ts.start()
-        yield ts
-    finally:
-        ts.stop()
-        stack.remove(workdir)
-
-
-@pytest.fixture(scope="module")
 def page():
     return stack.page_with_character("char1", (1000, 800), (250, 120))
 

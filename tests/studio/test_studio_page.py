@@ -42,16 +42,10 @@ def char1_pose() -> dict:
 
 
 @pytest.fixture(scope="module")
-def torchserve():
-    workdir = stack.make_workdir("dp-studio-ts-")
-    ts = stack.FakeTorchServe(workdir)
-    try:
-        ts.start()
-        ts.set_control(pose=char1_pose())
-        yield ts
-    finally:
-        ts.stop()
-        stack.remove(workdir)
+def torchserve(torchserve):
+    """The shared fake-model TorchServe (tests/conftest.py), its pose model placing char1's joints."""
+    torchserve.set_control(pose=char1_pose())
+    return torchserve
 
 
 @pytest.fixture(scope="module")
