@@ -20,7 +20,7 @@ test: venv lint ## install what is needed, lint, and run every test
 
 FAST_TESTS := not e2e and not model_stack and not browser and not redis
 test-fast: venv ## only the tests that need no server, model stack, browser or Redis (under a minute)
-	$(PY) -m pytest -q -m "$(FAST_TESTS)" tests
+	$(PY) -m pytest -q -n auto -m "$(FAST_TESTS)" tests
 
 # --- deploy (issue 4) ---
 .PHONY: run
