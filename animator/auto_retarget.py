@@ -181,39 +181,42 @@ def find_body(bvh: BVH) -> Body:
         return out
 
     missing: list[str] = []
+    words: dict[str, str] = {}
+
+    def limb(side: str, kind: str, middles: set[str], middle_like: str, end: str, ends: set[str], end_like: str,
+             avoid: str) -> tuple[int, int, int, int | None] | None:
+        """``side``'s arm or leg as joint indices (upper, middle, end, tip): the shallowest joint whose
+        word is in ``middles`` (forearm, shin), the nearest non-twist joint above it, the first joint
+        below it whose word is in ``ends`` (else its first child) and that end's outermost tip. None,
+        with what is missing noted, when a part is not found."""
+        found = sorted((i for i in real if sides[i] == side and parts[i] in middles), key=lambda i: depth[i])
+        if not found:
+            missing.append(f"{side} {middle_like}")
+            return None
+        m = found[0]
+        words[kind] = parts[m]
+        e = next((d for d in descendants(m) if parts[d] in ends), children[m][0] if children[m] else None)
+        if e is None:
+            missing.append(f"{side} {end} (a joint below {names[m]} like {end_like})")
+            return None
+        return upward(m), m, e, tip(e, avoid)
+
     arms: dict[str, Limb] = {}
     legs: dict[str, Limb] = {}
-    words: dict[str, str] = {}
     for side in ("left", "right"):
-        fore = sorted((i for i in real if sides[i] == side and parts[i] in _FOREARM), key=lambda i: depth[i])
-        if not fore:
-            missing.append(f"{side} forearm (a joint like {side.title()}ForeArm, {side.title()}Elbow, "
-                           f"lowerarm_{side[0]})")
-        else:
-            f = fore[0]
-            words["arm"] = parts[f]
-            upper = upward(f)
-            hand = next((d for d in descendants(f) if parts[d] in _HAND), children[f][0] if children[f] else None)
-            if hand is None:
-                missing.append(f"{side} hand (a joint below {names[f]} like {side.title()}Hand or {side.title()}Wrist)")
-            else:
-                coll = int(bvh.parents[upper])
-                base = names[coll] if coll > 0 and sides.get(coll) == side else None
-                t = tip(hand, "thumb")
-                arms[side] = Limb(base, names[upper], names[f], names[hand], None if t is None else names[t])
-        shin = sorted((i for i in real if sides[i] == side and parts[i] in _SHIN), key=lambda i: depth[i])
-        if not shin:
-            missing.append(f"{side} shin (a joint like {side.title()}Leg, {side.title()}Knee, calf_{side[0]})")
-        else:
-            k = shin[0]
-            words["leg"] = parts[k]
-            thigh = upward(k)
-            foot = next((d for d in descendants(k) if parts[d] in _FOOT), children[k][0] if children[k] else None)
-            if foot is None:
-                missing.append(f"{side} foot (a joint below {names[k]} like {side.title()}Foot or {side.title()}Ankle)")
-            else:
-                t = tip(foot, "_none_")
-                legs[side] = Limb(None, names[thigh], names[k], names[foot], None if t is None else names[t])
+        Side, s = side.title(), side[0]
+        arm = limb(side, "arm", _FOREARM, f"forearm (a joint like {Side}ForeArm, {Side}Elbow, lowerarm_{s})",
+                   "hand", _HAND, f"{Side}Hand or {Side}Wrist", "thumb")
+        if arm is not None:
+            upper, fore, hand, t = arm
+            coll = int(bvh.parents[upper])
+            base = names[coll] if coll > 0 and sides.get(coll) == side else None
+            arms[side] = Limb(base, names[upper], names[fore], names[hand], None if t is None else names[t])
+        leg = limb(side, "leg", _SHIN, f"shin (a joint like {Side}Leg, {Side}Knee, calf_{s})",
+                   "foot", _FOOT, f"{Side}Foot or {Side}Ankle", "_none_")
+        if leg is not None:
+            thigh, shin, foot, t = leg
+            legs[side] = Limb(None, names[thigh], names[shin], names[foot], None if t is None else names[t])
     if missing:
         raise BVHError(bvh.path, None, "not a humanoid skeleton this animator recognises: no " + "; no ".join(missing)
                        + f". Its joints: {', '.join(names[i] for i in real[:40])}{' ...' if len(real) > 40 else ''}. "
