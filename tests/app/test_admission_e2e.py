@@ -29,15 +29,14 @@ SLOW = "dab,jumping,zombie,wave_hello,jumping_jacks"  # several CPU-seconds at 1
 @pytest.fixture(scope="module")
 def app():
     """Default admission settings (DOODLEPOD_MAX_INFLIGHT and DOODLEPOD_RETRY_AFTER_S unset)."""
-    workdir = stack.make_workdir("dp-admission-")
     closed = f"http://127.0.0.1:{stack.free_port()}"
-    server = stack.Gunicorn(workdir, {"DOODLEPOD_TORCHSERVE_URL": closed, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": closed,
-                                      "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RENDER_SIZE": "160"})
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        stack.remove(workdir)
+
+    def env(workdir: Path) -> dict[str, str]:
+        return {"DOODLEPOD_TORCHSERVE_URL": closed, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": closed,
+                "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RENDER_SIZE": "160"}
+
+    with stack.app_server("dp-admission-", env) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")

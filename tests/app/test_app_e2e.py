@@ -43,32 +43,25 @@ def _common_env(ts: stack.FakeTorchServe) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def app_s3(torchserve, s3):
     """The app storing to S3 (moto) with 2 gunicorn workers sharing only 2 render slots (the bound is per pod)."""
-    workdir = stack.make_workdir("dp-e2e-app-s3-")
-    server = stack.Gunicorn(workdir, {
-        **_common_env(torchserve), **stack.S3_ENV, "DOODLEPOD_STORAGE": "s3", "DOODLEPOD_S3_BUCKET": s3.bucket,
-        "DOODLEPOD_S3_ENDPOINT_URL": s3.endpoint, "DOODLEPOD_S3_REGION": "us-east-1",
-        "DOODLEPOD_S3_PREFIX": "anim/", "DOODLEPOD_MAX_INFLIGHT": "2", "DOODLEPOD_RETRY_AFTER_S": "7",
-        "DOODLEPOD_WORKERS": "2", "DOODLEPOD_RENDER_PROCESSES": "1"})
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        stack.remove(workdir)
+    env = {**_common_env(torchserve), **stack.S3_ENV, "DOODLEPOD_STORAGE": "s3", "DOODLEPOD_S3_BUCKET": s3.bucket,
+           "DOODLEPOD_S3_ENDPOINT_URL": s3.endpoint, "DOODLEPOD_S3_REGION": "us-east-1",
+           "DOODLEPOD_S3_PREFIX": "anim/", "DOODLEPOD_MAX_INFLIGHT": "2", "DOODLEPOD_RETRY_AFTER_S": "7",
+           "DOODLEPOD_WORKERS": "2", "DOODLEPOD_RENDER_PROCESSES": "1"}
+    with stack.app_server("dp-e2e-app-s3-", lambda workdir: env) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def app_local(torchserve):
     """The app on its embedded default storage (local disk served at /files/), with bearer auth on."""
-    workdir = stack.make_workdir("dp-e2e-app-local-")
-    server = stack.Gunicorn(workdir, {**_common_env(torchserve), "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
-                                      "DOODLEPOD_AUTH_TOKEN": TOKEN, "DOODLEPOD_MAX_INFLIGHT": "8",
-                                      "DOODLEPOD_MOTIONS_DIR": str(_operator_motions(workdir / "motions"))})
-    server.files = workdir / "files"  # type: ignore[attr-defined]
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        stack.remove(workdir)
+    def env(workdir: Path) -> dict[str, str]:
+        return {**_common_env(torchserve), "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
+                "DOODLEPOD_AUTH_TOKEN": TOKEN, "DOODLEPOD_MAX_INFLIGHT": "8",
+                "DOODLEPOD_MOTIONS_DIR": str(_operator_motions(workdir / "motions"))}
+
+    with stack.app_server("dp-e2e-app-local-", env) as server:
+        server.files = server.workdir / "files"  # type: ignore[attr-defined]
+        yield server
 
 
 def _operator_motions(folder: Path) -> Path:

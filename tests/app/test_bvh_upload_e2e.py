@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 import requests
@@ -23,17 +24,14 @@ JJ = (BVH_DIR / "cmu1" / "jumping_jacks.bvh").read_bytes()
 
 @pytest.fixture(scope="module")
 def server():
-    workdir = stack.make_workdir("dp-e2e-bvh-")
-    app = stack.Gunicorn(workdir, {"DOODLEPOD_TORCHSERVE_URL": "http://127.0.0.1:9",
-                                   "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": "http://127.0.0.1:9",
-                                   "DOODLEPOD_TORCHSERVE_RETRIES": "0", "DOODLEPOD_RENDER_SIZE": "200",
-                                   "DOODLEPOD_RENDER_PROCESSES": "1", "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
-                                   "DOODLEPOD_BVH_MAX_FRAMES": "1000"})
-    try:
-        yield app.start()
-    finally:
-        app.stop()
-        stack.remove(workdir)
+    def env(workdir: Path) -> dict[str, str]:
+        return {"DOODLEPOD_TORCHSERVE_URL": "http://127.0.0.1:9", "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": "http://127.0.0.1:9",
+                "DOODLEPOD_TORCHSERVE_RETRIES": "0", "DOODLEPOD_RENDER_SIZE": "200",
+                "DOODLEPOD_RENDER_PROCESSES": "1", "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
+                "DOODLEPOD_BVH_MAX_FRAMES": "1000"}
+
+    with stack.app_server("dp-e2e-bvh-", env) as app:
+        yield app
 
 
 def _post(server, bvh: bytes, **form) -> requests.Response:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,15 +71,13 @@ def local_pods(torchserve):
 @pytest.fixture(scope="module")
 def expiring(torchserve):
     """The app on local disk with characters and animations expiring after 8 s, swept every 0.5 s."""
-    workdir = stack.make_workdir("dp-char-exp-")
-    server = stack.Gunicorn(workdir, {**_env(torchserve), "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
-                                      "DOODLEPOD_EXPIRY_HOURS": str(8 / 3600), "DOODLEPOD_SWEEP_INTERVAL_S": "0.5"})
-    server.files = workdir / "files"  # type: ignore[attr-defined]
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        stack.remove(workdir)
+    def env(workdir: Path) -> dict[str, str]:
+        return {**_env(torchserve), "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
+                "DOODLEPOD_EXPIRY_HOURS": str(8 / 3600), "DOODLEPOD_SWEEP_INTERVAL_S": "0.5"}
+
+    with stack.app_server("dp-char-exp-", env) as server:
+        server.files = server.workdir / "files"  # type: ignore[attr-defined]
+        yield server
 
 
 @pytest.fixture(scope="module")

@@ -102,13 +102,8 @@ def _env(bad_model_server, workdir: Path, **extra: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def app(bad_model_server):
     """Fast renders (120 px, 8 frames), local storage, one render process."""
-    workdir = stack.make_workdir("dp-harden-")
-    server = stack.Gunicorn(workdir, _env(bad_model_server, workdir))
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        stack.remove(workdir)
+    with stack.app_server("dp-harden-", lambda workdir: _env(bad_model_server, workdir)) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -174,14 +169,12 @@ def test_storage_keys_are_made_by_the_server_not_taken_from_x_request_id(app, pa
 @pytest.fixture(scope="module")
 def slow_app(bad_model_server):
     """Renders that take seconds: 400 px, every BVH frame, one render process."""
-    workdir = stack.make_workdir("dp-harden-slow-")
-    server = stack.Gunicorn(workdir, _env(bad_model_server, workdir, DOODLEPOD_RENDER_SIZE="400",
-                                          DOODLEPOD_RENDER_FPS="native", DOODLEPOD_RENDER_MAX_FRAMES="0"))
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        stack.remove(workdir)
+    def env(workdir: Path) -> dict[str, str]:
+        return _env(bad_model_server, workdir, DOODLEPOD_RENDER_SIZE="400", DOODLEPOD_RENDER_FPS="native",
+                    DOODLEPOD_RENDER_MAX_FRAMES="0")
+
+    with stack.app_server("dp-harden-slow-", env) as server:
+        yield server
 
 
 def _busy_samples(pids: list[int], seconds: float = 2.0, every: float = 0.1) -> int:
@@ -261,15 +254,12 @@ def test_a_trickled_model_answer_cannot_outlast_the_deadline(app, page, bad_mode
 def strict_app(bad_model_server):
     """Two render slots, a 4 s body timeout, a 2 MiB body limit, and a trusted proxy that is not
     the test (so the test's own forwarded headers must be ignored)."""
-    workdir = stack.make_workdir("dp-harden-strict-")
-    server = stack.Gunicorn(workdir, _env(bad_model_server, workdir, DOODLEPOD_MAX_INFLIGHT="2",
-                                          DOODLEPOD_BODY_TIMEOUT_S="4", DOODLEPOD_MAX_UPLOAD_MB="2",
-                                          DOODLEPOD_FORWARDED_ALLOW_IPS="192.0.2.1"))
-    try:
-        yield server.start()
-    finally:
-        server.stop()
-        stack.remove(workdir)
+    def env(workdir: Path) -> dict[str, str]:
+        return _env(bad_model_server, workdir, DOODLEPOD_MAX_INFLIGHT="2", DOODLEPOD_BODY_TIMEOUT_S="4",
+                    DOODLEPOD_MAX_UPLOAD_MB="2", DOODLEPOD_FORWARDED_ALLOW_IPS="192.0.2.1")
+
+    with stack.app_server("dp-harden-strict-", env) as server:
+        yield server
 
 
 def test_idle_uploads_hold_no_render_slot_and_time_out(strict_app, page) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,19 +52,18 @@ def torchserve(torchserve):
 @pytest.fixture(scope="module")
 def server(torchserve):
     """The app on local storage with a bearer token (the page must carry it), small renders."""
-    workdir = stack.make_workdir("dp-studio-app-")
-    app = stack.Gunicorn(workdir, {
-        "DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
-        "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url,
-        "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
-        "DOODLEPOD_RENDER_SIZE": "240", "DOODLEPOD_RENDER_PROCESSES": "2", "DOODLEPOD_MAX_INFLIGHT": "8",
-        "DOODLEPOD_LOG_LEVEL": "info"})
-    try:
-        yield app.start()
-    finally:
-        print(app.log_text()[-3000:])
-        app.stop()
-        stack.remove(workdir)
+    def env(workdir: Path) -> dict[str, str]:
+        return {"DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
+                "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url,
+                "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
+                "DOODLEPOD_RENDER_SIZE": "240", "DOODLEPOD_RENDER_PROCESSES": "2", "DOODLEPOD_MAX_INFLIGHT": "8",
+                "DOODLEPOD_LOG_LEVEL": "info"}
+
+    with stack.app_server("dp-studio-app-", env) as app:
+        try:
+            yield app
+        finally:
+            print(app.log_text()[-3000:])
 
 
 # --- helpers -------------------------------------------------------------------------------------
