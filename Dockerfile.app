@@ -20,6 +20,9 @@ RUN pip install --no-cache-dir -r requirements/app.txt
 COPY animator/ animator/
 COPY app/ app/
 COPY motions/ motions/
+# Bytecode now: the workers and render processes cannot write it (PYTHONDONTWRITEBYTECODE, a
+# read-only tree), and would otherwise compile every module of app/ and animator/ at each start.
+RUN python -m compileall -q animator app
 
 RUN useradd --system --uid 10001 --user-group --home-dir /srv/doodlepod --shell /usr/sbin/nologin doodlepod \
     && mkdir -p /var/lib/doodlepod/files /run/doodlepod \

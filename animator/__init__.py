@@ -27,14 +27,30 @@ if "numpy" not in _sys.modules:
         _os.environ.setdefault(_var, "1")
 
 from .api import RenderOptions, RenderResult, render  # noqa: E402
-from .auto_retarget import derive_motion_config, derive_retarget_config  # noqa: E402
 from .character import Character, Joint, load_character  # noqa: E402
 from .config import MotionConfig, RetargetConfig, load_motion_config, load_retarget_config  # noqa: E402
 from .encode import FORMATS  # noqa: E402
 from .errors import AnimatorError, BVHError, CharacterError, ConfigError, RenderError  # noqa: E402
 from .prune import DEFAULT_FPS, frame_indices_for  # noqa: E402
 from .retarget import Motion2D, retarget  # noqa: E402
-from .scene import load_scene, render_scene  # noqa: E402
+
+#: Names whose modules load on first use: most renders need neither, and a render process starts faster.
+_LAZY = {"derive_motion_config": "auto_retarget", "derive_retarget_config": "auto_retarget",
+         "load_scene": "scene", "render_scene": "scene"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "AnimatorError", "BVHError", "Character", "CharacterError", "ConfigError", "DEFAULT_FPS", "FORMATS", "Joint",

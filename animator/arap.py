@@ -24,7 +24,7 @@ import logging
 import numpy as np
 
 from .errors import CharacterError, RenderError
-from .mesh import Mesh
+from .mesh import Mesh, unique_ints
 
 log = logging.getLogger("animator")
 
@@ -150,7 +150,7 @@ def _check_every_piece_has_a_handle(V: int, edges: np.ndarray, handle_vertices: 
         if np.array_equal(new, comp):
             break
         comp = new
-    loose = set(np.unique(comp).tolist()) - set(np.unique(comp[handle_vertices]).tolist())
+    loose = set(unique_ints(comp).tolist()) - set(unique_ints(comp[handle_vertices]).tolist())
     if loose:
         raise RenderError(f"{len(loose)} piece(s) of the character's mesh hold no skeleton joint: "
                           "build the mesh with the joints as keep_points")

@@ -204,6 +204,23 @@ def _label_blocks(blocks: np.ndarray) -> np.ndarray:
     return np.where(blocks, lab, -1)
 
 
+def unique_ints(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of an integer array: ``np.unique`` without the import of ``numpy.ma``
+    that its first call makes, which every fresh render process would pay for."""
+    v = np.sort(np.asarray(values).ravel())
+    return v[np.r_[True, v[1:] != v[:-1]]] if len(v) else v
+
+
+def unique_pairs(pairs: np.ndarray) -> np.ndarray:
+    """Sorted distinct rows of an (n, 2) array of non-negative integers (as ``np.unique(axis=0)``)."""
+    pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+    if not len(pairs):
+        return pairs
+    base = int(pairs[:, 1].max()) + 1
+    key = unique_ints(pairs[:, 0] * base + pairs[:, 1])
+    return np.stack([key // base, key % base], 1)
+
+
 def _contact_pairs(copy_id: np.ndarray):
     """Yield (copies a, copies b, corner of a, corner of b) to merge, for each kind of contact.
 
@@ -215,14 +232,14 @@ def _contact_pairs(copy_id: np.ndarray):
     a = copy_id[:, :-1, :, -1]
     b = copy_id[:, 1:, :, 0]
     m = (a >= 0) & (b >= 0)
-    ab = np.unique(np.stack([a[m], b[m]], 1), axis=0) if m.any() else np.zeros((0, 2), np.int64)
+    ab = unique_pairs(np.stack([a[m], b[m]], 1))
     yield ab[:, 0], ab[:, 1], 1, 0  # TR(a) ~ TL(b)
     yield ab[:, 0], ab[:, 1], 2, 3  # BR(a) ~ BL(b)
     # vertical neighbours: bottom row of (r, c) vs top row of (r+1, c)
     a = copy_id[:-1, :, -1, :]
     b = copy_id[1:, :, 0, :]
     m = (a >= 0) & (b >= 0)
-    ab = np.unique(np.stack([a[m], b[m]], 1), axis=0) if m.any() else np.zeros((0, 2), np.int64)
+    ab = unique_pairs(np.stack([a[m], b[m]], 1))
     yield ab[:, 0], ab[:, 1], 3, 0  # BL(a) ~ TL(b)
     yield ab[:, 0], ab[:, 1], 2, 1  # BR(a) ~ TR(b)
 
@@ -300,7 +317,7 @@ def _drop_unpinned(mesh: Mesh, mask: np.ndarray, keep_points: np.ndarray | None)
     new_copy = np.full(len(keep_copy), -1, np.int64)
     new_copy[keep_copy] = np.arange(int(keep_copy.sum()))
     tris = mesh.triangles.reshape(-1, 2, 3)[keep_copy].reshape(-1, 3)
-    used = np.unique(tris)
+    used = unique_ints(tris)
     new_v = np.full(V, -1, np.int64)
     new_v[used] = np.arange(len(used))
     labels = np.where(mesh.labels >= 0, new_copy[np.maximum(mesh.labels, 0)], -1).astype(np.int32)
@@ -354,7 +371,7 @@ def bone_distances(mesh: Mesh, bones: np.ndarray) -> np.ndarray:
         d = np.hypot(*(mesh.vertices[vs] - pts[ok][:, None, :]).transpose(2, 0, 1))
         np.minimum.at(dist[:, b], vs.ravel(), d.ravel())
     t = mesh.triangles
-    e = np.unique(np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1), axis=0)
+    e = unique_pairs(np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1))
     a, c = e[:, 0], e[:, 1]
     length = np.hypot(*(mesh.vertices[a] - mesh.vertices[c]).T)
     # incident edges grouped by vertex, for a segment-min per vertex (every vertex has an edge)

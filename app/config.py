@@ -152,6 +152,10 @@ SETTINGS: tuple[Setting, ...] = (
             "15 is smooth on a phone at 40% fewer frames than 25); 'native' keeps every BVH frame; empty: "
             "the animator's default (25).", _fps),
     Setting("DOODLEPOD_RENDER_MAX_FRAMES", "0", "Cap on frames per animation; 0: no cap.", _non_negative_int),
+    Setting("DOODLEPOD_RENDER_THREADS", "1", "Threads one render uses for its frames (rasterising, GIF "
+            "compression). 1: the process pool already runs one motion per CPU, and threads inside a render "
+            "cost more CPU than they save at phone sizes; 2 can shorten a lone large render on an idle pod.",
+            _positive_int),
     Setting("DOODLEPOD_MOTIONS_DIR", "", "Extra motion library merged over the built-in one: a folder with a "
             "library.yaml (see docs) plus its BVH and config files.", str),
     Setting("DOODLEPOD_BVH_MAX_MB", "4", "Largest BVH clip a client may upload (form field 'bvh'), in MiB "

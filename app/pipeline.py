@@ -201,7 +201,7 @@ class Pipeline:
         mesh: its bends look the same at that size, and the mesh setup is most of its time."""
         s = self.settings
         side = int(size or s.render_size)
-        options: dict[str, Any] = {"width": side, "height": side, "format": fmt}
+        options: dict[str, Any] = {"width": side, "height": side, "format": fmt, "threads": s.render_threads}
         if side <= THUMBNAIL_SIDE:
             options["mesh_cells"] = THUMBNAIL_MESH_CELLS
         if s.render_fps:

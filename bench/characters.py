@@ -108,6 +108,7 @@ def main() -> int:
     # jobs.render_stored (what the render process runs), without the pool's niceness or HTTP.
     import animator
     from app import jobs
+    from app.config import load_settings
     from app.motions import load_motions
 
     char = animator.load_character(stack.CHARACTERS / args.character)
@@ -119,7 +120,8 @@ def main() -> int:
         w0, c0 = time.perf_counter(), time.process_time()
         jobs.render_stored(files["texture"], files["mask"], [(j.name, j.loc, j.parent) for j in char.skeleton],
                            str(motion.motion_cfg), str(motion.retarget_cfg),
-                           {"width": 256, "height": 256, "format": "gif", "fps": 15.0})
+                           {"width": 256, "height": 256, "format": "gif", "fps": 15.0,
+                            "threads": load_settings().render_threads})
         walls.append((time.perf_counter() - w0) * 1e3)
         cpus.append((time.process_time() - c0) * 1e3)
     load = os.getloadavg()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,14 @@ REPO = Path(__file__).resolve().parents[1]
 def load_avg() -> str:
     """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def compile_tree(root: Path) -> None:
+    """Write the bytecode of ``root``'s packages, as the app image does at build time: a process
+    started by a bench then loads them as a deployed one would, whichever tree it runs (this
+    machine sets PYTHONDONTWRITEBYTECODE, so nothing would write it otherwise)."""
+    packages = [str(root / p) for p in ("animator", "app", "handlers") if (root / p).is_dir()]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], check=True, stdout=subprocess.DEVNULL)
 
 
 class Baseline:
@@ -25,6 +34,7 @@ class Baseline:
                        check=True)
         self.commit = subprocess.run(["git", "-C", str(self.dir), "rev-parse", "--short", "HEAD"], check=True,
                                      capture_output=True, text=True).stdout.strip()
+        compile_tree(self.dir)
 
     def close(self) -> None:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(self.dir)], check=False)
