@@ -163,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
                         '[{"character": char_cfg, "joints": ..., "frames": ...}, ...]}')
     p.add_argument("--stats", metavar="FILE.json",
                    help="also write frames, duration, bytes and per-stage timings (ms) as JSON")
+    p.add_argument("--processes", "-j", type=_positive_int, default=None, metavar="N",
+                   help="make a transparent GIF's frames in up to N processes (default: the CPUs this "
+                        "process may use, at most 4; the file is the same for any N)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log progress and timings (-vv: debug)")
     return p
 
@@ -269,7 +272,17 @@ def _options(args: argparse.Namespace, fmt: str, scene_size: tuple[int, int] | N
     kw = {name: getattr(args, name) for name in ("fps", "colours", "margin", "merge", "background", "tolerance")
           if getattr(args, name) is not None}
     width, height = scene_size or args.size or (500, 500)
-    return animator.RenderOptions(width=width, height=height, max_frames=args.max_frames, format=fmt, **kw)
+    processes = args.processes or min(_usable_cpus(), 4)
+    return animator.RenderOptions(width=width, height=height, max_frames=args.max_frames, format=fmt,
+                                  processes=min(processes, 64), **kw)
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _scene_output(scene, log) -> str:

@@ -74,8 +74,12 @@ class RenderOptions:
             background lets GIF frames store only what changed (a transparent GIF must redraw the
             whole character whenever its outline shrinks); with the flat colours of ``merge`` a full
             redraw compresses nearly as well, so it saves little (dab at 500x500: ~12%).
-        threads: worker threads for rasterising and GIF compression (numpy and Pillow release the
-            GIL there); 1 inside a process pool that already fills the cores.
+        threads: worker threads for rasterising and GIF compression; they overlap only the parts
+            of numpy's work that release the GIL; 1 inside a process pool that already fills the
+            cores.
+        processes: a transparent GIF's frames are made in up to this many processes (this one and
+            forked children, :mod:`animator.parallel`), each with one thread; the file is the same
+            byte for byte. 1 (default) inside a process pool that already fills the cores.
     """
 
     width: int = 500
@@ -92,6 +96,7 @@ class RenderOptions:
     mesh_cells: int = 300
     background: tuple[int, int, int] | None = None
     threads: int = 2
+    processes: int = 1
 
     def __post_init__(self) -> None:
         for name in ("width", "height"):
@@ -135,6 +140,8 @@ class RenderOptions:
                               f"must be an integer from 8 to 5000, got {self.mesh_cells!r}")
         if not _is_int(self.threads, 1, 64):
             raise ConfigError("options", "threads", f"must be an integer from 1 to 64, got {self.threads!r}")
+        if not _is_int(self.processes, 1, 64):
+            raise ConfigError("options", "processes", f"must be an integer from 1 to 64, got {self.processes!r}")
         if self.background is not None:
             try:
                 bg = tuple(self.background)
@@ -244,8 +251,12 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         keep = fill + 1
     clock.lap("sprite")
 
-    timed = _TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill))
-    data = encode_frames(timed, palette, keep, motion.n_frames, motion.frame_time_s, opts)
+    data = None
+    if opts.processes > 1 and opts.format == "gif" and not opaque:
+        data, timed = _gif_in_processes(sprite, canvas_verts, motion, opts, palette, keep)
+    if data is None:
+        timed = _TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill))
+        data = encode_frames(timed, palette, keep, motion.n_frames, motion.frame_time_s, opts)
     both = clock.lap("encode")
     clock.ms["rasterize"] = timed.ms
     clock.ms["encode"] = both - timed.ms
@@ -344,6 +355,40 @@ def rasterize_frames(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: R
     if order is None or order.ndim != 2 or order.shape[1] != len(sprite.groups):
         order, rev = None, None  # no body-part groups in the config: one group, drawn as is
     return rasterize(sprite, canvas_verts, opts.width, opts.height, order, rev, threads=opts.threads, fill=fill)
+
+
+def _gif_in_processes(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: RenderOptions,
+                      palette: np.ndarray, transparent: int) -> tuple[bytes | None, "_TimedFrames"]:
+    """Steps 5 and 6 for a transparent GIF in up to ``opts.processes`` processes (None: render in
+    one); the timer counts this process's own rasterising."""
+    from dataclasses import replace
+
+    from .encode import GifWriter, gif_delays
+    from .parallel import gif_in_processes
+
+    one = replace(opts, threads=1)
+    order, rev = motion.part_order, motion.part_reversed
+    timers: list[_TimedFrames] = []
+
+    def frames_of(a: int, b: int) -> Iterator[np.ndarray]:
+        part = motion if order is None else _FrameSlice(order[a:b], rev[a:b])
+        timers.append(_TimedFrames(rasterize_frames(sprite, canvas_verts[a:b], part, one, None)))
+        return timers[-1]
+
+    gif = GifWriter(palette, transparent, gif_delays(motion.n_frames, motion.frame_time_s),
+                    tolerance=opts.tolerance or 0.0)
+    data = gif_in_processes(gif, frames_of, motion.n_frames, opts.processes)
+    timed = _TimedFrames(iter(()))
+    timed.ms = sum(t.ms for t in timers)
+    return data, timed
+
+
+@dataclass
+class _FrameSlice:
+    """The draw order of a run of frames, as :func:`rasterize_frames` reads it from a motion."""
+
+    part_order: np.ndarray
+    part_reversed: np.ndarray
 
 
 class _TimedFrames:

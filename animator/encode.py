@@ -115,75 +115,122 @@ def encode_gif(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
         tolerance: an opaque pixel whose new colour is within this RGB (Euclidean) distance of the
             colour on screen is not redrawn; 0 keeps every frame exact. The screen never drifts
             further than ``tolerance`` from the true frame.
-        threads: LZW compression threads (Pillow's encoder releases the GIL).
+        threads: LZW compression threads.
     """
-    palette = np.asarray(palette, dtype=np.uint8).reshape(-1, 3)
-    if len(palette) > 256 or not 0 <= transparent < 256:
-        raise RenderError("GIF palettes hold at most 256 colours")
-    bits = palette_bits(max(len(palette), transparent + 1))
-    pal = np.zeros((1 << bits, 3), np.uint8)
-    pal[: len(palette)] = palette
-    close = None
-    if tolerance > 0:
-        p = np.zeros((256, 3), np.float64)
-        p[: len(palette)] = palette
-        close = (np.sqrt(((p[:, None, :] - p[None, :, :]) ** 2).sum(-1)) <= tolerance)
-        close[transparent, :] = False
-        close[:, transparent] = False
-        close = close.ravel()
-    it = iter(frames)
-    try:
-        first = np.asarray(next(it))
-    except StopIteration:
-        raise RenderError("cannot encode an animation without frames") from None
-    if first.ndim != 2:
-        raise RenderError(f"frames must be 2-D palette-index arrays, got shape {first.shape}")
-    h, w = first.shape
-    out = io.BytesIO()
-    out.write(b"GIF89a" + struct.pack("<HHBBB", w, h, 0xF0 | (bits - 1), transparent, 0))
-    out.write(pal.tobytes())
-    out.write(b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", loop) + b"\x00")
-    tr = np.uint8(transparent)
-    n = 0
-    # Pillow's LZW encoder releases the GIL: compress frames on worker threads, write in order
-    from concurrent.futures import ThreadPoolExecutor
+    gif = GifWriter(palette, transparent, delays_cs, loop, tolerance)
+    records, _, (h, w) = gif.frames(frames, threads=threads)
+    return gif.head(w, h) + records + GifWriter.TRAILER
 
-    pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="gif-lzw")
-    pending: list = []
 
-    def emit(block: np.ndarray, rect, disposal: int) -> None:
-        nonlocal n
-        if n >= len(delays_cs):
-            raise RenderError(f"more frames than delays ({len(delays_cs)})")
-        if bits < 8 and int(block.max()) >> bits:
-            raise RenderError(f"a frame holds palette index {int(block.max())}, "
-                              f"beyond the {len(palette)} colours given")
-        x0, y0, x1, y1 = rect
-        head = (b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, delays_cs[n], transparent, 0)
-                + b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
-        pending.append((head, pool.submit(_lzw, block, bits)))
-        while pending and (len(pending) > 16 or pending[0][1].done()):
-            h0, fut = pending.pop(0)
-            out.write(h0)
-            out.write(fut.result())
-        n += 1
+class GifWriter:
+    """The parts of one GIF file: :meth:`head`, the frame records of :meth:`frames`, and
+    :data:`TRAILER`.
 
-    try:
-        _encode_frames(emit, first, it, tr, close)
-        for h0, fut in pending:
-            out.write(h0)
-            out.write(fut.result())
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    if n != len(delays_cs):
-        raise RenderError(f"{n} frames but {len(delays_cs)} delays")
-    out.write(b";")
-    return out.getvalue()
+    :func:`encode_gif` writes head + frames(all) + trailer. A clip may also be written as runs of
+    consecutive frames (e.g. one run per process): head + frames(run 1) + frames(run 2) + ... +
+    trailer is byte for byte the same file when every run but the last ends on a clear screen,
+    which :meth:`frames` reports, as each run starts on one.
+
+    Args: as :func:`encode_gif`.
+    """
+
+    TRAILER = b";"
+
+    def __init__(self, palette: np.ndarray, transparent: int, delays_cs: list[int], loop: int = 0,
+                 tolerance: float = 0.0) -> None:
+        palette = np.asarray(palette, dtype=np.uint8).reshape(-1, 3)
+        if len(palette) > 256 or not 0 <= transparent < 256:
+            raise RenderError("GIF palettes hold at most 256 colours")
+        self.n_colours = len(palette)
+        self.transparent = int(transparent)
+        self.delays_cs = list(delays_cs)
+        self.loop = int(loop)
+        self.bits = palette_bits(max(len(palette), transparent + 1))
+        self.table = np.zeros((1 << self.bits, 3), np.uint8)
+        self.table[: len(palette)] = palette
+        self.close = None
+        if tolerance > 0:
+            p = np.zeros((256, 3), np.float64)
+            p[: len(palette)] = palette
+            close = (np.sqrt(((p[:, None, :] - p[None, :, :]) ** 2).sum(-1)) <= tolerance)
+            close[transparent, :] = False
+            close[:, transparent] = False
+            self.close = close.ravel()
+
+    def head(self, width: int, height: int) -> bytes:
+        """Header, logical screen, global colour table and the NETSCAPE loop block."""
+        return (b"GIF89a" + struct.pack("<HHBBB", width, height, 0xF0 | (self.bits - 1), self.transparent, 0)
+                + self.table.tobytes()
+                + b"!\xff\x0bNETSCAPE2.0\x03\x01" + struct.pack("<H", self.loop) + b"\x00")
+
+    def frames(self, frames: Iterable[np.ndarray], start: int = 0, after: np.ndarray | None = None,
+               threads: int = 1) -> tuple[bytes, bool, tuple[int, int]]:
+        """The records (graphic control, image descriptor, LZW data) of ``frames``, which are the
+        clip's frames from index ``start`` on, drawn on a clear screen.
+
+        Args:
+            after: the frame that follows the last of ``frames`` (its disposal depends on it), or
+                None when the last of ``frames`` ends the clip.
+            threads: LZW compression threads.
+        Returns:
+            (records, clear: the screen is clear after the last frame, (height, width)).
+        """
+        it = iter(frames)
+        try:
+            first = np.asarray(next(it))
+        except StopIteration:
+            raise RenderError("cannot encode an animation without frames") from None
+        if first.ndim != 2:
+            raise RenderError(f"frames must be 2-D palette-index arrays, got shape {first.shape}")
+        out = io.BytesIO()
+        n = start
+        # with threads, Pillow's LZW encoder runs beside the caller's frame making (it holds the GIL,
+        # so they overlap only where numpy releases it); records are written in order
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gif-lzw") if threads > 1 else None
+        pending: list = []
+
+        def emit(block: np.ndarray, rect, disposal: int) -> None:
+            nonlocal n
+            if n >= len(self.delays_cs):
+                raise RenderError(f"more frames than delays ({len(self.delays_cs)})")
+            if self.bits < 8 and int(block.max()) >> self.bits:
+                raise RenderError(f"a frame holds palette index {int(block.max())}, "
+                                  f"beyond the {self.n_colours} colours given")
+            x0, y0, x1, y1 = rect
+            head = (b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, self.delays_cs[n], self.transparent, 0)
+                    + b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
+            if pool is None:
+                done: Future = Future()
+                done.set_result(_lzw(block, self.bits))
+                pending.append((head, done))
+            else:
+                pending.append((head, pool.submit(_lzw, block, self.bits)))
+            while pending and (len(pending) > 16 or pending[0][1].done()):
+                h0, fut = pending.pop(0)
+                out.write(h0)
+                out.write(fut.result())
+            n += 1
+
+        try:
+            clear = _encode_frames(emit, first, it, np.uint8(self.transparent), self.close, after)
+            for h0, fut in pending:
+                out.write(h0)
+                out.write(fut.result())
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        if after is None and n != len(self.delays_cs):
+            raise RenderError(f"{n} frames but {len(self.delays_cs)} delays")
+        return out.getvalue(), clear, first.shape
 
 
 def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uint8,
-                   close: np.ndarray | None) -> None:
-    """The delta and disposal decisions of :func:`encode_gif` (one frame of lookahead).
+                   close: np.ndarray | None, after: np.ndarray | None = None) -> bool:
+    """The delta and disposal decisions of :func:`encode_gif` (one frame of lookahead; ``after``:
+    the lookahead of the last frame, None at the clip's end). Returns whether the screen is clear
+    after the last frame.
 
     ``screen`` is what a viewer sees before the current frame is drawn (after the previous
     frame's disposal). Work is limited to a region of interest: the union of the boxes of what
@@ -199,13 +246,13 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
     while not done:
         try:
             nxt = np.asarray(next(it))
-            if nxt.shape != (h, w):
-                raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
-            nxt_box = _bbox(nxt != tr)
         except StopIteration:
-            done, nxt, nxt_box = True, None, None
+            done, nxt = True, None if after is None else np.asarray(after)
+        if nxt is not None and nxt.shape != (h, w):
+            raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
+        nxt_box = None if nxt is None else _bbox(nxt != tr)
         if screen_box is None:  # a clear screen: the frame is drawn whole, no comparison needed
-            screen_box = _draw_on_clear_screen(emit, screen, cur, cur_box, None if done else nxt, nxt_box, tr)
+            screen_box = _draw_on_clear_screen(emit, screen, cur, cur_box, nxt, nxt_box, tr)
             cur, cur_box = nxt, nxt_box
             continue
         roi = _union(_union(screen_box, cur_box), nxt_box)
@@ -215,7 +262,7 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             continue
         rx0, ry0, rx1, ry1 = roi
         rect, block, disposal = _frame_delta(screen[ry0:ry1, rx0:rx1], cur[ry0:ry1, rx0:rx1],
-                                             None if done else nxt[ry0:ry1, rx0:rx1], tr, close)
+                                             None if nxt is None else nxt[ry0:ry1, rx0:rx1], tr, close)
         if rect is None:  # nothing changed: one transparent pixel carries the delay
             emit(np.full((1, 1), tr, np.uint8), (0, 0, 1, 1), disposal)
         else:
@@ -229,6 +276,7 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             if x0 + rx0 <= sx0 and y0 + ry0 <= sy0 and x1 + rx0 >= sx1 and y1 + ry0 >= sy1:
                 screen_box = None
         cur, cur_box = nxt, nxt_box
+    return screen_box is None
 
 
 def _draw_on_clear_screen(emit, screen: np.ndarray, cur: np.ndarray, cur_box, nxt: np.ndarray | None,

@@ -214,3 +214,13 @@ def test_a_char_cfg_file_with_motion_is_a_character_not_a_scene(tmp_path):
     assert r.returncode == 0, r.stderr
     with Image.open(tmp_path / "c.gif") as im:
         assert im.n_frames == 3
+
+
+def test_processes_write_the_same_file_as_one(tmp_path):
+    outs = []
+    for n in (1, 2):
+        out = tmp_path / f"dab-{n}.gif"
+        r = run(CHAR, "--motion", DAB, "--retarget", FAIR, "-o", out, "--size", "96", "--fps", "native", "-j", n)
+        assert r.returncode == 0, r.stderr
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] and Image.open(tmp_path / "dab-2.gif").n_frames == 339
