@@ -13,6 +13,7 @@ import numpy as np
 import yaml
 from PIL import Image
 
+from .config import load_yaml
 from .errors import CharacterError
 
 #: Most joints a skeleton may have. AnimatedDrawings' own characters have 16 to a few dozen; the
@@ -181,7 +182,7 @@ def load_character(folder: str | Path) -> Character:
     if folder.is_file():  # a scene file names the char_cfg.yaml itself (any file name)
         cfg_path, folder = folder, folder.parent
     try:
-        cfg = yaml.safe_load(cfg_path.read_text())
+        cfg = load_yaml(cfg_path.read_text())
     except FileNotFoundError as exc:
         raise CharacterError(cfg_path, None, "file not found") from exc
     except yaml.YAMLError as exc:

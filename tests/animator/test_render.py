@@ -238,3 +238,15 @@ def test_threads_do_not_change_the_output(char1):
     one = render(char1, mcfg, rcfg, RenderOptions(width=120, height=120, max_frames=25, threads=1))
     two = render(char1, mcfg, rcfg, RenderOptions(width=120, height=120, max_frames=25, threads=2))
     assert one.data == two.data
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3), (2, 5, 3), (37, 23, 3), (64, 48)])
+def test_median3_matches_pillows_median_filter(shape):
+    from PIL import ImageFilter
+
+    from animator.rasterize import median3
+
+    img = np.random.default_rng(sum(shape)).integers(0, 256, shape, dtype=np.uint8)
+    mode = "RGB" if len(shape) == 3 else "L"
+    want = np.asarray(Image.fromarray(img, mode).filter(ImageFilter.MedianFilter(3)))
+    assert np.array_equal(median3(img), want)
