@@ -117,6 +117,23 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def processes_running(text: str) -> list[int]:
+    """Pids of live processes whose command line holds ``text``. Valkey (like Redis) rewrites its
+    environment's memory with its process title, so the run's marker cannot find it: its title
+    ("valkey-server 127.0.0.1:PORT") can."""
+    found = []
+    needle = text.encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes() and "\nState:\tZ" not in (entry / "status").read_text():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 def get(url: str, timeout: float = 30) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:
@@ -178,6 +195,10 @@ class MakeRun:
             raise AssertionError(f"make run still running {timeout:.0f} s after SIGINT:\n"
                                  f"{self.output()[-3000:]}") from None
 
+    def leftovers(self) -> list[int]:
+        """Live processes the run started: by its environment marker, and Valkey by its title."""
+        return processes_with(self.marker) + processes_running(f"127.0.0.1:{self.redis}")
+
     def kill_leftovers(self) -> None:
         """Finaliser: whatever the run left behind, by process group and by environment marker."""
         if self.proc is not None and self.proc.poll() is None:
@@ -186,7 +207,7 @@ class MakeRun:
             except ProcessLookupError:
                 pass
             self.proc.wait(timeout=30)
-        for pid in processes_with(self.marker):
+        for pid in self.leftovers():
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -266,9 +287,9 @@ def test_make_run_serves_the_readme_curl_line_and_stops_cleanly(make_run):
     assert rc in (0, -signal.SIGINT), f"make run exited {rc} after Ctrl-C:\n{log[-3000:]}"
     assert re.search(r"\] stopped$", log, re.M), f"the script did not finish its clean-up:\n{log[-2000:]}"
     deadline = time.monotonic() + 10
-    while processes_with(make_run.marker) and time.monotonic() < deadline:
+    while make_run.leftovers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    left = processes_with(make_run.marker)
+    left = make_run.leftovers()
     details = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200] for pid in left
                if Path(f"/proc/{pid}").exists()}
     assert not left, f"processes left running after Ctrl-C: {details}"
@@ -289,9 +310,9 @@ def test_make_run_stops_the_app_and_fails_when_torchserve_dies(make_run):
     assert "TorchServe exited unexpectedly" in log, log[-2000:]
     assert re.search(r"\] stopped$", log, re.M), log[-2000:]
     deadline = time.monotonic() + 10
-    while processes_with(make_run.marker) and time.monotonic() < deadline:
+    while make_run.leftovers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not processes_with(make_run.marker), "the app outlived the crashed TorchServe"
+    assert not make_run.leftovers(), "the app or Redis outlived the crashed TorchServe"
 
 
 def test_make_run_refuses_a_busy_port_before_starting_anything(make_run):
@@ -303,4 +324,4 @@ def test_make_run_refuses_a_busy_port_before_starting_anything(make_run):
     log = make_run.output()
     assert rc != 0 and f"port {make_run.app} is already in use" in log, log[-2000:]
     assert "starting TorchServe" not in log
-    assert not processes_with(make_run.marker)
+    assert not make_run.leftovers()
