@@ -166,8 +166,12 @@ class Pipeline:
         """Render every motion in parallel in the process pool: ``job(*character, motion_cfg,
         retarget_cfg, options)`` (:func:`jobs.render_motion` for an animator Character in memory,
         :func:`jobs.render_stored` for a stored one's files). ``store(motion, out)`` saves each file
-        as soon as it is rendered and answers its URL. Returns ``{motion name: url}``."""
+        as soon as it is rendered and answers its URL. Returns ``{motion name: url}``.
+
+        CPUs that the admitted requests' motions leave idle are given to the renders: each makes
+        its frames in :meth:`processes_per_render` processes (the file is the same for any number)."""
         t0 = time.perf_counter()
+        options = {**options, "processes": self.processes_per_render(len(motions))}
         # longest clip first: with fewer render processes than motions, the short ones then fill in
         # beside it instead of a long one starting last and running alone
         order = sorted(motions, key=lambda m: getattr(m, "seconds", 0.0), reverse=True)
@@ -194,6 +198,15 @@ class Pipeline:
             raise
         timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
         return {m.name: done[m.name] for m in motions}  # in the order asked for
+
+    def processes_per_render(self, motions: int) -> int:
+        """Processes one render may use: the CPUs shared by the requests admitted at once
+        (``DOODLEPOD_MAX_INFLIGHT``) and their motions, at most :data:`MAX_PROCESSES_PER_RENDER`.
+        One when a request has as many motions as the CPUs per admitted request (the default)."""
+        from .render_pool import available_cpus
+
+        share = available_cpus() // max(1, self.settings.max_inflight * max(1, motions))
+        return max(1, min(MAX_PROCESSES_PER_RENDER, share))
 
     def render_options(self, fmt: str, size: int | None = None) -> dict[str, Any]:
         """:class:`animator.RenderOptions` keyword arguments from the settings (``size`` overrides
@@ -288,6 +301,8 @@ class Pipeline:
         return skeleton_from_coco(keypoints)
 
 
+#: Most processes one render's frames are split over (see :meth:`Pipeline.processes_per_render`).
+MAX_PROCESSES_PER_RENDER = 4
 #: Renders this small (px, either side) are thumbnails: the studio's motion previews are 128 px.
 THUMBNAIL_SIDE = 160
 #: Mesh cells of a thumbnail's rig (the animator's default is 300).

@@ -202,6 +202,47 @@ def test_a_request_past_its_deadline_leaves_no_render_running(slow_app, page) ->
     assert ok.status_code == 200, ok.text
 
 
+def _descendants(pids: list[int]) -> list[int]:
+    """Live (not zombie) children of ``pids``: what a render process forked."""
+    return [c for p in pids for c in _children(p) if _state(c) not in ("gone", "Z")]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: a render is never split over processes")
+def test_a_render_split_over_processes_stops_whole_past_its_deadline(slow_app, page) -> None:
+    """A one-motion request is given the CPUs the admitted requests leave idle: its render forks
+    (animator.parallel). Past the deadline, the render and every process it forked stop."""
+    renders = _children(_worker(slow_app))
+    data, joints = page
+    created = requests.post(f"{slow_app.url}/characters", files={"image": ("drawing.png", data, "image/png")},
+                            data={"joints": json.dumps(joints)}, timeout=120)
+    assert created.status_code == 201, created.text
+    seen: set[int] = set()
+    box: dict[str, requests.Response] = {}
+
+    def ask() -> None:
+        box["resp"] = requests.post(f"{slow_app.url}/characters/{created.json()['id']}/animations",
+                                    json={"motions": ["zombie"], "size": 1024}, headers={"X-Deadline-Seconds": "3"},
+                                    timeout=60)
+
+    t = threading.Thread(target=ask)
+    t0 = time.monotonic()
+    t.start()
+    while t.is_alive():
+        seen.update(_descendants(renders))
+        time.sleep(0.05)
+    elapsed = time.monotonic() - t0
+    resp = box["resp"]
+    assert resp.status_code == 504 and resp.json()["error"] == "deadline_exceeded", resp.text
+    assert seen, "the render was not split over processes"
+    # the forked processes are killed, not waited for: their runs of 1024 px frames would take seconds
+    assert elapsed < 3 + 1.5, elapsed
+    end = time.monotonic() + 10
+    while time.monotonic() < end and [p for p in seen if _state(p) not in ("gone", "Z")]:
+        time.sleep(0.1)
+    assert not [p for p in seen if _state(p) not in ("gone", "Z")], "forked render processes outlived the request"
+    assert _busy_samples(renders) <= 3
+
+
 # --- finding 10: render processes die with their worker -----------------------------------------
 
 def test_render_processes_die_with_a_killed_worker(app, page) -> None:
