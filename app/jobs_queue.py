@@ -356,10 +356,28 @@ class JobQueue:
                     raise
         self._groups_made = True
 
+    def has_work(self, *, stream: str | None = None, group: str = WORKERS_GROUP,
+                 visibility_s: float | None = None) -> bool:
+        """Whether :meth:`take` would find an entry now: one never delivered to ``group``, or one
+        whose worker stopped (idle past the visibility timeout). Consumes nothing, so a worker can
+        ask before it takes a render slot (an idle worker must not hold one)."""
+        stream = stream or self.stream
+        self._ensure_groups()
+        info = next((g for g in self.redis.xinfo_groups(stream) if _text(g["name"]) == group), None)
+        if info is None:
+            return False
+        lag = info.get("lag")
+        if lag is None or lag > 0:  # None: the server cannot tell (entries deleted): look
+            return True
+        if not info.get("pending"):
+            return False
+        idle_ms = int(1000 * (visibility_s or self.visibility_s))
+        return bool(self.redis.xpending_range(stream, group, min="-", max="+", count=1, idle=idle_ms))
+
     def take(self, consumer: str, block_ms: int, *, stream: str | None = None,
              group: str = WORKERS_GROUP, visibility_s: float | None = None) -> Taken | None:
         """The next entry for ``consumer``: one whose worker stopped (idle past the visibility
-        timeout) first, else a new one (waiting up to ``block_ms``); None if there is none."""
+        timeout) first, else a new one (waiting up to ``block_ms``, 0: not at all); None if there is none."""
         stream = stream or self.stream
         self._ensure_groups()
         idle_ms = int(1000 * (visibility_s or self.visibility_s))
@@ -373,7 +391,8 @@ class JobQueue:
             entry_id, fields = claimed[0]
             if fields:  # None when the entry was deleted meanwhile
                 return Taken(_text(entry_id), _text(fields[b"job"]), True)
-        answer = self.redis.xreadgroup(group, consumer, {stream: ">"}, count=1, block=block_ms)
+        answer = self.redis.xreadgroup(group, consumer, {stream: ">"}, count=1,
+                                       block=block_ms if block_ms > 0 else None)  # BLOCK 0 would wait forever
         if not answer:
             return None
         entry_id, fields = answer[0][1][0]

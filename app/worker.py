@@ -6,8 +6,8 @@ same pipeline as the web app (TorchServe on localhost, the storage, a render pro
 shares the pod's render slots with it (``DOODLEPOD_RUNTIME_DIR``), so sync and async renders
 together never exceed ``DOODLEPOD_MAX_INFLIGHT``.
 
-Threads: ``DOODLEPOD_WORKER_CONCURRENCY`` job threads (each: hold a render slot, wait for TorchServe
-to be ready, take a job, run it), one heartbeat thread that renews the entries being worked on, and
+Threads: ``DOODLEPOD_WORKER_CONCURRENCY`` job threads (each: wait for TorchServe to be ready and for
+a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot), one heartbeat thread that renews the entries being worked on, and
 two callback threads (app/webhooks.py). SIGTERM stops taking work and lets running jobs finish
 (bounded by the request deadline); a worker killed outright loses nothing: its jobs are taken over
 after ``DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S``.
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("doodlepod.worker")
 
 HEARTBEAT_FILE = "worker.alive"
+#: Seconds an idle job thread waits before it looks for work again (the pickup latency of a job).
+IDLE_POLL_S = 0.2
 
 
 #: kind -> handler(services, payload, input bytes, job id, deadline) -> result dict (merged into the job);
@@ -140,12 +142,17 @@ class Worker:
                 if not self._models_ready():
                     self.stop.wait(2.0)
                     continue
+                # a render slot is taken only when there is work: an idle worker holding one would
+                # turn the web app's synchronous requests away (on a small pod it is the only slot)
+                if not self.queue.has_work():
+                    self.stop.wait(IDLE_POLL_S)
+                    continue
                 slot = self.slots.try_acquire()
                 if slot is None:
-                    self.stop.wait(0.2)
+                    self.stop.wait(IDLE_POLL_S)
                     continue
                 try:
-                    taken = self.queue.take(consumer, block_ms=1000)
+                    taken = self.queue.take(consumer, block_ms=0)
                     if taken is not None:
                         self._run(taken, consumer, slot)
                 finally:

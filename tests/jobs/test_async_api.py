@@ -344,3 +344,25 @@ def test_character_animations_can_be_async_too(pod, page):
                                 headers={**ASYNC, "If-Match": '"7"'}, timeout=30), 412, "version_mismatch")
     _assert_error(requests.post(f"{pod.url}/characters/{'0' * 32}/animations", json={"motions": ["dab"]},
                                 headers=ASYNC, timeout=30), 404, "not_found")
+
+
+def test_an_idle_worker_leaves_the_only_render_slot_to_synchronous_requests(redis_server, torchserve, workdir, page):
+    """A small pod has one render slot (DOODLEPOD_MAX_INFLIGHT=1): a worker with nothing to do
+    must not hold it while it waits for jobs, or every synchronous request is told 503 overloaded."""
+    env = _env(redis_server, torchserve, workdir, DOODLEPOD_RUNTIME_DIR=str(workdir / "one-slot"),
+               DOODLEPOD_REDIS_PREFIX="one-slot:", DOODLEPOD_MAX_INFLIGHT="1")
+    app = stack.Gunicorn(workdir / "one-slot-app", env)
+    worker = WorkerProcess(workdir, env, name="one-slot-worker")
+    try:
+        app.start()
+        worker.start()
+        time.sleep(2.5)  # the worker's job threads have seen TorchServe ready and are looking for work
+        codes = [_post(app, page).status_code for _ in range(4)]
+        assert codes == [200] * 4, codes
+        # and the worker still takes a job as soon as one waits
+        resp = _post(app, page, headers=ASYNC)
+        assert resp.status_code == 202, resp.text
+        assert _wait_ended(app, resp.headers["Location"], timeout=60)["status"] == "succeeded"
+    finally:
+        worker.stop()
+        app.stop()

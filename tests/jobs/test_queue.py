@@ -118,3 +118,15 @@ def test_redis_down_is_a_503_not_a_crash():
     assert not check["ok"] and "not reachable" in check["detail"]
     with pytest.raises(redis.exceptions.ConnectionError):
         q.redis.ping()
+
+
+def test_has_work_sees_new_and_abandoned_entries_and_consumes_nothing(queue):
+    assert not queue.has_work()
+    job_id = queue.submit("animate", {"motions": ["dab"]}, b"x").job["id"]
+    assert queue.has_work() and queue.has_work()          # asking twice takes nothing
+    taken = queue.take("w1", 100)
+    assert taken is not None and taken.job_id == job_id
+    assert not queue.has_work()                           # delivered, its worker still within the timeout
+    time.sleep(queue.visibility_s + 0.2)
+    assert queue.has_work()                               # its worker stopped: it can be taken over
+    assert queue.take("w2", 0).job_id == job_id
