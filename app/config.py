@@ -226,7 +226,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_JOBS_POLL_AFTER_S", "2", "Retry-After sent with 202 and with unfinished jobs: how soon a "
             "client should poll.", _positive_int),
     Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.worker) renders at "
-            "once; each also holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots.", _positive_int),
+            "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
+            "worker holds none).", _positive_int),
     Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
             _positive_int),
     Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Async requests ('Prefer: respond-async') each client (its "
