@@ -7,7 +7,8 @@ shares the pod's render slots with it (``DOODLEPOD_RUNTIME_DIR``), so sync and a
 together never exceed ``DOODLEPOD_MAX_INFLIGHT``.
 
 Threads: ``DOODLEPOD_WORKER_CONCURRENCY`` job threads (each: wait for TorchServe to be ready and for
-a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot), one heartbeat thread that renews the entries being worked on, and
+a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot),
+one heartbeat thread that renews the entries being worked on, and
 two callback threads (app/webhooks.py). SIGTERM stops taking work and lets running jobs finish
 (bounded by the request deadline); a worker killed outright loses nothing: its jobs are taken over
 after ``DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S``.
