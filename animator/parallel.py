@@ -17,6 +17,7 @@ signal, and on Linux the kernel kills them if the parent dies (``PR_SET_PDEATHSI
 """
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import tempfile
@@ -25,6 +26,8 @@ from typing import Callable, Iterator
 import numpy as np
 
 from .encode import GifWriter
+
+log = logging.getLogger("animator")
 
 #: Fewest frames a process is given: below this, forking costs more than it saves.
 MIN_FRAMES_PER_PROCESS = 24
@@ -83,7 +86,10 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
             _, status = os.waitpid(pid, 0)
             children.pop(0)
             with out:
-                if os.waitstatus_to_exitcode(status) != 0 or not clear:
+                code = os.waitstatus_to_exitcode(status)
+                if code != 0 or not clear:
+                    log.info("frames in one process instead: %s", f"a child process ended with {code}" if code
+                             else "a run of frames does not end on a clear screen")
                     return None
                 out.seek(0)
                 clear = out.read(1) == b"\x01"

@@ -200,13 +200,10 @@ class Pipeline:
         return {m.name: done[m.name] for m in motions}  # in the order asked for
 
     def processes_per_render(self, motions: int) -> int:
-        """Processes one render may use: the CPUs shared by the requests admitted at once
-        (``DOODLEPOD_MAX_INFLIGHT``) and their motions, at most :data:`MAX_PROCESSES_PER_RENDER`.
-        One when a request has as many motions as the CPUs per admitted request (the default)."""
+        """:func:`processes_per_render` for this pod's CPUs and ``DOODLEPOD_MAX_INFLIGHT``."""
         from .render_pool import available_cpus
 
-        share = available_cpus() // max(1, self.settings.max_inflight * max(1, motions))
-        return max(1, min(MAX_PROCESSES_PER_RENDER, share))
+        return processes_per_render(available_cpus(), self.settings.max_inflight, motions)
 
     def render_options(self, fmt: str, size: int | None = None) -> dict[str, Any]:
         """:class:`animator.RenderOptions` keyword arguments from the settings (``size`` overrides
@@ -301,8 +298,18 @@ class Pipeline:
         return skeleton_from_coco(keypoints)
 
 
-#: Most processes one render's frames are split over (see :meth:`Pipeline.processes_per_render`).
+#: Most processes one render's frames are split over (see :func:`processes_per_render`).
 MAX_PROCESSES_PER_RENDER = 4
+
+
+def processes_per_render(cpus: int, max_inflight: int, motions: int) -> int:
+    """Processes one render may use: the CPUs shared by the requests admitted at once and their
+    motions, at most :data:`MAX_PROCESSES_PER_RENDER`, at least 1. One when a request has as many
+    motions as there are CPUs per admitted request (the default admission)."""
+    share = int(cpus) // max(1, int(max_inflight) * max(1, int(motions)))
+    return max(1, min(MAX_PROCESSES_PER_RENDER, share))
+
+
 #: Renders this small (px, either side) are thumbnails: the studio's motion previews are 128 px.
 THUMBNAIL_SIDE = 160
 #: Mesh cells of a thumbnail's rig (the animator's default is 300).

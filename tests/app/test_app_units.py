@@ -326,3 +326,18 @@ def test_render_pool_recovers_from_a_dead_process_and_cleans_spill_files(tmp_pat
         assert list((tmp_path / "spill").iterdir()) == [], "spill files must not outlive their job"
     finally:
         pool.shutdown()
+
+
+@pytest.mark.parametrize("cpus,inflight,motions,want", [
+    (2, 1, 3, 1),    # the default on 2 CPUs: a 3-motion request fills both with its motions
+    (2, 1, 1, 2),    # a one-motion request gets the CPU its motions leave idle
+    (4, 2, 1, 2),    # two one-motion requests at once share 4 CPUs
+    (4, 2, 3, 1),
+    (16, 1, 1, 4),   # at most MAX_PROCESSES_PER_RENDER
+    (1, 1, 1, 1),
+])
+def test_processes_per_render_shares_the_cpus_among_admitted_motions(cpus, inflight, motions, want):
+    from app.pipeline import MAX_PROCESSES_PER_RENDER, processes_per_render
+
+    assert MAX_PROCESSES_PER_RENDER == 4
+    assert processes_per_render(cpus, inflight, motions) == want
