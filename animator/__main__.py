@@ -164,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stats", metavar="FILE.json",
                    help="also write frames, duration, bytes and per-stage timings (ms) as JSON")
     p.add_argument("--processes", "-j", type=_positive_int, default=None, metavar="N",
-                   help="make a transparent GIF's frames in up to N processes (default: the CPUs this "
-                        "process may use, at most 4; the file is the same for any N)")
+                   help="make a character's transparent GIF in up to N processes (default: the CPUs this "
+                        "process may use, at most 4; the file is the same for any N; scenes use one)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log progress and timings (-vv: debug)")
     return p
 
