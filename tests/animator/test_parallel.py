@@ -127,7 +127,7 @@ def test_children_die_with_a_killed_parent(tmp_path):
         from animator.parallel import gif_in_processes
 
         def frames_of(a, b):
-            print("ready", flush=True)
+            os.write(1, b"ready\\n")  # one write: the three processes' lines cannot interleave
             time.sleep(120)  # parent and children alike: the test kills the parent meanwhile
             return iter([])
 
