@@ -376,7 +376,7 @@ def _gif_in_processes(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: 
         return timers[-1]
 
     gif = GifWriter(palette, transparent, gif_delays(motion.n_frames, motion.frame_time_s),
-                    tolerance=opts.tolerance or 0.0)
+                    tolerance=_gif_tolerance(opts))
     data = gif_in_processes(gif, frames_of, motion.n_frames, opts.processes)
     timed = _TimedFrames(iter(()))
     timed.ms = sum(t.ms for t in timers)
@@ -389,6 +389,13 @@ class _FrameSlice:
 
     part_order: np.ndarray
     part_reversed: np.ndarray
+
+
+def _gif_tolerance(opts: RenderOptions) -> float:
+    """``opts.tolerance``, or its default: 16 on an opaque background, 0 on a transparent one."""
+    if opts.tolerance is not None:
+        return float(opts.tolerance)
+    return 16.0 if opts.background is not None else 0.0
 
 
 class _TimedFrames:
@@ -414,10 +421,8 @@ def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, fr
     """Step 6: GIF / WebP / MP4 bytes of the palette-index frames (``keep``: transparent / unchanged index)."""
     from .encode import encode_gif, encode_mp4, encode_webp, gif_delays
 
-    opaque = opts.background is not None
     if opts.format == "gif":
-        tol = opts.tolerance if opts.tolerance is not None else (16.0 if opaque else 0.0)
-        return encode_gif(frames, palette, keep, gif_delays(n_frames, frame_time_s), tolerance=tol,
+        return encode_gif(frames, palette, keep, gif_delays(n_frames, frame_time_s), tolerance=_gif_tolerance(opts),
                           threads=opts.threads)
     if opts.format == "webp":
         return encode_webp(frames, palette, keep, frame_time_s, n_frames)
