@@ -43,6 +43,12 @@ def test_available_cpus_follows_the_affinity_mask_and_the_cgroup_quota(tmp_path)
     assert available_cpus(cpu_max) == available_cpus(tmp_path / "missing")
 
 
+def _stored(slot) -> float:
+    """A held slot's taken time as its file holds it, rounded to the millisecond: read against the
+    raw clock, a time rounded up could lie after "now", and a Retry-After would round up a second."""
+    return float(f"{slot.taken:.3f}")
+
+
 def test_retry_after_is_the_time_until_a_slot_is_likely_free(tmp_path, monkeypatch):
     slots = InflightSlots(tmp_path, 1)
     held = slots.try_acquire()
@@ -51,7 +57,7 @@ def test_retry_after_is_the_time_until_a_slot_is_likely_free(tmp_path, monkeypat
     slots.record(10.0)
     slots.record(0.0)                                    # moving average: 0.7 * 10 + 0.3 * 0
     assert slots.mean_duration() == pytest.approx(7.0)
-    now = render_pool.time.time()
+    now = _stored(held)                                  # the taken time as the slot wrote it (ms)
     clock = [now + 60]                                   # past the window of the refusal above
     monkeypatch.setattr(render_pool.time, "time", lambda: clock[0])
     clock[0] = now                                       # the slot was just taken
@@ -72,7 +78,7 @@ def test_several_slots_share_the_waiting(tmp_path, monkeypatch):
     slots = InflightSlots(tmp_path, 2)
     held = [slots.try_acquire(), slots.try_acquire()]
     slots.record(8.0)
-    now = render_pool.time.time()
+    now = max(_stored(h) for h in held)                  # the newer slot's taken time, as written
     monkeypatch.setattr(render_pool.time, "time", lambda: now + 2)
     # the first slot frees in about 6 s; each client turned away before adds half a slot time per slot
     assert [slots.retry_after() for _ in range(5)] == [6, 8, 10, 12, 14]
