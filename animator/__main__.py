@@ -167,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="make a character's transparent GIF in up to N processes (default: the CPUs this "
                         "process may use, at most 4; the file is the same for any N; scenes use one)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log progress and timings (-vv: debug)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar (it is drawn on stderr only when stderr is a terminal)")
     return p
 
 
@@ -205,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("the following arguments are required: --motion/-m")
         if not args.output:
             parser.error("the following arguments are required: --output/-o")
+    from animator.progress_bar import ProgressBar
+
+    bar = ProgressBar(sys.stderr)
+    bar.active = bar.active and not args.quiet
     try:
         t = time.perf_counter()
         if is_scene:
@@ -220,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             from animator.scene import render_scene
 
             load_ms = (time.perf_counter() - t) * 1e3
-            result = render_scene(scene, options)
+            result = render_scene(scene, options, progress=bar)
         else:
             import animator
             from animator.auto_retarget import configs_for
@@ -228,10 +234,13 @@ def main(argv: list[str] | None = None) -> int:
             character = animator.load_character(args.character)
             motion_cfg, retarget_cfg = configs_for(args.motion, args.retarget)
             load_ms = (time.perf_counter() - t) * 1e3
-            result = animator.render(character, motion_cfg, retarget_cfg, options)
+            result = animator.render(character, motion_cfg, retarget_cfg, options, progress=bar)
     except AnimatorError as exc:
+        bar.close()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    finally:
+        bar.close()
     try:
         _write(output, result.data)
         if args.dump_joints:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import numpy as np
 
@@ -31,6 +31,8 @@ from .errors import ConfigError
 log = logging.getLogger("animator")
 
 Fps = Union[float, int, str, None]
+#: ``progress(frames_done, frames_total)``: see :func:`render`.
+Progress = Optional[Callable[[int, int], None]]
 
 def _is_int(value: Any, lo: int, hi: int | None = None) -> bool:
     """``value`` is an integer (not a bool) in ``lo..hi`` (``hi`` None: no upper bound)."""
@@ -208,7 +210,7 @@ def max_scale(mask: np.ndarray, width: int, height: int) -> float:
 
 
 def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
-           options: RenderOptions | None = None) -> RenderResult:
+           options: RenderOptions | None = None, progress: Progress = None) -> RenderResult:
     """Animate ``character`` with the clip of ``motion_cfg`` as ``retarget_cfg`` maps it.
 
     Args:
@@ -216,6 +218,9 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         motion_cfg: :func:`animator.load_motion_config` result (BVH clip and frame range).
         retarget_cfg: :func:`animator.load_retarget_config` result.
         options: :class:`RenderOptions` (defaults: 500x500 GIF at 25 fps).
+        progress: called in this process with (frames done, frames in the clip): ``(0, F)`` once
+            the clip is posed, then after each frame made (frames made in other processes count
+            when their run is joined), ``(F, F)`` last. Every call, so throttle in the callback.
     Raises:
         ConfigError, BVHError, CharacterError: bad input (the message names the file and field).
         RenderError: the output cannot be produced (e.g. no MP4 codec, canvas too small).
@@ -228,6 +233,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
     motion = pose_clip(character, motion_cfg, retarget_cfg, opts.fps, opts.max_frames)
     clock.lap("retarget")
+    count = _FrameCount(progress, motion.n_frames)
 
     rig = Rig.build(character, motion, opts.mesh_cells)
     clock.lap("setup")
@@ -253,10 +259,12 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
     data = None
     if opts.processes > 1 and opts.format == "gif" and not opaque:
-        data, timed = _gif_in_processes(sprite, canvas_verts, motion, opts, palette, keep)
+        data, timed = _gif_in_processes(sprite, canvas_verts, motion, opts, palette, keep, count)
     if data is None:
-        timed = _TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill))
+        count.restart()
+        timed = _TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill), count.add)
         data = encode_frames(timed, palette, keep, motion.n_frames, motion.frame_time_s, opts)
+    count.finish()
     both = clock.lap("encode")
     clock.ms["rasterize"] = timed.ms
     clock.ms["encode"] = both - timed.ms
@@ -358,7 +366,8 @@ def rasterize_frames(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: R
 
 
 def _gif_in_processes(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: RenderOptions,
-                      palette: np.ndarray, transparent: int) -> tuple[bytes | None, "_TimedFrames"]:
+                      palette: np.ndarray, transparent: int,
+                      count: "_FrameCount | None" = None) -> tuple[bytes | None, "_TimedFrames"]:
     """Steps 5 and 6 for a transparent GIF in up to ``opts.processes`` processes (None: render in
     one); the timer counts this process's own rasterising."""
     from dataclasses import replace
@@ -377,7 +386,8 @@ def _gif_in_processes(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: 
 
     gif = GifWriter(palette, transparent, gif_delays(motion.n_frames, motion.frame_time_s),
                     tolerance=_gif_tolerance(opts))
-    data = gif_in_processes(gif, frames_of, motion.n_frames, opts.processes)
+    data = gif_in_processes(gif, frames_of, motion.n_frames, opts.processes,
+                            on_frames=None if count is None else count.add)
     timed = _TimedFrames(iter(()))
     timed.ms = sum(t.ms for t in timers)
     return data, timed
@@ -399,10 +409,12 @@ def _gif_tolerance(opts: RenderOptions) -> float:
 
 
 class _TimedFrames:
-    """Wraps a frame iterator and adds up the milliseconds spent producing frames."""
+    """Wraps a frame iterator and adds up the milliseconds spent producing frames; ``made(1)`` is
+    called after each frame."""
 
-    def __init__(self, frames: Iterator[np.ndarray]) -> None:
+    def __init__(self, frames: Iterator[np.ndarray], made: Callable[[int], None] | None = None) -> None:
         self._frames = frames
+        self._made = made
         self.ms = 0.0
 
     def __iter__(self) -> "_TimedFrames":
@@ -411,9 +423,41 @@ class _TimedFrames:
     def __next__(self) -> np.ndarray:
         t = time.perf_counter()
         try:
-            return next(self._frames)
+            frame = next(self._frames)
         finally:
             self.ms += (time.perf_counter() - t) * 1e3
+        if self._made is not None:
+            self._made(1)
+        return frame
+
+
+class _FrameCount:
+    """Frames made so far, told to a :data:`Progress` callback (none: counts quietly)."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress = progress
+        self.total = int(total)
+        self.done = 0
+        self._tell()
+
+    def add(self, frames: int) -> None:
+        self.done = min(self.total, self.done + int(frames))
+        self._tell()
+
+    def restart(self) -> None:
+        """Back to 0: the frames are made again in this process (the split over processes failed)."""
+        if self.done:
+            self.done = 0
+            self._tell()
+
+    def finish(self) -> None:
+        if self.done != self.total:
+            self.done = self.total
+            self._tell()
+
+    def _tell(self) -> None:
+        if self.progress is not None:
+            self.progress(self.done, self.total)
 
 
 def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, frame_time_s: float,
@@ -429,4 +473,5 @@ def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, fr
     return encode_mp4(frames, palette, keep, frame_time_s, opts.background or (255, 255, 255))
 
 
-__all__ = ["RenderOptions", "RenderResult", "Rig", "encode_frames", "pose_clip", "rasterize_frames", "render"]
+__all__ = ["Progress", "RenderOptions", "RenderResult", "Rig", "encode_frames", "pose_clip", "rasterize_frames",
+           "render"]

@@ -42,7 +42,7 @@ def runs(n_frames: int, processes: int) -> list[tuple[int, int]]:
 
 
 def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np.ndarray]], n_frames: int,
-                     processes: int) -> bytes | None:
+                     processes: int, on_frames: Callable[[int], None] | None = None) -> bytes | None:
     """The GIF of frames ``0..n_frames-1``, made in up to ``processes`` processes.
 
     Args:
@@ -50,6 +50,8 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
         frames_of: ``frames_of(a, b)`` yields frames ``a..b-1`` as palette-index arrays.
         n_frames: frames in the clip.
         processes: most processes to use, this one included.
+        on_frames: ``on_frames(n)``, in this process only: n more frames are made (each of its own
+            frames as it is made, a child's whole run when it is joined).
     Returns:
         The file's bytes, or None when it cannot be made this way (see the module's doc).
     """
@@ -57,9 +59,12 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
     if len(parts) < 2 or not hasattr(os, "fork"):
         return None
 
-    def records(a: int, b: int) -> tuple[bytes, bool, tuple[int, int]]:
+    def records(a: int, b: int, counted: bool = False) -> tuple[bytes, bool, tuple[int, int]]:
         after = next(frames_of(b, b + 1)) if b < n_frames else None
-        return gif.frames(frames_of(a, b), start=a, after=after, threads=1)
+        frames = frames_of(a, b)
+        if counted and on_frames is not None:
+            frames = _counted(frames, on_frames)
+        return gif.frames(frames, start=a, after=after, threads=1)
 
     parent = os.getpid()
     children: list[tuple[int, object]] = []
@@ -79,9 +84,9 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
                 finally:
                     os._exit(code)
             children.append((pid, out))
-        first, clear, (height, width) = records(*parts[0])
+        first, clear, (height, width) = records(*parts[0], counted=True)
         pieces = [first]
-        while children:
+        for a, b in parts[1:]:
             pid, out = children[0]
             _, status = os.waitpid(pid, 0)
             children.pop(0)
@@ -94,6 +99,8 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
                 out.seek(0)
                 clear = out.read(1) == b"\x01"
                 pieces.append(out.read())
+            if on_frames is not None:
+                on_frames(b - a)
         return gif.head(width, height) + b"".join(pieces) + GifWriter.TRAILER
     finally:
         for pid, out in children:  # left early: an error, a signal, or a run that cannot be joined
@@ -103,6 +110,12 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
             except (ChildProcessError, ProcessLookupError):
                 pass
             out.close()
+
+
+def _counted(frames: Iterator[np.ndarray], on_frames: Callable[[int], None]) -> Iterator[np.ndarray]:
+    for frame in frames:
+        yield frame
+        on_frames(1)
 
 
 def _die_with_parent(parent: int) -> None:

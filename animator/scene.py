@@ -39,7 +39,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .api import RenderOptions, RenderResult, Rig, encode_frames
+from .api import Progress, RenderOptions, RenderResult, Rig, encode_frames
 from .character import Character
 from .config import MotionConfig, RetargetConfig, read_yaml, resolve_bvh_path
 from .errors import ConfigError
@@ -230,15 +230,16 @@ def load_scene(path: str | Path) -> Scene:
                  background_image=background, mode=mode, output_path=out, ignored=ignored, given=set_fields)
 
 
-def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderResult:
+def render_scene(scene: Scene, options: RenderOptions | None = None, progress: Progress = None) -> RenderResult:
     """Render every character of ``scene`` on its background, seen through its camera.
 
     ``options``: frame rate, format, palette and threads as for :func:`animator.render` (its
     width, height and background are the scene's: WINDOW_DIMENSIONS and the background image or
-    CLEAR_COLOR). Timings: ``retarget``, ``setup``, ``deform``, ``sprite``, ``rasterize``
-    (including the compositing), ``encode``, ``total``.
+    CLEAR_COLOR). ``progress(frames done, frames total)`` as for :func:`animator.render`. Timings:
+    ``retarget``, ``setup``, ``deform``, ``sprite``, ``rasterize`` (including the compositing),
+    ``encode``, ``total``.
     """
-    from .api import _Clock, _TimedFrames
+    from .api import _Clock, _FrameCount, _TimedFrames
     from .encode import FORMATS
     from .prune import plan_frames
     from .rasterize import rasterize
@@ -259,6 +260,7 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
                         plan.frame_time_s) for m in fulls]
     F = len(plan.indices)
     clock.lap("retarget")
+    count = _FrameCount(progress, F)
 
     rigs = [Rig.build(sc.character, m, opts.mesh_cells) for sc, m in zip(scene.characters, motions)]
     clock.lap("setup")
@@ -312,8 +314,9 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
                 out[drawn] = fr[drawn] + np.uint8(b)
             yield out
 
-    timed = _TimedFrames(frames())
+    timed = _TimedFrames(frames(), count.add)
     data = encode_frames(timed, palette, keep, F, plan.frame_time_s, opts)
+    count.finish()
     both = clock.lap("encode")
     clock.ms["rasterize"] = timed.ms
     clock.ms["encode"] = both - timed.ms
