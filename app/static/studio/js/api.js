@@ -35,8 +35,16 @@ export function sameOrigin(url) {
 }
 
 /** fetch() -> parsed JSON (null for 204), or an ApiError. */
-export async function call(method, path, { json, form, ifMatch, signal } = {}) {
-  const headers = { Accept: "application/json", ...authHeaders() };
+export async function call(method, path, options = {}) {
+  return (await request(method, path, options)).body;
+}
+
+/**
+ * fetch() -> {status, headers, body} (body: parsed JSON, null for 204), or an ApiError. `headers`
+ * adds request headers (e.g. Prefer); `priority` is fetch()'s hint ("low" for background work).
+ */
+export async function request(method, path, { json, form, ifMatch, signal, headers: extra = {}, priority } = {}) {
+  const headers = { Accept: "application/json", ...authHeaders(), ...extra };
   let body;
   if (json !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -47,18 +55,39 @@ export async function call(method, path, { json, form, ifMatch, signal } = {}) {
   if (ifMatch) headers["If-Match"] = ifMatch;
   let response;
   try {
-    response = await fetch(path, { method, headers, body, signal });
+    response = await fetch(path, { method, headers, body, signal, ...(priority ? { priority } : {}) });
   } catch (err) {
     if (err?.name === "AbortError") throw new ApiError(0, "aborted", "the page no longer needs this answer");
     throw new ApiError(0, "network", "network error");
   }
   if (!response.ok) throw await errorFrom(response.status, () => response.json(), response.headers);
-  if (response.status === 204) return null;
+  if (response.status === 204) return { status: 204, headers: response.headers, body: null };
   try {
-    return await response.json();
+    return { status: response.status, headers: response.headers, body: await response.json() };
   } catch {
     throw new ApiError(response.status, "bad_answer", "the server's answer is not JSON");
   }
+}
+
+/** Seconds an error's Retry-After asks for (a number of seconds or an HTTP date), or `fallback`. */
+export function retrySeconds(err, fallback = 2) {
+  const value = err?.retryAfter;
+  if (!value) return fallback;
+  const seconds = /^\d+$/.test(value.trim()) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
+  return Number.isFinite(seconds) ? Math.min(120, Math.max(0.2, seconds)) : fallback;
+}
+
+/** Resolves after `seconds`, or at once (rejecting with an "aborted" ApiError) when `signal` aborts. */
+export function sleep(seconds, signal) {
+  return new Promise((resolve, reject) => {
+    const aborted = () => reject(new ApiError(0, "aborted", "the page no longer needs this answer"));
+    if (signal?.aborted) return aborted();
+    const timer = setTimeout(resolve, seconds * 1000);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      aborted();
+    }, { once: true });
+  });
 }
 
 async function errorFrom(status, readJson, headers) {
@@ -160,7 +189,8 @@ export function describe(err) {
   const code = WORDS[err.code] ? err.code : byStatus[err.status] || err.code;
   let text = WORDS[code] || `The server refused the request (${err.status || "no answer"}).`;
   if (err.message && !WORDS[code]?.includes(err.message)) text += ` ${capitalise(err.message)}.`;
-  if (err.retryAfter) text += ` Try again in ${err.retryAfter} s.`;
+  // each thing once: the server's message may already say when to retry
+  if (err.retryAfter && !/\bretry\b|\btry again\b/i.test(text)) text += ` Try again in ${err.retryAfter} s.`;
   return text.replace(/\.\.$/, ".");
 }
 

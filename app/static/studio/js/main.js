@@ -16,6 +16,7 @@ const ui = {
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
   detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
+  renderProgress: $("render-progress"), renderBar: $("render-bar"),
   results: $("step-results"), animations: $("animations"),
 };
 
@@ -285,6 +286,24 @@ async function loadMotions() {
   }
 }
 
+/** The render's state in words (and the bar): queued, waiting for the server, frames done, time left. */
+function renderStatus(what, state) {
+  const bar = ui.renderBar;
+  ui.renderProgress.hidden = false;
+  // an attribute, not only the property: what the bar shows is in the DOM for tests and tools
+  if (state.fraction === undefined || state.fraction === null) bar.removeAttribute("value");
+  else bar.setAttribute("value", String(Math.round(state.fraction * 1000) / 1000));
+  if (state.stage === "waiting") return `The server is busy: trying again in ${state.retryIn} s`;
+  if (state.stage === "queued") return `Waiting for a render slot for ${what}…`;
+  if (state.framesTotal) {
+    const left = state.secondsLeft === null || state.secondsLeft === undefined ? ""
+      : ` · about ${Math.max(1, Math.round(state.secondsLeft))} s left`;
+    const stage = state.stage === "storing" ? "Storing" : "Rendering";
+    return `${stage} ${what}: ${state.framesDone} / ${state.framesTotal} frames${left}`;
+  }
+  return `Rendering ${what}…`;
+}
+
 async function render() {
   const motions = picker.selected();
   if (!motions.length) {
@@ -293,17 +312,23 @@ async function render() {
   }
   showError(null);
   const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
+  const what = motions.join(", ").replaceAll("_", " ") + note;
   const t0 = performance.now();
-  const tick = () => {
-    ui.renderState.textContent = `Rendering ${motions.join(", ").replaceAll("_", " ")}${note}… ${((performance.now() - t0) / 1000).toFixed(0)} s`;
-  };
-  tick();
-  const timer = setInterval(tick, 500);
-  const done = await busy(async () => {
-    await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null);
-    return true;
-  });
-  clearInterval(timer);
+  ui.renderBar.removeAttribute("value");
+  ui.renderState.textContent = `Rendering ${what}…`;
+  picker.previews.hold(); // previews wait: the person's render comes first
+  let done;
+  try {
+    done = await busy(async () => {
+      await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null,
+        (s) => { ui.renderState.textContent = renderStatus(what, s); });
+      return true;
+    });
+  } finally {
+    picker.previews.release();
+  }
+  if (done) ui.renderBar.setAttribute("value", "1");
+  ui.renderProgress.hidden = !done;
   ui.renderState.textContent = done ? `Rendered version ${state.doc.version} in ${((performance.now() - t0) / 1000).toFixed(1)} s` : "";
   if (done) {
     ui.results.hidden = false;

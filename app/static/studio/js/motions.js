@@ -1,13 +1,11 @@
-// The motion picker (each motion with a small looping preview of the character) and the rendered
-// animations with their download links.
+// The motion picker (each motion with a small looping preview of the character, scheduled by
+// previews.js) and the rendered animations with their download links.
 
-import { call } from "./api.js";
+import { renderJob } from "./jobs.js";
+import { PREVIEW_SIZE, Previews, urlsOf } from "./previews.js";
 
-export const PREVIEW_SIZE = 128; // px, the previews' side: small renders answer fast
-// The whole clip in at most this many frames (max_frames): a choppier loop that renders in about half
-// a full clip's time (the mesh setup is the rest).
-export const PREVIEW_FRAMES = 40;
-const PREVIEW_FORMAT = "gif"; // every browser loops a GIF in an <img>
+export { PREVIEW_FRAMES, PREVIEW_SIZE } from "./previews.js";
+
 const EXTENSIONS = { gif: "gif", webp: "webp", mp4: "mp4" };
 
 function el(tag, attrs = {}, ...children) {
@@ -24,20 +22,6 @@ function animationsPath(doc) {
   return `characters/${encodeURIComponent(doc.id)}/animations`;
 }
 
-/** {motion: url} from the API's answer (the mapping itself, or under "animations"). */
-function urlsOf(answer) {
-  const urls = answer?.animations ?? answer;
-  return urls && typeof urls === "object" ? urls : {};
-}
-
-/** Resolves once `img` shows its first frame (after `src` is set), rejects if it cannot load. */
-function firstFrame(img) {
-  return new Promise((resolve, reject) => {
-    img.addEventListener("load", () => requestAnimationFrame(() => resolve(performance.now())), { once: true });
-    img.addEventListener("error", () => reject(new Error("the preview image did not load")), { once: true });
-  });
-}
-
 export class MotionPicker {
   /** `paused()`: true while background previews should wait (the person is editing: a Save will
    * replace this version, so its previews would be wasted work on the server). */
@@ -45,7 +29,7 @@ export class MotionPicker {
     this.list = list;
     this.paused = paused;
     this.cards = new Map();
-    this.generation = 0;
+    this.previews = new Previews(this.cards, paused);
   }
 
   /** Build one card per motion; `checked` names start selected. */
@@ -62,6 +46,7 @@ export class MotionPicker {
       this.list.append(el("li", {}, label));
       this.cards.set(m.name, { box, img, frame });
     }
+    this.previews.watch();
   }
 
   selected() {
@@ -69,50 +54,11 @@ export class MotionPicker {
   }
 
   /**
-   * Render small previews of `doc` for every motion, `first` first (it should play at once), then
-   * the others one request at a time: the pod's other render processes stay free for the next
-   * Save's preview. Resolves with `{answered, playing}`: when the API answered `first`'s URL, and a
-   * promise of when its preview began to play (performance.now() times; null if a newer call
-   * replaced it meanwhile); rejects with the first request's error. A newer call (the character
-   * changed) stops the older one's remaining requests and aborts the one in flight.
+   * Small previews of `doc`: `first` first (it should play at once), then the motions on screen
+   * (see previews.js). Resolves with `{answered, playing}` for `first`.
    */
-  async preview(doc, first) {
-    const generation = ++this.generation;
-    this.inFlight?.abort();
-    const names = [...this.cards.keys()];
-    const order = names.includes(first) ? [first, ...names.filter((n) => n !== first)] : names;
-    for (const name of order) this.cards.get(name).frame.dataset.state = "loading";
-    const current = () => generation === this.generation;
-    const request = (motion) => {
-      this.inFlight = new AbortController();
-      const json = { motions: [motion], format: PREVIEW_FORMAT, size: PREVIEW_SIZE, max_frames: PREVIEW_FRAMES };
-      return call("POST", animationsPath(doc), { json, signal: this.inFlight.signal });
-    };
-    const show = (name, answer) => {
-      const card = this.cards.get(name);
-      const url = urlsOf(answer)[name];
-      if (!current() || !card || !url) return null; // a newer version's previews are coming
-      card.img.hidden = false;
-      const playing = firstFrame(card.img);
-      card.img.src = url;
-      playing.then(() => { card.frame.dataset.state = "playing"; }, () => { card.frame.dataset.state = "failed"; });
-      return playing;
-    };
-    const head = await request(order[0]);
-    const answered = performance.now();
-    const playing = show(order[0], head);
-    (async () => {
-      for (const name of order.slice(1)) {
-        while (current() && this.paused()) await new Promise((resolve) => setTimeout(resolve, 200));
-        if (!current()) return;
-        try {
-          show(name, await request(name));
-        } catch {
-          if (current()) this.cards.get(name).frame.dataset.state = "failed";
-        }
-      }
-    })();
-    return { answered, playing: playing ?? Promise.resolve(null) };
+  preview(doc, first) {
+    return this.previews.show(doc, first);
   }
 }
 
@@ -126,11 +72,14 @@ export class Gallery {
     this.root.replaceChildren();
   }
 
-  /** Ask the API for `motions` of `doc` in `format` (at `size` px, or the server's default) and show them. */
-  async render(doc, motions, format, size) {
+  /**
+   * Ask the API for `motions` of `doc` in `format` (at `size` px, or the server's default) and show
+   * them; `onState` gets the render's progress (jobs.js).
+   */
+  async render(doc, motions, format, size, onState = () => {}) {
     const body = { motions, format };
     if (size) body.size = size;
-    const urls = urlsOf(await call("POST", animationsPath(doc), { json: body }));
+    const urls = urlsOf(await renderJob(animationsPath(doc), body, onState));
     this.clear();
     for (const name of motions) {
       const url = urls[name];

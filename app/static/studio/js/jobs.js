@@ -1,0 +1,93 @@
+// A render the person asked for, as the server can best take it: an async job (POST with
+// "Prefer: respond-async", then GET jobs/{id} until it ends) whose progress the page shows; a
+// synchronous request where the server has no job queue (no Redis: it answers jobs_unavailable).
+// A 503 or 429 with Retry-After is waited out and tried again on its own, the wait shown; the
+// person never has to press Render twice.
+
+import { ApiError, request, retrySeconds, sleep } from "./api.js";
+
+// How often the page reads the job while it runs (the worker writes its progress at most 4 times a
+// second, so this is what a person sees move).
+const POLL_S = 0.3;
+// Most seconds of waiting out 503s and 429s before the page gives up and shows the error.
+const MAX_WAIT_S = 300;
+// Answers worth waiting out: every render slot taken, the job queue full, the client's rate.
+const RETRYABLE = new Set(["overloaded", "queue_full", "rate_limited"]);
+
+/**
+ * POST `body` to `path` (a render) and resolve with the answer's JSON (the synchronous answer, or
+ * the succeeded job, which holds the same "animations"). `onState` gets what to show:
+ * {stage: "queued" | "running" | "waiting" | "rendering" | "storing", fraction?, framesDone?,
+ * framesTotal?, secondsLeft?, retryIn?}. Rejects with an ApiError (a failed job's error too).
+ */
+export async function renderJob(path, body, onState, { signal } = {}) {
+  const started = performance.now();
+  let sync = false;
+  for (;;) {
+    try {
+      if (sync) {
+        onState({ stage: "rendering" });
+        return (await request("POST", path, { json: body, signal })).body;
+      }
+      onState({ stage: "queued" });
+      const answer = await request("POST", path, { json: body, signal, headers: { Prefer: "respond-async" } });
+      if (answer.status !== 202) return answer.body; // a server that answered at once
+      return await follow(answer.body.id, onState, signal);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "jobs_unavailable" && !sync) {
+        sync = true; // no job queue on this server: the same request, answered when rendered
+        continue;
+      }
+      if (!(err instanceof ApiError) || !RETRYABLE.has(err.code)) throw err;
+      const wait = retrySeconds(err);
+      if ((performance.now() - started) / 1000 + wait > MAX_WAIT_S) throw err;
+      await countdown(wait, onState, signal);
+    }
+  }
+}
+
+/** Show the wait second by second, then resolve. */
+async function countdown(seconds, onState, signal) {
+  const end = performance.now() + seconds * 1000;
+  for (let left = seconds; left > 0; left = (end - performance.now()) / 1000) {
+    onState({ stage: "waiting", retryIn: Math.ceil(left) });
+    await sleep(Math.min(1, left), signal);
+  }
+}
+
+/** Poll the job until it ends; its progress goes to `onState`. */
+async function follow(id, onState, signal) {
+  const path = `jobs/${encodeURIComponent(id)}`;
+  let rendering = null; // when the first frame was counted: the estimate's start
+  for (;;) {
+    const job = (await request("GET", path, { signal })).body;
+    if (job.status === "succeeded") return job;
+    if (job.status === "failed") {
+      const e = job.error || {};
+      throw new ApiError(e.status || 500, e.code || "internal_error", e.message || "the render failed");
+    }
+    const p = job.progress || {};
+    const total = p.frames_total || 0;
+    const done = Math.min(p.frames_done || 0, total);
+    const fraction = fractionOf(p);
+    if (fraction > 0 && rendering === null) rendering = { t: performance.now(), f: fraction };
+    let secondsLeft = null;
+    if (rendering && fraction > rendering.f) {
+      const rate = (fraction - rendering.f) / (performance.now() - rendering.t);
+      secondsLeft = Math.max(0, (1 - fraction) / rate / 1000);
+    }
+    onState({
+      stage: job.status === "queued" ? "queued" : p.stage || "running",
+      fraction, framesDone: done, framesTotal: total, secondsLeft,
+    });
+    await sleep(POLL_S, signal);
+  }
+}
+
+/** 0..1: each motion's share of its frames, averaged (a motion not started yet counts 0). */
+export function fractionOf(progress) {
+  const motions = Object.values(progress?.motions || {});
+  if (!motions.length) return 0;
+  const sum = motions.reduce((acc, m) => acc + (m.frames_total ? Math.min(1, m.frames_done / m.frames_total) : 0), 0);
+  return sum / motions.length;
+}
