@@ -347,12 +347,14 @@ class Characters:
     def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
                deadline: Deadline, timings: dict[str, float], base_url: str,
                slot: Callable[[], AbstractContextManager[Any]],
-               max_frames: int | None = None) -> tuple[Record, dict[str, str], list[str]]:
+               max_frames: int | None = None,
+               progress: Callable[[dict[str, Any]], None] | None = None) -> tuple[Record, dict[str, str], list[str]]:
         """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
-        rendered in parallel in the process pool (holding ``slot()`` while rendering). ``max_frames``
-        (checked by :func:`parse_max_frames`) renders each clip in at most that many frames (a
-        preview). Returns the record, ``{motion: url}`` in the asked order and the names that were
-        cache hits."""
+        rendered in parallel in the process pool (holding ``slot()`` while rendering; a slot it
+        yields that has a ``check()``, background work's, is checked while the renders run).
+        ``max_frames`` (checked by :func:`parse_max_frames`) renders each clip in at most that many
+        frames (a preview). ``progress``: see :meth:`Pipeline.render`. Returns the record,
+        ``{motion: url}`` in the asked order and the names that were cache hits."""
         record, _ = self.load(cid, deadline)
         if if_match is not None and not version_matches(if_match, record.version):
             raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
@@ -370,7 +372,7 @@ class Characters:
         if misses:
             metrics.ANIMATION_CACHE.labels(result="miss").inc(len(misses))
             self.pipeline.check_disk()
-            with slot():
+            with slot() as held:
                 texture_png, mask_bytes = _together(lambda: self._get(record, "texture", deadline),
                                                     lambda: self._get(record, "mask", deadline))
 
@@ -379,7 +381,8 @@ class Characters:
                     return self.storage.url(keys[motion.name], base_url)
 
                 urls.update(self.pipeline.render((texture_png, mask_bytes, record.joints()), misses, options,
-                                                 deadline, timings, store, job=jobs.render_stored))
+                                                 deadline, timings, store, job=jobs.render_stored,
+                                                 progress=progress, interrupt=getattr(held, "check", None)))
         return record, {m.name: urls[m.name] for m in motions}, hits
 
     # -- delete -------------------------------------------------------------------------------

@@ -122,9 +122,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_MAX_IMAGE_PIXELS", "40000000", "Largest accepted image, in pixels (width x height; "
             "413 beyond), checked before the image is decoded.", int),
     Setting("DOODLEPOD_MAX_INFLIGHT", "0", "Requests being animated at once per pod (across all workers); "
-            "one more gets 503 with Retry-After at once instead of waiting in a queue. 0: as many as the "
-            "CPUs can run, one motion per CPU: ceil(CPUs / motions in DOODLEPOD_DEFAULT_MOTIONS), CPUs "
+            "beyond them a few wait (DOODLEPOD_ADMISSION_WAIT_S), the others get 503 with Retry-After. 0: as "
+            "many as the CPUs can run, one motion per CPU: ceil(CPUs / motions in DOODLEPOD_DEFAULT_MOTIONS), CPUs "
             "from the affinity mask and the cgroup quota (a Kubernetes CPU limit).", _non_negative_int),
+    Setting("DOODLEPOD_ADMISSION_WAIT_S", "10", "Longest a request waits for a render slot when all are taken, "
+            "in seconds: one request per slot may wait (more get 503 at once), and only when a slot is expected "
+            "to be free within this time (else 503 at once); background work (the studio's previews, "
+            "'Priority: u=7') never waits and gives its slot up to a waiting request. 0: never wait.",
+            _non_negative_float),
     Setting("DOODLEPOD_RETRY_AFTER_S", "0", "Retry-After of 503 overloaded answers, in seconds. 0: measured, "
             "the time until the first render slot is likely free (the moving average of completed "
             "requests' render time minus the oldest slot's age; 2 s before the first request), 1-60 s; "

@@ -232,15 +232,19 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
     ``motion_path``/``retarget_path``: a library motion's configs, or a client's .bvh clip and None.
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
     The animator's errors (e.g. a skeleton it cannot rig) become API errors by
-    :func:`app.errors.from_animator` (422 for bad input).
+    :func:`app.errors.from_animator` (422 for bad input). In a render pool job, its frames' progress
+    goes to :func:`app.render_pool.report_progress`.
     """
     import animator
+
+    from .render_pool import report_progress
 
     t0 = time.perf_counter()
     try:
         motion_cfg, retarget_cfg = _configs(motion_path, retarget_path)
         t1 = time.perf_counter()
-        result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options))
+        result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options),
+                                 progress=report_progress)
     except animator.AnimatorError as exc:
         raise from_animator(exc, "the character cannot be animated") from None
     t2 = time.perf_counter()

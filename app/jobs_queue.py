@@ -139,6 +139,13 @@ drop_entry(KEYS[2], ARGV[1], ARGV[2])
 return redis.call('XADD', KEYS[2], '*', 'job', ARGV[4], 'created', ARGV[5])
 """
 
+# KEYS: job; ARGV: progress JSON  -> 1 when written (only while the job runs: never over its end)
+_PROGRESS = """
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+redis.call('HSET', KEYS[1], 'progress', ARGV[1])
+return 1
+"""
+
 # KEYS: stream; ARGV: group, consumer, entry ids...  -> the ids still ours (their idle time reset)
 _HEARTBEAT = """
 local kept = {}
@@ -187,6 +194,23 @@ class QueueStats:
     oldest_age_s: float
 
 
+def _progress(h: dict[str, str]) -> dict[str, Any]:
+    """The job's progress as GET /jobs/{id} shows it: ``{"stage"}`` (queued, starting, preparing,
+    rendering, storing, stored, succeeded, failed) and, once frames are counted, ``frames_done``,
+    ``frames_total`` and per motion ``motions: {name: {"frames_done", "frames_total"}}`` (a total is
+    null until that motion's render has begun)."""
+    status = h["status"]
+    if status == "queued":  # a retried job's figures are those of an attempt that ended
+        return {"stage": "queued"}
+    try:
+        saved = json.loads(h["progress"]) if h.get("progress") else {}
+    except ValueError:
+        saved = {}
+    if status in ("succeeded", "failed"):
+        saved["stage"] = status
+    return saved if saved.get("stage") else {**saved, "stage": "starting"}
+
+
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -215,6 +239,7 @@ class JobQueue:
         self._finish = self.redis.register_script(_FINISH)
         self._retry = self.redis.register_script(_RETRY)
         self._heartbeat = self.redis.register_script(_HEARTBEAT)
+        self._progress = self.redis.register_script(_PROGRESS)
         self._groups_made = False
         self.last_error = ""
 
@@ -339,6 +364,7 @@ class JobQueue:
                 out.setdefault(key, value)
         if h.get("error"):
             out["error"] = json.loads(h["error"])
+        out["progress"] = _progress(h)
         if h.get("callback_url"):
             out["webhook"] = {"url": h["callback_url"], "status": h.get("webhook_status") or "not_sent",
                               "attempts": int(h.get("webhook_attempts") or 0)}
@@ -416,6 +442,10 @@ class JobQueue:
         raw, data = pipe.execute()
         job = {_text(k): _text(v) for k, v in raw.items()}
         return Started("run", owner, job, data)
+
+    def progress(self, job_id: str, progress: dict[str, Any]) -> bool:
+        """Write a running job's progress (the worker throttles the calls); False once it ended."""
+        return bool(self._progress(keys=[self.job_key(job_id)], args=[json.dumps(progress, separators=(",", ":"))]))
 
     def heartbeat(self, consumer: str, entry_ids: list[str], *, stream: str | None = None,
                   group: str = WORKERS_GROUP) -> set[str]:

@@ -52,6 +52,7 @@ class Job:
     request_id: str
     joints: list | None = None          # client joints (animator Joints) in image pixels, or None
     bbox: Sequence[float] | None = None  # client box [l, t, r, b] in image pixels, or None
+    progress: Callable[[dict[str, Any]], None] | None = None  # see Pipeline.render
 
 
 @dataclass(frozen=True)
@@ -162,11 +163,17 @@ class Pipeline:
 
     def render(self, character: tuple, motions: Sequence[Motion], options: dict[str, Any], deadline: Deadline,
                timings: dict[str, float], store: Callable[[Motion, dict[str, Any]], str],
-               job: Callable[..., dict[str, Any]] = jobs.render_motion) -> dict[str, str]:
+               job: Callable[..., dict[str, Any]] = jobs.render_motion,
+               progress: Callable[[dict[str, Any]], None] | None = None,
+               interrupt: Callable[[], None] | None = None) -> dict[str, str]:
         """Render every motion in parallel in the process pool: ``job(*character, motion_cfg,
         retarget_cfg, options)`` (:func:`jobs.render_motion` for an animator Character in memory,
         :func:`jobs.render_stored` for a stored one's files). ``store(motion, out)`` saves each file
         as soon as it is rendered and answers its URL. Returns ``{motion name: url}``.
+
+        While the renders run, ``progress(report)`` gets :func:`progress_report`'s figures (every
+        few tenths of a second, and after each file is stored) and ``interrupt()`` may raise to stop
+        them all (background work whose slot a request wants).
 
         CPUs that the admitted requests' motions leave idle are given to the renders: each makes
         its frames in :meth:`processes_per_render` processes (the file is the same for any number)."""
@@ -178,16 +185,31 @@ class Pipeline:
         futures = [(m, self.pool.submit(job, *character, str(m.motion_cfg),
                                         None if m.retarget_cfg is None else str(m.retarget_cfg), options))
                    for m in order]
+        frames: dict[str, int] = {}
         done: dict[str, str] = {}
+
+        def report(stage: str = "rendering") -> None:
+            if progress is not None:
+                progress(progress_report(stage, [(m.name, frames.get(m.name), f) for m, f in futures]))
+
+        def tick() -> None:
+            if interrupt is not None:
+                interrupt()
+            report()
+
+        on_tick = tick if progress is not None or interrupt is not None else None
         try:
+            report()
             for motion, future in futures:
-                out = self.pool.wait(future, deadline, f"animate:{motion.name}")
+                out = self.pool.wait(future, deadline, f"animate:{motion.name}", on_tick)
+                frames[motion.name] = int(out["frame_count"])
                 ms = out["timings_ms"].get("total", 0.0)
                 timings[f"animate:{motion.name}"] = round(ms, 1)
                 metrics.STAGE_SECONDS.labels(stage="animate").observe(ms / 1e3)
                 log.info("stage=animate:%s ms=%.1f frames=%d bytes=%d pid=%d detail=%s", motion.name, ms,
                          out["frame_count"], len(out["data"]), out["pid"],
                          {k: round(v, 1) for k, v in out["timings_ms"].items()})
+                report("storing")
                 with self._stage(timings, f"upload:{motion.name}"):
                     done[motion.name] = store(motion, out)
                 metrics.ANIMATIONS.labels(motion=motion.name, format=options.get("format", "gif")).inc()
@@ -196,6 +218,7 @@ class Pipeline:
             # and the request (and its render slot) ends only once the render processes are free
             self.pool.abandon([pending for _, pending in futures])
             raise
+        report("stored")
         timings["animate_all"] = round((time.perf_counter() - t0) * 1e3, 1)
         return {m.name: done[m.name] for m in motions}  # in the order asked for
 
@@ -223,6 +246,8 @@ class Pipeline:
     # -- /animate: every step in memory ---------------------------------------------------------
     def run(self, job: Job) -> Result:
         timings: dict[str, float] = {}
+        if job.progress is not None:
+            job.progress({"stage": "preparing"})
         img = self.decode(job.image, job.deadline, timings)
         height, width = img.rgb.shape[:2]
         if job.joints is not None:
@@ -250,7 +275,7 @@ class Pipeline:
             return self.storage.url(key, job.base_url)
 
         animations = self.render((character,), job.motions, self.render_options(job.format), job.deadline,
-                                 timings, store)
+                                 timings, store, progress=job.progress)
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
         bbox_img = [round(v / img.scale, 1) for v in box]
@@ -296,6 +321,23 @@ class Pipeline:
         if not np.isfinite(keypoints[:, :2]).all():
             raise NoSkeleton("the pose model returned no usable joint positions")
         return skeleton_from_coco(keypoints)
+
+
+def progress_report(stage: str, motions: Sequence[tuple[str, int | None, Any]]) -> dict[str, Any]:
+    """A render's progress as GET /jobs/{id} shows it: ``{"stage", "frames_done", "frames_total",
+    "motions": {name: {"frames_done", "frames_total"}}}``. ``motions``: (name, frames of its finished
+    file or None, its :class:`app.render_pool.PoolJob`); a motion whose render has not reported yet
+    has ``frames_total`` None and counts nothing in the totals."""
+    per: dict[str, dict[str, int | None]] = {}
+    for name, finished, pool_job in motions:
+        if finished is not None:
+            per[name] = {"frames_done": finished, "frames_total": finished}
+            continue
+        got = pool_job.progress()
+        per[name] = {"frames_done": got[0], "frames_total": got[1]} if got else {"frames_done": 0,
+                                                                                "frames_total": None}
+    return {"stage": stage, "frames_done": sum(m["frames_done"] or 0 for m in per.values()),
+            "frames_total": sum(m["frames_total"] or 0 for m in per.values()), "motions": per}
 
 
 #: Most processes one render's frames are split over (see :func:`processes_per_render`).

@@ -8,8 +8,15 @@ the render processes use the CPUs. Every wait is capped by the request's deadlin
 
 :class:`InflightSlots` bounds the requests being animated across *all* gunicorn workers of a pod:
 N lock files in the shared runtime folder, each held with ``flock`` by the request that owns it.
-Taking a slot never waits: when all are held the caller answers 503 + Retry-After at once. The
-kernel drops a dead process's locks, so a crashed worker cannot leak slots.
+When all are held, one request per slot may wait a bounded few seconds for one (when one is
+expected to be free within that time); the others answer 503 + Retry-After at once. Background
+work (the studio's previews) never waits, takes a slot only while no one else wants one, and gives
+it back when a request wants it. The kernel drops a dead process's locks, so a crashed worker
+cannot leak slots.
+
+Progress: a job calls :func:`report_progress` in its render process (frames done, frames total);
+the parent reads it with :meth:`PoolJob.progress` while it waits (:meth:`RenderPool.wait`'s
+``on_tick``).
 
 Work never outlives its request: :meth:`PoolJob.cancel` stops a job that is queued (it never
 starts) or running (its process gets ``SIGUSR1`` and the job raises :class:`JobCancelled`; the
@@ -61,6 +68,29 @@ class JobCancelled(Exception):
 
 #: In a render process: the cancel-marker path of the job running now (None between jobs).
 _running_job: list[str | None] = [None]
+#: In a render process: the progress file of the job running now, and when it was last written.
+_progress: list[Any] = [None, 0.0]
+#: Seconds between two writes of a job's progress file (the last frame is always written).
+PROGRESS_EVERY_S = 0.1
+
+
+def report_progress(done: int, total: int) -> None:
+    """In a render process: the running job has made ``done`` of ``total`` frames (throttled to
+    :data:`PROGRESS_EVERY_S`; outside a pool job, nothing). An ``animator.render`` progress callback."""
+    path = _progress[0]
+    if path is None:
+        return
+    now = time.monotonic()
+    if done < total and done and now - _progress[1] < PROGRESS_EVERY_S:
+        return
+    _progress[1] = now
+    tmp = f"{path}.{os.getpid()}"
+    try:
+        with open(tmp, "w") as fh:
+            fh.write(f"{int(done)} {int(total)}")
+        os.replace(tmp, path)
+    except OSError:  # progress is a courtesy: a full disk must not fail the render
+        pass
 
 
 def _child_init(niceness: int, parent_pid: int | None = None) -> None:
@@ -116,6 +146,7 @@ def _call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
     stem = in_path[:-3]
     write_atomic(stem + ".pid", str(os.getpid()).encode(), mode=0o600)
     _running_job[0] = stem + ".cancel"
+    _progress[:] = [stem + ".progress", 0.0]
     try:
         if os.path.exists(stem + ".cancel"):
             raise JobCancelled("the request abandoned this job before it started")
@@ -125,6 +156,7 @@ def _call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
         result = fn(*args)
     finally:
         _running_job[0] = None
+        _progress[0] = None
     # No temporary name needed: the parent opens the file only after this function has returned,
     # and removes it, complete or not, whatever happened.
     with open(out_path, "wb") as fh:
@@ -162,6 +194,15 @@ class PoolJob:
             except ProcessLookupError:
                 pass
 
+    def progress(self) -> tuple[int, int] | None:
+        """(frames done, frames total) as the job last reported them (:func:`report_progress`), or None."""
+        try:
+            with open(self.stem + ".progress") as fh:
+                done, total = (int(v) for v in fh.read().split())
+        except (OSError, ValueError):
+            return None
+        return done, total
+
     def pid(self) -> int | None:
         """The render process running the job (None while it is queued)."""
         try:
@@ -171,7 +212,7 @@ class PoolJob:
             return None
 
     def _remove_files(self) -> None:
-        _remove(self.in_path, self.out_path, self.stem + ".pid", self.stem + ".cancel")
+        _remove(self.in_path, self.out_path, self.stem + ".pid", self.stem + ".cancel", self.stem + ".progress")
 
 
 def _remove(*paths: str) -> None:
@@ -218,12 +259,22 @@ class RenderPool:
             future = self._executor.submit(_call_spilled, fn, in_path, out_path)  # type: ignore[union-attr]
         return PoolJob(future, in_path, out_path)
 
-    def wait(self, job: PoolJob, deadline: Deadline, stage: str) -> Any:
+    def wait(self, job: PoolJob, deadline: Deadline, stage: str, on_tick: Callable[[], None] | None = None,
+             tick_s: float = 0.2) -> Any:
         """The job's result, waited for without blocking the gevent loop; past the deadline the job
-        is cancelled and :class:`DeadlineExceeded` raised."""
+        is cancelled and :class:`DeadlineExceeded` raised. ``on_tick()`` is called every ``tick_s``
+        while the job runs (to report its progress, or to raise and so abandon it)."""
         try:
-            timeout = deadline.check(stage)
-            out_path = wait_future(job.future, timeout)
+            while True:
+                timeout = deadline.check(stage)
+                if on_tick is None or timeout <= tick_s:
+                    out_path = wait_future(job.future, timeout)
+                    break
+                try:
+                    out_path = wait_future(job.future, tick_s)
+                    break
+                except cf.TimeoutError:
+                    on_tick()
         except (cf.TimeoutError, DeadlineExceeded):
             self.abandon([job])
             raise deadline.exceeded(stage) from None
@@ -240,8 +291,9 @@ class RenderPool:
         finally:
             job._remove_files()
 
-    def run(self, fn: Callable[..., Any], *args: Any, deadline: Deadline, stage: str) -> Any:
-        return self.wait(self.submit(fn, *args), deadline, stage)
+    def run(self, fn: Callable[..., Any], *args: Any, deadline: Deadline, stage: str,
+            on_tick: Callable[[], None] | None = None) -> Any:
+        return self.wait(self.submit(fn, *args), deadline, stage, on_tick)
 
     def abandon(self, jobs: list[PoolJob], grace_s: float = CANCEL_GRACE_S) -> None:
         """Cancel ``jobs`` and return once none of them runs any more: the render processes are
@@ -302,39 +354,145 @@ def available_cpus(cpu_max: str | Path = "/sys/fs/cgroup/cpu.max") -> int:
     return max(1, n)
 
 
+#: Priority of a person's own work (a render, a save, an upload): it may wait for a slot, and takes
+#: one back from background work.
+RENDER = "render"
+#: Priority of background work (the studio's motion previews): it never waits, takes a slot only
+#: while no request wants one, and gives its slot up (answering 503) when one does.
+BACKGROUND = "background"
+
+
 class InflightSlots:
-    """``count`` non-blocking slots shared by every process that uses the same ``folder``.
+    """``count`` slots shared by every process that uses the same ``folder``, and a waiting room of
+    ``waiters`` places (default: one per slot).
+
+    :meth:`acquire` takes a free slot at once; when all are held, a :data:`RENDER` request asks the
+    :data:`BACKGROUND` holders to give theirs up and may wait for one in the waiting room: at most
+    ``wait_s``, and only when a slot is expected to be free by then (else, and when the room is
+    full, it is refused at once: the caller answers 503 with :meth:`retry_after`).
 
     The folder also keeps what an honest Retry-After needs: each held slot's file holds the time it
-    was taken, and ``durations`` the moving average of how long a slot is held by a request that
-    completes (:meth:`Slot.release` with ``completed=True``). :meth:`retry_after` is then the time
-    until the first held slot is expected to be free, plus half a slot time per slot for each client
-    this process turned away shortly before (they queue for the same slots).
+    was taken and its priority, each taken waiting place the waiter's pid, and ``durations`` the
+    moving average of how long a slot is held by a request that completes (:meth:`Slot.release`
+    with ``completed=True``; background work is not counted). :meth:`retry_after` is then the time
+    until the first held slot is expected to be free, plus a slot time per slot for each request
+    waiting, plus half a slot time per slot for each client this process turned away shortly before
+    (they queue for the same slots).
+
+    Signals between processes are files: ``wanted`` (its modification time: a request wanted a slot
+    that recently, so background work stays away) and ``slot-N.yield`` (the background holder of
+    slot N is asked to give it up; it checks while it waits for its renders, :meth:`Slot.check`).
     """
 
     #: weight of the newest duration in the moving average
     SMOOTHING = 0.3
+    #: Seconds a request's want keeps background work away after it last said so.
+    WANT_S = 1.0
+    #: Seconds between a waiting request's tries.
+    POLL_S = 0.05
 
-    def __init__(self, folder: str | Path, count: int) -> None:
+    def __init__(self, folder: str | Path, count: int, waiters: int | None = None) -> None:
         self.folder = Path(folder)
         self.count = count
+        self.waiters = count if waiters is None else waiters
         self._refused: collections.deque[float] = collections.deque()  # this process's recent 503s
         self.folder.mkdir(parents=True, exist_ok=True)
         for i in range(count):
             (self.folder / f"slot-{i}").touch(exist_ok=True)
+        for i in range(self.waiters):
+            (self.folder / f"wait-{i}").touch(exist_ok=True)
 
-    def try_acquire(self) -> "Slot | None":
-        """A held slot, or None at once when all ``count`` are taken."""
+    def try_acquire(self, priority: str = RENDER) -> "Slot | None":
+        """A held slot, or None at once when all ``count`` are taken (or, for background work,
+        while a request wants one)."""
+        if priority == BACKGROUND and self.wanted():
+            return None
         start = os.getpid() % max(1, self.count)  # spread workers' first tries
         for j in range(self.count):
-            path = self.folder / f"slot-{(start + j) % self.count}"
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            index = (start + j) % self.count
+            fd = _lock_nowait(self.folder / f"slot-{index}")
+            if fd is not None:
+                return Slot(fd, self, index, priority)
+        return None
+
+    def acquire(self, priority: str = RENDER, wait_s: float = 0.0) -> "Slot | None":
+        """A held slot: at once, or (a :data:`RENDER` request) after waiting at most ``wait_s`` in
+        the waiting room while background holders give theirs up; None when refused."""
+        slot = self.try_acquire(priority)
+        if slot is not None or priority == BACKGROUND:
+            return slot
+        self.want()
+        if wait_s <= 0 or self.expected_wait() > wait_s:
+            return None
+        place = self._take_place()
+        if place is None:
+            return None
+        try:
+            end = time.monotonic() + wait_s
+            while time.monotonic() < end:
+                time.sleep(self.POLL_S)  # gevent's sleep in the web workers: the loop goes on
+                slot = self.try_acquire(priority)
+                if slot is not None:
+                    return slot
+                self.want()
+            return None
+        finally:
+            os.ftruncate(place, 0)
+            os.close(place)
+
+    def want(self) -> None:
+        """Say that a request wants a slot now: background work takes none for :data:`WANT_S`, and
+        the background holders are asked to give theirs up."""
+        try:
+            (self.folder / "wanted").touch()
+            for index, (_, priority) in self._holders().items():
+                if priority == BACKGROUND:
+                    (self.folder / f"slot-{index}.yield").touch()
+        except OSError as exc:
+            log.warning("cannot signal a wanted render slot: %s", exc)
+
+    def wanted(self) -> bool:
+        try:
+            return time.time() - (self.folder / "wanted").stat().st_mtime < self.WANT_S
+        except OSError:
+            return False
+
+    def waiting(self) -> int:
+        """Requests in the waiting room now (places whose file names a pid)."""
+        return sum(1 for i in range(self.waiters) if _read(self.folder / f"wait-{i}").strip())
+
+    def expected_wait(self) -> float:
+        """Seconds until a slot is expected to be free for a request: 0 when one is free or held by
+        background work, else the mean slot time less the oldest holder's age, plus a slot time per
+        slot for each request already waiting."""
+        holders = self._holders()
+        if len(holders) < self.count or any(p == BACKGROUND for _, p in holders.values()):
+            return 0.0
+        mean = self.mean_duration() or 2.0
+        now = time.time()
+        remaining = min((max(0.0, mean - (now - taken)) for taken, _ in holders.values()), default=0.0)
+        return remaining + mean * self.waiting() / max(1, self.count)
+
+    def _holders(self) -> dict[int, tuple[float, str]]:
+        """Held slots: index -> (taken, priority), as their files say."""
+        held = {}
+        for i in range(self.count):
+            parts = _read(self.folder / f"slot-{i}").split()
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
+                taken = float(parts[0]) if parts else math.nan
+            except ValueError:
                 continue
-            return Slot(fd, self)
+            if math.isfinite(taken):
+                held[i] = (taken, parts[1] if len(parts) > 1 else RENDER)
+        return held
+
+    def _take_place(self) -> int | None:
+        for i in range(self.waiters):
+            fd = _lock_nowait(self.folder / f"wait-{i}")
+            if fd is not None:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, str(os.getpid()).encode(), 0)
+                return fd
         return None
 
     def mean_duration(self) -> float | None:
@@ -356,46 +514,82 @@ class InflightSlots:
 
     def retry_after(self, fallback: float = 2.0, longest: int = 60) -> int:
         """Whole seconds until a slot is likely free for this client: the mean slot time minus how
-        long the oldest holder has had its slot, plus half a mean slot time per slot for each client
-        turned away before it within the last mean slot time. They are waiting too: telling them all
-        the same moment would bring them back at once, to be turned away again; spread over their
-        turns (half turns: they come back a little faster than slots free, so a freed slot seldom
-        waits for a sleeping client). ``fallback`` is the mean before any request completed;
-        1 .. ``longest``. Call it once per refused request."""
+        long the oldest holder has had its slot, plus a mean slot time per slot for each request in
+        the waiting room, plus half a mean slot time per slot for each client turned away before it
+        within the last mean slot time. They are waiting too: telling them all the same moment
+        would bring them back at once, to be turned away again; spread over their turns (half
+        turns: they come back a little faster than slots free, so a freed slot seldom waits for a
+        sleeping client). ``fallback`` is the mean before any request completed; 1 .. ``longest``.
+        Call it once per refused request."""
         mean = self.mean_duration() or fallback
         now = time.time()
         remaining = mean
-        for i in range(self.count):
-            try:
-                taken = float((self.folder / f"slot-{i}").read_text() or "nan")
-            except (OSError, ValueError):
-                continue
-            if math.isfinite(taken):
-                remaining = min(remaining, mean - (now - taken))
+        for taken, _ in self._holders().values():
+            remaining = min(remaining, mean - (now - taken))
         refused = self._refused
         while refused and refused[0] < now - mean:
             refused.popleft()
         ahead = len(refused)
         refused.append(now)
-        wait = max(remaining, 0.0) + mean * ahead / (2 * max(1, self.count))
+        slots = max(1, self.count)
+        wait = max(remaining, 0.0) + mean * self.waiting() / slots + mean * ahead / (2 * slots)
         return int(min(longest, max(1, math.ceil(wait))))
 
 
+def _lock_nowait(path: Path) -> int | None:
+    """An open descriptor of ``path`` holding its exclusive flock, or None when another holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 class Slot:
-    def __init__(self, fd: int, slots: InflightSlots | None = None) -> None:
+    def __init__(self, fd: int, slots: InflightSlots | None = None, index: int = 0,
+                 priority: str = RENDER) -> None:
         self._fd: int | None = fd
         self._slots = slots
+        self.index = index
+        self.priority = priority
         self.taken = time.time()
+        self._yield = slots.folder / f"slot-{index}.yield" if slots is not None else None
+        if self._yield is not None:
+            _remove(str(self._yield))  # a request for the previous holder
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{self.taken:.3f}".encode(), 0)  # read by InflightSlots.retry_after
+        os.pwrite(fd, f"{self.taken:.3f} {priority}".encode(), 0)  # read by InflightSlots
+
+    def asked_to_yield(self) -> bool:
+        """Background work: whether a request asked for this slot (see :meth:`InflightSlots.want`)."""
+        return self.priority == BACKGROUND and self._yield is not None and self._yield.exists()
+
+    def check(self) -> None:
+        """Raise :class:`Overloaded` (503) when this background work must give its slot up: called
+        while it waits for its renders, which the error then cancels."""
+        if self.asked_to_yield():
+            from .errors import Overloaded
+
+            mean = (self._slots.mean_duration() if self._slots is not None else None) or 2.0
+            wait = int(max(1, math.ceil(mean)))
+            raise Overloaded(f"a render took this background request's slot; retry in {wait} s", wait)
 
     def release(self, completed: bool = False) -> None:
-        """Give the slot back; ``completed``: the request rendered, so its time joins the average."""
+        """Give the slot back; ``completed``: the request rendered, so its time joins the average
+        (a person's work only: background work is shorter and would make the estimate lie)."""
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
             os.close(self._fd)  # closing the file drops its flock
             self._fd = None
-            if completed and self._slots is not None:
+            if completed and self._slots is not None and self.priority == RENDER:
                 try:
                     self._slots.record(time.time() - self.taken)
                 except OSError as exc:

@@ -42,10 +42,13 @@ log = logging.getLogger("doodlepod.worker")
 HEARTBEAT_FILE = "worker.alive"
 #: Seconds an idle job thread waits before it looks for work again (the pickup latency of a job).
 IDLE_POLL_S = 0.2
+#: Seconds between two writes of a job's frames progress to its record in Redis.
+PROGRESS_EVERY_S = 0.25
 
 
-#: kind -> handler(services, payload, input bytes, job id, deadline) -> result dict (merged into the job);
-#: ``services`` is the worker's :class:`app.services.Services` (the same objects the web app has).
+#: kind -> handler(services, payload, input bytes, job id, deadline, progress=None) -> result dict (merged
+#: into the job); ``services`` is the worker's :class:`app.services.Services` (the same objects the web app
+#: has), ``progress(report)`` writes the job's progress (app/pipeline.py's ``progress_report``).
 HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {}
 
 
@@ -58,7 +61,8 @@ def handler(kind: str):
 
 
 @handler("animate")
-def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job_id: str, deadline) -> dict:
+def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job_id: str, deadline,
+                progress=None) -> dict:
     """POST /animate's work: the photo pipeline, with the request's validated fields."""
     from .errors import UnknownMotion
     from .pipeline import Job
@@ -72,14 +76,14 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
         joints = skeleton_from_client(payload["joints"])
     job = Job(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]], format=payload["format"],
               deadline=deadline, base_url=payload["base_url"], request_id=job_id, joints=joints,
-              bbox=payload.get("bbox"))
+              bbox=payload.get("bbox"), progress=progress)
     result = ctx.pipeline.run(job)
     return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
 
 
 @handler("character_animations")
 def run_character_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
-                             deadline) -> dict:
+                             deadline, progress=None) -> dict:
     """POST /characters/{id}/animations' work (app/characters.py), the render slot already held."""
     from contextlib import nullcontext
 
@@ -92,7 +96,7 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
     record, urls, hits = ctx.characters.render(payload["character"], [ctx.motions[n] for n in payload["motions"]],
                                                payload["format"], payload["size"], payload.get("if_match"),
                                                deadline, timings, payload["base_url"], nullcontext,
-                                               max_frames=payload.get("max_frames"))
+                                               max_frames=payload.get("max_frames"), progress=progress)
     return {"character": {"id": record.id, "version": record.version}, "format": payload["format"],
             "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
 
@@ -148,7 +152,7 @@ class Worker:
                 if not self.queue.has_work():
                     self.stop.wait(IDLE_POLL_S)
                     continue
-                slot = self.slots.try_acquire()
+                slot = self.slots.acquire()  # a want: background work gives its slot up
                 if slot is None:
                     self.stop.wait(IDLE_POLL_S)
                     continue
@@ -227,7 +231,7 @@ class Worker:
             try:
                 run = HANDLERS[job["kind"]]
                 result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
-                             Deadline(self.settings.request_deadline_s))
+                             Deadline(self.settings.request_deadline_s), progress=self._reporter(taken.job_id))
             except ApiError as exc:
                 self._failed(taken, started.owner, job, exc.status, exc.code, exc.message, slot)
                 return
@@ -243,6 +247,24 @@ class Worker:
                 log.warning("job %s finished here but another worker owns it now; result dropped", taken.job_id)
         finally:
             self._track(self.queue.stream, consumer, taken.entry_id, False)
+
+    def _reporter(self, job_id: str) -> Callable[[dict[str, Any]], None]:
+        """A job's progress reports into its record (GET /jobs/{id}): the first and every change of
+        stage at once, the frames at most every :data:`PROGRESS_EVERY_S` (one small write, however
+        fast the frames come)."""
+        last = {"at": 0.0, "stage": None}
+
+        def report(progress: dict[str, Any]) -> None:
+            now = time.monotonic()
+            if progress.get("stage") == last["stage"] and now - last["at"] < PROGRESS_EVERY_S:
+                return
+            last.update(at=now, stage=progress.get("stage"))
+            try:
+                self.queue.progress(job_id, progress)
+            except Exception as exc:  # progress is a courtesy: the render goes on
+                log.debug("job %s: progress not written: %s", job_id, exc)
+
+        return report
 
     def _failed(self, taken, owner: str, job: dict, status: int, code: str, message: str, slot) -> None:
         from . import metrics

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -75,19 +76,48 @@ def json_body() -> Any:
         return None
 
 
+def request_priority() -> str:
+    """The request's render priority: :data:`BACKGROUND` when it says ``Priority: u=6`` or ``u=7``
+    (RFC 9218's lowest urgencies; the studio's previews send u=7), else :data:`RENDER`."""
+    from ..render_pool import BACKGROUND, RENDER
+
+    for item in request.headers.get("Priority", "").split(","):
+        key, _, value = item.strip().partition("=")
+        if key.strip() == "u" and value.strip() in ("6", "7"):
+            return BACKGROUND
+    return RENDER
+
+
+def _slots_text(count: int) -> str:
+    return "the render slot is" if count == 1 else f"all {count} render slots are"
+
+
 @contextmanager
-def render_slot() -> Iterator[None]:
-    """Hold one of the pod's render slots, or answer 503 + Retry-After at once (after the body is in
-    and its fields are checked: see :func:`read_body`)."""
+def render_slot(priority: str | None = None) -> Iterator[Any]:
+    """Hold one of the pod's render slots (after the body is in and its fields are checked: see
+    :func:`read_body`), or answer 503 + Retry-After. A person's request may wait a few seconds for
+    one (DOODLEPOD_ADMISSION_WAIT_S, within its deadline); background work (``priority``
+    :data:`BACKGROUND`, from :func:`request_priority` where a route can give a slot up) never
+    waits. Yields the :class:`app.render_pool.Slot`: background work calls its ``check()`` while
+    it renders, to give the slot up when a request wants it."""
+    from ..render_pool import BACKGROUND, RENDER
+
     svc = services()
-    slot = svc.slots.try_acquire()
+    priority = priority or RENDER
+    wait_s = 0.0 if priority == BACKGROUND else min(svc.settings.admission_wait_s,
+                                                   request_deadline().remaining() - 1.0)
+    slot = svc.slots.acquire(priority, wait_s)
     if slot is None:
+        if priority == BACKGROUND:  # not a client turned away: it does not count in others' Retry-After
+            wait = max(1, math.ceil(svc.slots.expected_wait()))
+            raise Overloaded(f"{_slots_text(svc.settings.max_inflight)} in use; background work waits; "
+                             f"retry in {wait} s", wait)
         wait = svc.settings.retry_after_s or svc.slots.retry_after()  # 0: measured, see InflightSlots
-        raise Overloaded(f"all {svc.settings.max_inflight} render slots are busy; retry in {wait} s", wait)
+        raise Overloaded(f"{_slots_text(svc.settings.max_inflight)} in use; retry in {wait} s", wait)
     metrics.RENDERS_IN_FLIGHT.inc()
     completed = False
     try:
-        yield
+        yield slot
         completed = True
     finally:
         metrics.RENDERS_IN_FLIGHT.dec()

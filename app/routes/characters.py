@@ -7,6 +7,7 @@ Every answer carrying a document has ``ETag: "<version>"``; PATCH and POST .../a
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from .animate import (
     read_drawing,
     uploaded_clip,
 )
-from .api import base_url, json_body, read_body, render_slot, request_deadline
+from .api import base_url, json_body, read_body, render_slot, request_deadline, request_priority
 from .jobs import admit_work, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
@@ -218,7 +219,8 @@ def animate_character(cid: str):
         chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
         timings: dict[str, float] = {}
         record, urls, hits = services().characters.render(cid, chosen, fmt, side, request.headers.get("If-Match"),
-                                                          deadline, timings, base_url(), render_slot,
+                                                          deadline, timings, base_url(),
+                                                          partial(render_slot, request_priority()),
                                                           max_frames=frames)
     finally:
         if clip is not None:
