@@ -22,7 +22,7 @@ import numpy as np
 import pillow_heif
 from PIL import Image, ImageOps
 
-from .errors import (
+from ..errors import (
     BadMask,
     InvalidCharacter,
     MaskWrongSize,
@@ -233,11 +233,11 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
     The animator's errors (e.g. a skeleton it cannot rig) become API errors by
     :func:`app.errors.from_animator` (422 for bad input). In a render pool job, its frames' progress
-    goes to :func:`app.render_pool.report_progress`.
+    goes to :func:`app.render.pool.report_progress`.
     """
     import animator
 
-    from .render_pool import report_progress
+    from .pool import report_progress
 
     t0 = time.perf_counter()
     try:

@@ -45,9 +45,9 @@ from typing import Any, Callable
 
 from animator.files import write_atomic
 
+from ..errors import DeadlineExceeded, RenderFailed
+from ..loop import wait_future
 from .deadline import Deadline
-from .errors import DeadlineExceeded, RenderFailed
-from .loop import wait_future
 
 log = logging.getLogger("doodlepod.render_pool")
 
@@ -320,7 +320,7 @@ class RenderPool:
 
     def warm(self) -> None:
         """Start every process now (imports included) instead of on the first request."""
-        from .jobs import warm
+        from .steps import warm
         futures = [self.submit(warm, 0.3) for _ in range(self.processes)]
         deadline = Deadline(300)
         pids = {self.wait(f, deadline, "warm-up") for f in futures}
@@ -576,7 +576,7 @@ class Slot:
         """Raise :class:`Overloaded` (503) when this background work must give its slot up: called
         while it waits for its renders, which the error then cancels."""
         if self.asked_to_yield():
-            from .errors import Overloaded
+            from ..errors import Overloaded
 
             mean = (self._slots.mean_duration() if self._slots is not None else None) or 2.0
             wait = int(max(1, math.ceil(mean)))
