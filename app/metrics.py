@@ -29,6 +29,8 @@ STAGE_SECONDS = Histogram("doodlepod_stage_seconds", "Time of each pipeline stag
                           "segment, pose, animate, upload).", ["stage"], buckets=_STAGE_BUCKETS)
 RENDERS_IN_FLIGHT = Gauge("doodlepod_renders_in_flight", "Requests holding a render slot now.",
                           multiprocess_mode="livesum")
+RENDERS_WAITING = Gauge("doodlepod_renders_waiting", "Requests waiting for a render slot now "
+                        "(DOODLEPOD_ADMISSION_WAIT_S).", multiprocess_mode="livesum")
 ANIMATIONS = Counter("doodlepod_animations_total", "Animations rendered and stored.", ["motion", "format"])
 ANIMATION_CACHE = Counter("doodlepod_animation_cache_total", "Animations a character's render request "
                           "found already stored (hit) or had to render (miss).", ["result"])

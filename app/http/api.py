@@ -107,7 +107,14 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     priority = priority or RENDER
     wait_s = 0.0 if priority == BACKGROUND else min(svc.settings.admission_wait_s,
                                                    request_deadline().remaining() - 1.0)
-    slot = svc.slots.acquire(priority, wait_s)
+    if wait_s > 0:
+        metrics.RENDERS_WAITING.inc()
+        try:
+            slot = svc.slots.acquire(priority, wait_s)
+        finally:
+            metrics.RENDERS_WAITING.dec()
+    else:
+        slot = svc.slots.acquire(priority)
     if slot is None:
         if priority == BACKGROUND:  # not a client turned away: it does not count in others' Retry-After
             wait = max(1, math.ceil(svc.slots.expected_wait()))

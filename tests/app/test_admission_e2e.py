@@ -1,4 +1,5 @@
-"""Admission end to end: a pod admits what its CPUs can run, and its 503s say honestly when to retry.
+"""Admission end to end: a pod admits what its CPUs can run, lets one request per slot wait a few
+seconds, and its 503s (answered at once beyond that) say honestly when to retry.
 
 Real gunicorn with gevent workers and a render process pool, real HTTP on loopback. Requests send
 their own joints, so no model is called (TorchServe's address points at a closed port).
@@ -51,10 +52,14 @@ def _post(server, page, motions: str) -> requests.Response:
                          data={"joints": joints, "motions": motions}, timeout=300)
 
 
-def _in_flight(server) -> float:
+def _gauge(server, name: str) -> float:
     text = requests.get(f"{server.url}/metrics", timeout=10).text
     return sum(float(line.split()[-1]) for line in text.splitlines()
-               if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
+               if line.startswith(name) and not line.startswith("#"))
+
+
+def _in_flight(server) -> float:
+    return _gauge(server, "doodlepod_renders_in_flight")
 
 
 def test_admits_what_the_cpus_can_run_and_retry_after_is_measured(app, page):
@@ -65,18 +70,28 @@ def test_admits_what_the_cpus_can_run_and_retry_after_is_measured(app, page):
     first = _post(app, page, SLOW)
     took = time.monotonic() - t0
     assert first.status_code == 200, first.text
-    with ThreadPoolExecutor(slots) as pool:
+    # the slots busy, and (when a slot is expected free within the default wait of 10 s) one request
+    # per slot waiting for one: the next client is refused at once
+    waiters = slots if took < 10 - 1 else 0
+    with ThreadPoolExecutor(slots + waiters) as pool:
         busy = [pool.submit(_post, app, page, SLOW) for _ in range(slots)]
         stack.wait_for(lambda: _in_flight(app) == slots, 60, f"{slots} renders in flight")
         t1 = time.monotonic()
+        busy += [pool.submit(_post, app, page, SLOW) for _ in range(waiters)]
+        stack.wait_for(lambda: _gauge(app, "doodlepod_renders_waiting") == waiters, 30, f"{waiters} waiting")
+        t2 = time.monotonic()
         resp = _post(app, page, "dab")
-        answered = time.monotonic() - t1
+        answered = time.monotonic() - t2
         assert resp.status_code == 503 and resp.json()["error"] == "overloaded", resp.text
         assert answered < 0.5, f"the 503 took {answered:.2f} s"
         retry = int(resp.headers["Retry-After"])
-        # about the time a request like the first holds a slot, less what the holders have had
-        assert max(1, math.ceil(took - (time.monotonic() - t1) - 2.0)) <= retry <= math.ceil(took) + 1, (retry, took)
-        assert f"retry in {retry} s" in resp.json()["message"]
-        for f in busy:
+        # about the time a request like the first holds a slot, less what the holders have had, plus a
+        # slot time per slot for the requests waiting
+        queued = took * waiters / slots
+        low = max(1, math.ceil(took - (time.monotonic() - t1) - 2.0 + queued))
+        assert low <= retry <= math.ceil(took + queued) + 1, (retry, took, waiters)
+        message = resp.json()["message"]
+        assert f"retry in {retry} s" in message and message.count("retry") == 1, message
+        for f in busy:  # the waiters too: they got a slot when one freed
             assert f.result(timeout=300).status_code == 200
     assert _in_flight(app) == 0

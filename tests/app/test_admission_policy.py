@@ -114,3 +114,87 @@ def test_clip_seconds_is_the_clips_playing_time_so_the_longest_starts_first():
         assert m.seconds == clip_seconds(m.motion_cfg) == pytest.approx(full.n_frames * full.frame_time_s, rel=1e-6), name
     assert sorted(["dab", "jumping", "zombie"], key=lambda n: lib[n].seconds, reverse=True) == \
         ["zombie", "dab", "jumping"]
+
+
+def test_background_work_gives_its_slot_to_a_request_and_stays_away_while_one_wants_it(tmp_path):
+    from app.errors import Overloaded
+    from app.render.pool import BACKGROUND
+
+    slots = InflightSlots(tmp_path, 1)
+    preview = slots.acquire(BACKGROUND)
+    assert preview is not None
+    preview.check()                                      # nobody wants the slot: carries on
+    assert slots.expected_wait() == 0.0                  # a request would get it at once
+    assert slots.acquire() is None                       # a request (no wait): refused, but it asked ...
+    assert preview.asked_to_yield()
+    with pytest.raises(Overloaded, match="retry in"):    # ... so the preview gives up (its renders stop)
+        preview.check()
+    preview.release()
+    assert slots.try_acquire(BACKGROUND) is None         # the request still wants it: no new preview
+    render = slots.try_acquire()
+    assert render is not None and not render.asked_to_yield()
+    render.check()                                       # a person's work is never asked to yield
+    slots.want()
+    assert not render.asked_to_yield()
+    render.release(completed=True)
+    assert slots.mean_duration() is not None
+
+
+def test_background_time_does_not_feed_the_estimate(tmp_path):
+    from app.render.pool import BACKGROUND
+
+    slots = InflightSlots(tmp_path, 1)
+    with slots.acquire(BACKGROUND):
+        pass
+    assert slots.mean_duration() is None
+
+
+def test_a_request_waits_a_bounded_time_for_a_slot_one_per_slot(tmp_path):
+    import threading
+    import time as clock
+
+    slots = InflightSlots(tmp_path, 1)
+    slots.record(1.0)
+    held = slots.try_acquire()
+    threading.Timer(0.4, held.release).start()
+    t0 = clock.monotonic()
+    got = slots.acquire(wait_s=5.0)                      # the holder finishes in 0.4 s: waited for
+    assert got is not None and 0.3 < clock.monotonic() - t0 < 2.0
+    # the slot held and the waiting room taken: the next request is refused at once
+    results = []
+    waiter = threading.Thread(target=lambda: results.append(slots.acquire(wait_s=1.5)))
+    waiter.start()
+    deadline = clock.monotonic() + 2
+    while slots.waiting() == 0 and clock.monotonic() < deadline:
+        clock.sleep(0.01)
+    assert slots.waiting() == 1
+    t0 = clock.monotonic()
+    assert slots.acquire(wait_s=5.0) is None
+    assert clock.monotonic() - t0 < 0.2
+    waiter.join()
+    assert results == [None]                             # the slot never freed: it gave up after 1.5 s
+    assert slots.waiting() == 0                          # and left the room
+    got.release()
+
+
+def test_no_wait_when_the_slot_is_not_expected_free_in_time(tmp_path):
+    import time as clock
+
+    slots = InflightSlots(tmp_path, 1)
+    slots.record(30.0)                                   # renders hold a slot 30 s
+    held = slots.try_acquire()
+    t0 = clock.monotonic()
+    assert slots.acquire(wait_s=10.0) is None            # 503 at once: waiting would be in vain
+    assert clock.monotonic() - t0 < 0.2
+    held.release()
+
+
+def test_retry_after_counts_the_requests_waiting(tmp_path, monkeypatch):
+    slots = InflightSlots(tmp_path, 1)
+    held = slots.try_acquire()
+    slots.record(8.0)
+    now = _stored(held)
+    monkeypatch.setattr(pool.time, "time", lambda: now + 2)
+    (tmp_path / "wait-0").write_text("12345")            # a request in the waiting room (its pid)
+    assert slots.retry_after() == 6 + 8                  # the holder's 6 s left, then the waiter's 8 s
+    held.release()

@@ -105,8 +105,9 @@ class RedisServer:
 class WorkerProcess:
     """``python -m app.jobs.worker`` with ``env`` (DOODLEPOD_* variables) in its own process group."""
 
-    def __init__(self, workdir: Path, env: dict[str, str], name: str = "worker") -> None:
+    def __init__(self, workdir: Path, env: dict[str, str], name: str = "worker", cpus: set[int] | None = None) -> None:
         self.workdir = Path(workdir)
+        self.cpus = cpus  # run on these CPUs only
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith("DOODLEPOD_") and k != "PROMETHEUS_MULTIPROC_DIR"}
         self.env.update(env)
@@ -117,7 +118,9 @@ class WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as fh:
+            pin = (lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None
             self.proc = subprocess.Popen([sys.executable, "-m", "app.jobs.worker"], cwd=REPO, env=self.env, stdout=fh,
+                                         preexec_fn=pin,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         t_end = time.monotonic() + timeout
         while time.monotonic() < t_end:
