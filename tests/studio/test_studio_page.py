@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import io
 import math
-from pathlib import Path
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urljoin
 
 import numpy as np
 import pytest
@@ -24,6 +27,7 @@ import requests
 from PIL import Image
 
 from tests.conftest import CHAR1
+from tests.fixtures import make_run_pod
 from tests.fixtures.torchserve_fake import stack
 from tests.studio.conftest import SCREENSHOTS
 
@@ -51,15 +55,9 @@ def torchserve(torchserve):
 
 @pytest.fixture(scope="module")
 def server(torchserve):
-    """The app on local storage with a bearer token (the page must carry it), small renders."""
-    def env(workdir: Path) -> dict[str, str]:
-        return {"DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
-                "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url,
-                "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
-                "DOODLEPOD_RENDER_SIZE": "240", "DOODLEPOD_RENDER_PROCESSES": "2", "DOODLEPOD_MAX_INFLIGHT": "8",
-                "DOODLEPOD_LOG_LEVEL": "info"}
-
-    with stack.app_server("dp-studio-app-", env) as app:
+    """The app as `make run` starts it on a 2-CPU machine (its settings: one render slot, a Redis and
+    a render worker; tests/fixtures/make_run_pod.py), with a bearer token (the page must carry it)."""
+    with make_run_pod.pod("dp-studio-app-", torchserve, {"DOODLEPOD_AUTH_TOKEN": TOKEN}) as app:
         try:
             yield app
         finally:
@@ -145,6 +143,25 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / name))
 
 
+#: Installed before a render: window.seen records each value the render's progress bar shows and each
+#: text of its status line, and how many bar values there were when the first animation appeared.
+RECORD_RENDER = """() => {
+    const seen = window.seen = {bar: [], text: [], shownAt: null};
+    const bar = document.getElementById('render-bar');
+    const text = document.getElementById('render-state');
+    new MutationObserver(() => {
+        const v = bar.getAttribute('value');
+        if (v !== null && seen.bar[seen.bar.length - 1] !== v) seen.bar.push(v);
+    }).observe(bar, {attributes: true});
+    new MutationObserver(() => {
+        if (seen.text[seen.text.length - 1] !== text.textContent) seen.text.push(text.textContent);
+    }).observe(text, {childList: true, characterData: true, subtree: true});
+    new MutationObserver(() => {
+        if (seen.shownAt === null && document.querySelector('[data-testid^=animation-]')) seen.shownAt = seen.bar.length;
+    }).observe(document.getElementById('animations'), {childList: true, subtree: true});
+}"""
+
+
 def decode_frames(data: bytes) -> int:
     with Image.open(io.BytesIO(data)) as im:
         return getattr(im, "n_frames", 1)
@@ -173,7 +190,7 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
     page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
     page.get_by_test_id("box").wait_for(state="visible")
     cid = page.evaluate("new URLSearchParams(location.hash.slice(1)).get('character')")
-    before = get_doc(server, cid)
+    before_doc = before = get_doc(server, cid)
     assert before["version"] == 1
     mask_before = get_png(before["urls"]["mask"])
 
@@ -191,22 +208,45 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
     mouse_drag(page, start, (end[0] - start[0], end[1] - start[1]))
     page.get_by_test_id("tool-move").click()
 
-    # 4. save: one PATCH, the new overlay and previews
+    # 4. save, and Render dab right after it: the new version's previews are starting on the pod's only
+    #    render slot; they give way, the render is queued as a job and its progress shown
+    for box in page.locator("[data-testid^=motion-]").all():
+        box.set_checked(box.get_attribute("data-testid") == "motion-dab")
+    page.evaluate(RECORD_RENDER)
     page.get_by_test_id("save").click()
-    page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
+    page.wait_for_function("() => !document.body.classList.contains('busy')", timeout=120_000)  # PATCH answered
+    page.get_by_test_id("render").click()
+    shown = page.get_by_test_id("animation-dab")
+    shown.wait_for(state="visible", timeout=300_000)
+    seen = page.evaluate("() => window.seen")
+    before = [float(v) for v in seen["bar"][:seen["shownAt"]]]
+    print(f"studio: progress bar before the animation: {before}; texts: {seen['text'][:12]}")
+    assert len(set(before)) >= 2 and any(0 < v < 1 for v in before), seen
+    assert any(re.search(r"\d+ / \d+ frames", t) for t in seen["text"]), seen["text"]
+    assert not any("busy" in t for t in seen["text"]), seen["text"]
+    assert page.get_by_test_id("error").is_hidden(), page.get_by_test_id("error").inner_text()
+
+    # the animation plays inline with a download link
+    img = shown.locator("img")
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle())
+    src = img.get_attribute("src")
+    assert shown.get_by_role("link", name="Download").get_attribute("href") == src
+    animation = requests.get(urljoin(server.url, src), timeout=60)
+    assert animation.status_code == 200
+    assert decode_frames(animation.content) > 1
+    page.screenshot(path=str(SCREENSHOTS / "studio-1280x800-render.png"), full_page=True)
+
+    # the saved document: the new overlay, the joint moved by the drag (screen px / scale = image px),
+    # the others stayed
     after = get_doc(server, cid)
     assert after["version"] == 2
-    page.wait_for_function("url => document.getElementById('overlay').src === url", arg=after["urls"]["overlay"])
+    page.wait_for_function("url => document.getElementById('overlay').src.endsWith(url)", arg=after["urls"]["overlay"])
     assert page.evaluate("document.getElementById('overlay').naturalWidth") > 0
-    save_ms = page.evaluate("window.studio.timings[0].ms")
-    print(f"studio: save -> first preview frame playing: {save_ms} ms (target <= 1000 ms)")
-
-    # the joint moved by the drag (screen px / scale = image px); the others stayed
-    for name, (x, y) in before["joints"].items():
+    for name, (x, y) in before_doc["joints"].items():
         expected = (x + DRAG[0] / view["scale"], y + DRAG[1] / view["scale"]) if name == JOINT else (x, y)
         got = after["joints"][name]
         assert math.dist(got, expected) < 1.5, (name, got, expected)
-    assert after["bbox"] == before["bbox"]
+    assert after["bbox"] == before_doc["bbox"]
 
     # the mask gained the painted paper and lost nothing far from the stroke
     mask_after = get_png(after["urls"]["mask"])
@@ -216,25 +256,81 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
     assert len(changed) > 0
     assert np.abs(changed[:, 0] - row).max() <= 12, "the mask changed away from the stroke"
     assert not ((mask_before > 127) & (mask_after <= 127)).any(), "the brush removed mask pixels"
+
+    # the previews carry on once the render is done: the chosen motion's first
+    page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
     page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')"
                            ".dataset.state === 'playing'")
+    print(f"studio: save -> first preview frame playing: {page.evaluate('window.studio.timings[0].ms')} ms")
     screenshot(page, "studio-1280x800.png")
 
-    # 5. render dab: it plays inline with a download link
+
+def test_render_waits_while_another_client_holds_the_slot(server, open_page):
+    """Another client fills the pod's one render slot with a long render: the page shows that its
+    render waits, then renders, and nobody is told "busy"."""
+    doc, other = _upload(server), _upload(server)
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    paste_token(page)
+    page.goto(f"{server.url}/studio#character={doc['id']}")
+    page.reload()
+    page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
     for box in page.locator("[data-testid^=motion-]").all():
-        box.set_checked(box.get_attribute("data-testid") == "motion-dab")
-    page.get_by_test_id("render").click()
-    shown = page.get_by_test_id("animation-dab")
-    shown.wait_for(state="visible", timeout=300_000)
-    img = shown.locator("img")
-    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle())
-    src = img.get_attribute("src")
-    assert shown.get_by_role("link", name="Download").get_attribute("href") == src
-    animation = requests.get(src, timeout=60)
-    assert animation.status_code == 200
-    assert decode_frames(animation.content) > 1
-    page.screenshot(path=str(SCREENSHOTS / "studio-1280x800-render.png"), full_page=True)
+        box.set_checked(box.get_attribute("data-testid") == "motion-jumping")
+    page.evaluate(RECORD_RENDER)
+    with ThreadPoolExecutor(1) as pool:
+        long_render = pool.submit(requests.post, f"{server.url}/characters/{other['id']}/animations", headers=AUTH,
+                                  json={"motions": ["zombie", "dab", "jumping_jacks"], "size": 768}, timeout=300)
+        _wait_in_flight(server, 1)
+        page.get_by_test_id("render").click()
+        page.get_by_test_id("animation-jumping").wait_for(state="visible", timeout=300_000)
+        assert long_render.result(timeout=300).status_code == 200
+    texts = page.evaluate("() => window.seen.text")
+    assert any("Waiting for a render slot" in t for t in texts), texts
+    assert any(re.search(r"\d+ / \d+ frames", t) for t in texts), texts
     assert page.get_by_test_id("error").is_hidden()
+
+
+def test_without_redis_a_busy_server_is_waited_out(torchserve, open_page):
+    """A server without a job queue (no Redis): the page renders synchronously; two other clients hold
+    the render slot and its waiting place, so the server answers 503 + Retry-After: the page shows the
+    wait, tries again on its own, and renders."""
+    with make_run_pod.pod("dp-studio-noredis-", torchserve, {"DOODLEPOD_AUTH_TOKEN": TOKEN}, redis=False) as app:
+        doc, other = _upload(app), _upload(app)
+        page = open_page(1280, 800)
+        page.goto(f"{app.url}/studio")
+        page.wait_for_selector("body[data-ready=true]")
+        paste_token(page)
+        page.goto(f"{app.url}/studio#character={doc['id']}")
+        page.reload()
+        page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
+        for box in page.locator("[data-testid^=motion-]").all():
+            box.set_checked(box.get_attribute("data-testid") == "motion-jumping")
+        page.evaluate(RECORD_RENDER)
+        long = {"motions": ["zombie", "dab", "jumping_jacks"], "size": 768}
+        with ThreadPoolExecutor(2) as pool:
+            others = [pool.submit(requests.post, f"{app.url}/characters/{other['id']}/animations", headers=AUTH,
+                                  json={**long, "max_frames": 60 + i}, timeout=300) for i in range(2)]
+            _wait_in_flight(app, 1)
+            page.get_by_test_id("render").click()
+            page.get_by_test_id("animation-jumping").wait_for(state="visible", timeout=300_000)
+            assert all(f.result(timeout=300).status_code in (200, 503) for f in others)
+        texts = page.evaluate("() => window.seen.text")
+        assert any(re.search(r"The server is busy: trying again in \d+ s", t) for t in texts), texts
+        assert page.get_by_test_id("error").is_hidden()
+
+
+def _wait_in_flight(server, n: int, timeout: float = 60) -> None:
+    t_end = time.monotonic() + timeout
+    while True:
+        text = requests.get(f"{server.url}/metrics", timeout=10).text
+        got = sum(float(line.split()[-1]) for line in text.splitlines()
+                  if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
+        if got >= n:
+            return
+        assert time.monotonic() < t_end, f"{n} renders not in flight after {timeout} s"
+        time.sleep(0.05)
 
 
 def test_phone_touch_drag_and_save(server, open_page):
