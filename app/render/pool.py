@@ -417,9 +417,12 @@ class InflightSlots:
 
     def acquire(self, priority: str = RENDER, wait_s: float = 0.0) -> "Slot | None":
         """A held slot: at once, or (a :data:`RENDER` request) after waiting at most ``wait_s`` in
-        the waiting room while background holders give theirs up; None when refused."""
-        slot = self.try_acquire(priority)
-        if slot is not None or priority == BACKGROUND:
+        the waiting room while background holders give theirs up; None when refused. A request
+        does not pass those already waiting: while the room is not empty, a freed slot is theirs."""
+        if priority == BACKGROUND:
+            return self.try_acquire(priority)
+        slot = None if self.waiting() else self.try_acquire(priority)
+        if slot is not None:
             return slot
         self.want()
         if wait_s <= 0 or self.expected_wait() > wait_s:

@@ -198,3 +198,13 @@ def test_retry_after_counts_the_requests_waiting(tmp_path, monkeypatch):
     (tmp_path / "wait-0").write_text("12345")            # a request in the waiting room (its pid)
     assert slots.retry_after() == 6 + 8                  # the holder's 6 s left, then the waiter's 8 s
     held.release()
+
+
+def test_a_newcomer_does_not_pass_a_waiting_request(tmp_path):
+    slots = InflightSlots(tmp_path, 1)
+    (tmp_path / "wait-0").write_text("12345")            # a request in the waiting room (its pid)
+    assert slots.acquire() is None                       # the slot is free, but it is the waiter's
+    (tmp_path / "wait-0").write_text("")
+    held = slots.acquire()
+    assert held is not None
+    held.release()
