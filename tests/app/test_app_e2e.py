@@ -276,11 +276,14 @@ def test_deadline_during_rendering_is_504(app_local, page) -> None:
 def test_overload_is_an_immediate_503_with_retry_after(app_s3, torchserve, page) -> None:
     image, _ = page
     data = stack.encode(image)
-    # Two slow requests fill the app's 2 render slots; the third must be refused at once.
+    # Two slow requests fill the app's 2 render slots and two more its waiting room (one place per
+    # slot); the fifth must be refused at once.
     torchserve.set_control(detector={"mode": "nonwhite", "sleep_s": 1.5}, pose={"mode": "people", "people": []})
-    with ThreadPoolExecutor(2) as pool:
+    with ThreadPoolExecutor(4) as pool:
         slow = [pool.submit(_post_image, app_s3, data) for _ in range(2)]
         stack.wait_for(lambda: _gauge(app_s3, "doodlepod_renders_in_flight") == 2, 20, "two renders in flight")
+        slow += [pool.submit(_post_image, app_s3, data) for _ in range(2)]
+        stack.wait_for(lambda: _gauge(app_s3, "doodlepod_renders_waiting") == 2, 20, "two requests waiting")
         t0 = time.monotonic()
         resp = _post_image(app_s3, data)
         elapsed = time.monotonic() - t0
