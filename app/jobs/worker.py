@@ -48,7 +48,7 @@ PROGRESS_EVERY_S = 0.25
 
 #: kind -> handler(services, payload, input bytes, job id, deadline, progress=None) -> result dict (merged
 #: into the job); ``services`` is the worker's :class:`app.services.Services` (the same objects the web app
-#: has), ``progress(report)`` writes the job's progress (app/pipeline.py's ``progress_report``).
+#: has), ``progress(report)`` writes the job's progress (app/render/pipeline.py's ``progress_report``).
 HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {}
 
 

@@ -291,9 +291,8 @@ class RenderPool:
         finally:
             job._remove_files()
 
-    def run(self, fn: Callable[..., Any], *args: Any, deadline: Deadline, stage: str,
-            on_tick: Callable[[], None] | None = None) -> Any:
-        return self.wait(self.submit(fn, *args), deadline, stage, on_tick)
+    def run(self, fn: Callable[..., Any], *args: Any, deadline: Deadline, stage: str) -> Any:
+        return self.wait(self.submit(fn, *args), deadline, stage)
 
     def abandon(self, jobs: list[PoolJob], grace_s: float = CANCEL_GRACE_S) -> None:
         """Cancel ``jobs`` and return once none of them runs any more: the render processes are
