@@ -1,16 +1,19 @@
 """The studio page in a real headless Chromium against the real app.
 
 What is real: Chromium (Debian's package) driven by Playwright, gunicorn with gevent workers and the
-render process pool, the Flask app with the character API on local storage, TorchServe (Java
-frontend and Python workers), and HTTP on loopback between all of them.
+render process pool, the Flask app with the character API on local storage, the render worker and
+Redis (Valkey), TorchServe (Java frontend and Python workers), and HTTP on loopback between all of
+them. The app runs with `make run`'s own settings on two CPUs (tests/fixtures/make_run_pod.py): one
+render slot, shared by the page's previews, its render and any other client.
 
 What is faked, and why: the two models TorchServe serves (their weights cannot be downloaded here;
 the real handlers are tested by the model tests): the fake detector answers the box of the dark
 pixels and the fake pose model answers char1's joints (tests/fixtures/torchserve_fake).
 
-The flow is a person's: upload char1's texture, drag a joint, paint a mask stroke, save, render dab;
-then the character document must have changed as dragged and painted, and the animation shown must
-decode to more than one frame. Screenshots at 1280x800 and 375x812 go to build/studio-screenshots/.
+The flow is a person's: upload char1's texture, drag a joint, paint a mask stroke, save and at once
+render dab; the render's progress bar must move and the animation appear (never "busy"), the
+character document must have changed as dragged and painted, and the animation shown must decode to
+more than one frame. Screenshots at 1280x800 and 375x812 go to build/studio-screenshots/.
 """
 from __future__ import annotations
 
