@@ -367,8 +367,9 @@ class InflightSlots:
 
     :meth:`acquire` takes a free slot at once; when all are held, a :data:`RENDER` request asks the
     :data:`BACKGROUND` holders to give theirs up and may wait for one in the waiting room: at most
-    ``wait_s``, and only when a slot is expected to be free by then (else, and when the room is
-    full, it is refused at once: the caller answers 503 with :meth:`retry_after`).
+    ``wait_s``, only when a slot is expected to be free by then and the pod has turned nobody away
+    lately (:meth:`overloaded`); else, and when the room is full, it is refused at once: the caller
+    answers 503 with :meth:`retry_after`.
 
     The folder also keeps what an honest Retry-After needs: each held slot's file holds the time it
     was taken and its priority, each taken waiting place the waiter's pid, and ``durations`` the
@@ -424,7 +425,7 @@ class InflightSlots:
         if slot is not None:
             return slot
         self.want()
-        if wait_s <= 0 or self.expected_wait() > wait_s:
+        if wait_s <= 0 or self.overloaded() or self.expected_wait() > wait_s:
             return None
         place = self._take_place()
         if place is None:
@@ -452,6 +453,17 @@ class InflightSlots:
                     (self.folder / f"slot-{index}.yield").touch()
         except OSError as exc:
             log.warning("cannot signal a wanted render slot: %s", exc)
+
+    def overloaded(self) -> bool:
+        """Whether the pod turned a request away within the last mean slot time (:meth:`retry_after`
+        marks each refusal). Then nobody waits: under overload a waiting room adds a slot time to
+        every admitted request and not one animation per second (the slot is never idle anyway);
+        its use is a neighbour's few seconds on a pod that is busy, not overloaded."""
+        try:
+            age = time.time() - (self.folder / "refused").stat().st_mtime
+        except OSError:
+            return False
+        return age < max(self.mean_duration() or 2.0, 2.0)
 
     def wanted(self) -> bool:
         try:
@@ -528,6 +540,10 @@ class InflightSlots:
         remaining = mean
         for taken, _ in self._holders().values():
             remaining = min(remaining, mean - (now - taken))
+        try:
+            (self.folder / "refused").touch()  # see overloaded()
+        except OSError as exc:
+            log.warning("cannot mark a refused request: %s", exc)
         refused = self._refused
         while refused and refused[0] < now - mean:
             refused.popleft()

@@ -208,3 +208,23 @@ def test_a_newcomer_does_not_pass_a_waiting_request(tmp_path):
     held = slots.acquire()
     assert held is not None
     held.release()
+
+
+def test_nobody_waits_on_a_pod_that_turns_clients_away(tmp_path):
+    """Overloaded (a client refused within a slot time): a waiting room would only add a slot time to
+    every admitted request; requests are refused at once until the pod is merely busy again."""
+    import os
+    import time as clock
+
+    slots = InflightSlots(tmp_path, 1)
+    slots.record(3.0)
+    held = slots.try_acquire()
+    assert not slots.overloaded()
+    slots.retry_after()                                  # a client turned away
+    assert slots.overloaded()
+    t0 = clock.monotonic()
+    assert slots.acquire(wait_s=10.0) is None and clock.monotonic() - t0 < 0.2
+    old = clock.time() - 4.0                             # that refusal is older than a slot time (3 s)
+    os.utime(tmp_path / "refused", (old, old))
+    assert not slots.overloaded()
+    held.release()
