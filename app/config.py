@@ -127,7 +127,8 @@ SETTINGS: tuple[Setting, ...] = (
             "from the affinity mask and the cgroup quota (a Kubernetes CPU limit).", _non_negative_int),
     Setting("DOODLEPOD_ADMISSION_WAIT_S", "10", "Longest a request waits for a render slot when all are taken, "
             "in seconds: one request per slot may wait (more get 503 at once), and only when a slot is expected "
-            "to be free within this time (else 503 at once); background work (the studio's previews, "
+            "to be free within this time and the pod turned nobody away within the last render time (else 503 "
+            "at once: under overload waiting only adds latency); background work (the studio's previews, "
             "'Priority: u=7') never waits and gives its slot up to a waiting request. 0: never wait.",
             _non_negative_float),
     Setting("DOODLEPOD_RETRY_AFTER_S", "0", "Retry-After of 503 overloaded answers, in seconds. 0: measured, "
