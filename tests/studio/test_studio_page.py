@@ -292,7 +292,7 @@ def test_render_waits_while_another_client_holds_the_slot(server, open_page):
     texts = page.evaluate("() => window.seen.text")
     assert any("Waiting for a render slot" in t for t in texts), texts
     assert any(re.search(r"\d+ / \d+ frames", t) for t in texts), texts
-    assert page.get_by_test_id("error").is_hidden()
+    assert page.get_by_test_id("error").is_hidden(), page.get_by_test_id("error").inner_text()
 
 
 def test_without_redis_a_busy_server_is_waited_out(torchserve, open_page):
@@ -321,7 +321,7 @@ def test_without_redis_a_busy_server_is_waited_out(torchserve, open_page):
             assert all(f.result(timeout=300).status_code in (200, 503) for f in others)
         texts = page.evaluate("() => window.seen.text")
         assert any(re.search(r"The server is busy: trying again in \d+ s", t) for t in texts), texts
-        assert page.get_by_test_id("error").is_hidden()
+        assert page.get_by_test_id("error").is_hidden(), page.get_by_test_id("error").inner_text()
 
 
 def _wait_in_flight(server, n: int, timeout: float = 60) -> None:
@@ -475,7 +475,7 @@ def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, ope
         calls_before = len(torchserve.calls())
         action.click()
         page.get_by_test_id("joint-neck").wait_for(state="visible")
-        assert page.get_by_test_id("error").is_hidden()
+        assert page.get_by_test_id("error").is_hidden(), page.get_by_test_id("error").inner_text()
         cid = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('character')")
         doc = get_doc(server, cid)
     finally:

@@ -64,7 +64,9 @@ export async function request(method, path, { json, form, ifMatch, signal, heade
   if (response.status === 204) return { status: 204, headers: response.headers, body: null };
   try {
     return { status: response.status, headers: response.headers, body: await response.json() };
-  } catch {
+  } catch (err) {
+    // aborted while the body was still coming: the page no longer needs it, the answer was fine
+    if (err?.name === "AbortError" || signal?.aborted) throw new ApiError(0, "aborted", "the page no longer needs this answer");
     throw new ApiError(response.status, "bad_answer", "the server's answer is not JSON");
   }
 }
