@@ -237,8 +237,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.dump_joints:
             import json
 
-            doc = result.motion.to_json() if not is_scene else {"characters": [
-                {"character": sc.source, **m.to_json()} for sc, m in zip(scene.characters, result.motion)]}
+            from animator.export.joints import joints_document
+
+            doc = joints_document(result.motion, character.skeleton, result.scale, result.offsets, options.width,
+                                  options.height) if not is_scene else {"characters": [
+                {"character": sc.source, **joints_document(m, sc.character.skeleton)}
+                for sc, m in zip(scene.characters, result.motion)]}
             _write(args.dump_joints, json.dumps(doc).encode())
         if args.stats:
             import json
@@ -259,10 +263,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _format_of(path: str) -> str:
+    """The format an output file's extension names (``.png``: apng, ``.json``: joints), else gif; exits
+    with a usage error where the extension fits several (``.zip``)."""
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     from animator.encode import FORMATS
 
-    return ext if ext in FORMATS else "gif"
+    if ext in FORMATS:
+        return ext
+    named = [name for name, (_, e) in FORMATS.items() if e == ext]
+    if len(named) > 1:  # .zip: PNG frames or a sprite sheet
+        print(f"error: a .{ext} output can be {' or '.join(named)}: say which with --format", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    return named[0] if named else "gif"
 
 
 def _options(args: argparse.Namespace, fmt: str, scene_size: tuple[int, int] | None):

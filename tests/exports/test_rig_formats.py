@@ -1,0 +1,128 @@
+"""The joint tracks (JSON) and the rigged glTF: the .glb passes the Khronos glTF-Validator, and the
+skin's joint transforms put every joint where the motion has it."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from animator.export.gltf import gltf_frame
+from animator.export.skin import local_transforms, skin_weights
+from tests.conftest import CHAR1
+from tests.exports.conftest import node_tools
+
+
+def test_joints_json_has_names_parents_frames_and_the_canvas_placement(render_as, char1):
+    r = render_as("joints")
+    assert r.mime == "application/json" and r.extension == "json"
+    doc = json.loads(r.data)
+    names = [j.name for j in char1.skeleton]
+    assert doc["joints"] == names
+    assert doc["parents"] == [j.parent for j in char1.skeleton]
+    assert "y down" in doc["coordinates"]
+    frames = np.array(doc["frames"])
+    assert frames.shape == (12, len(names), 2)
+    gif = render_as("gif")                       # the same motion as the rendered frames
+    assert np.allclose(frames, gif.motion.positions, atol=1e-3)
+    canvas = doc["canvas"]
+    assert (canvas["width"], canvas["height"]) == (160, 144)
+    assert canvas["scale"] == pytest.approx(gif.scale, rel=1e-5)
+    assert np.allclose(canvas["offsets"], gif.offsets, atol=1e-3)
+    on_canvas = canvas["scale"] * frames + np.array(canvas["offsets"])[:, None, :]
+    assert (on_canvas >= 0).all() and (on_canvas[..., 0] <= 160).all() and (on_canvas[..., 1] <= 144).all()
+
+
+def test_cli_dump_joints_writes_the_joints_format(tmp_path):
+    from tests.animator.test_cli import CHAR, DAB, FAIR, run
+
+    r = run(CHAR, "--motion", DAB, "--retarget", FAIR, "-o", tmp_path / "a.json", "--format", "joints",
+            "--size", "160x144", "--max-frames", "12", "--dump-joints", tmp_path / "d.json")
+    assert r.returncode == 0, r.stderr
+    a, d = json.loads((tmp_path / "a.json").read_text()), json.loads((tmp_path / "d.json").read_text())
+    assert a == d and a["parents"][0] is None
+
+
+def test_local_transforms_compose_back_to_the_posed_joints(render_as, char1):
+    motion = render_as("gif").motion
+    names = [j.name for j in char1.skeleton]
+    parents = [-1 if j.parent is None else names.index(j.parent) for j in char1.skeleton]
+    rest = np.array([j.loc for j in char1.skeleton])
+    trans, ang = local_transforms(rest, motion.positions, parents)
+    world_pos = np.zeros_like(motion.positions)
+    world_ang = np.zeros(ang.shape)
+    for j, p in enumerate(parents):
+        if p < 0:
+            world_pos[:, j], world_ang[:, j] = trans[:, j], ang[:, j]
+            continue
+        c, s = np.cos(world_ang[:, p]), np.sin(world_ang[:, p])
+        t = trans[:, j]
+        world_pos[:, j] = world_pos[:, p] + np.stack([c * t[:, 0] - s * t[:, 1], s * t[:, 0] + c * t[:, 1]], 1)
+        world_ang[:, j] = world_ang[:, p] + ang[:, j]
+    assert np.allclose(world_pos, motion.positions, atol=1e-9)
+    # bones keep their length in the retargeting, so the translations below the root are the rest offsets
+    rest_local = np.array([rest[j] - rest[p] for j, p in enumerate(parents) if p >= 0])
+    assert np.allclose(trans[:, 1:], rest_local[None], atol=1e-6)
+
+
+def test_skin_weights_are_normalised_and_follow_the_nearest_bones(char1):
+    from animator.mesh import build_mesh
+
+    rest = np.array([j.loc for j in char1.skeleton])
+    names = [j.name for j in char1.skeleton]
+    parents = [-1 if j.parent is None else names.index(j.parent) for j in char1.skeleton]
+    mesh = build_mesh(char1.mask, keep_points=rest)
+    joints, weights = skin_weights(mesh, rest, parents)
+    assert joints.shape == weights.shape == (len(mesh.vertices), 4)
+    assert np.allclose(weights.sum(axis=1), 1, atol=1e-6) and (weights >= 0).all()
+    # a vertex at the left hand moves with the left elbow (the joint that turns the forearm)
+    hand = rest[names.index("left_hand")]
+    v = np.argmin(np.hypot(*(mesh.vertices - hand).T))
+    assert joints[v, 0] == names.index("left_elbow") and weights[v, 0] == 1
+    # leaf joints (hands, feet) drive no bone, so they weigh nothing
+    leaves = {i for i in range(len(names)) if i not in parents}
+    assert not any(j in leaves for j, w in zip(joints.ravel(), weights.ravel()) if w > 0)
+
+
+def _validate(path) -> dict:
+    tools = node_tools()
+    out = subprocess.run(["node", str(tools / "validate_gltf.mjs"), str(path)], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+def test_glb_passes_the_khronos_validator_with_a_skin_a_texture_and_the_animation(render_as, char1, tmp_path):
+    r = render_as("glb", max_frames=None, fps=25)
+    assert r.mime == "model/gltf-binary" and r.extension == "glb"
+    path = tmp_path / "dab.glb"
+    path.write_bytes(r.data)
+    report = _validate(path)
+    issues = report["issues"]
+    assert issues["numErrors"] == 0, issues["messages"]
+    assert issues["numWarnings"] == 0, issues["messages"]
+    info = report["info"]
+    assert info["animationCount"] == 1 and info["hasSkins"] and info["hasTextures"]
+    assert info["maxInfluences"] == 4 and info["drawCallCount"] == 1
+    image = next(res["image"] for res in info["resources"] if res["pointer"] == "/images/0")
+    assert (image["width"], image["height"]) == char1.size and image["format"] == "rgba"
+
+
+def test_the_validator_catches_a_broken_glb(render_as, tmp_path):
+    data = bytearray(render_as("glb").data)
+    js_len = int.from_bytes(data[12:16], "little")
+    doc = json.loads(data[20:20 + js_len])
+    doc["accessors"][0]["count"] += 5                   # positions now overrun their buffer view
+    js = json.dumps(doc, separators=(",", ":")).encode()
+    js += b" " * (js_len - len(js))
+    assert len(js) == js_len  # the same length: the chunk layout holds
+    data[20:20 + js_len] = js
+    path = tmp_path / "broken.glb"
+    path.write_bytes(bytes(data))
+    assert _validate(path)["issues"]["numErrors"] > 0
+
+
+def test_gltf_frame_is_y_up_in_drawing_units():
+    pts = gltf_frame(np.array([[264.0, 397.0], [264.0, 97.0], [364.0, 397.0]]), (264.0, 397.0), 600.0)
+    assert np.allclose(pts, [[0, 0], [0, 0.5], [1 / 6, 0]])
+    assert CHAR1.is_dir()
