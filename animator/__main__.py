@@ -14,7 +14,9 @@ import time
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE = 0, 1, 2, 3
 
 DESCRIPTION = """\
-Animate a drawn character with a motion-capture clip and write a GIF, WebP or MP4.
+Animate a drawn character with a motion-capture clip and write a GIF, WebP or MP4, or export it for
+games, video edits and 3D tools: APNG, transparent WebM, PNG frames, a sprite sheet, joint tracks or
+a rigged glTF (--format).
 
 Reads AnimatedDrawings' formats unchanged: a character folder (char_cfg.yaml with the skeleton in
 the drawing's pixels, texture.png, mask.png), a motion config (BVH clip, frame range, up axis,
@@ -134,8 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
     from animator.encode import FORMATS
 
     p.add_argument("--format", "-f", choices=tuple(FORMATS),
-                   help="gif (transparent, default), webp (animated, lossless, transparent) or mp4 "
-                        "(H.264 on a white background; needs imageio-ffmpeg)")
+                   help="gif (transparent, default), webp (animated, lossless, transparent), mp4 (H.264 on a "
+                        "white background; needs imageio-ffmpeg), apng (animated PNG, alpha, exact timing), "
+                        "webm (VP9 with alpha), frames (zip of RGBA PNGs + frames.json), sheet (zip of a "
+                        "sprite sheet + JSON Hash atlas), joints (per-frame joints, JSON, as --dump-joints) "
+                        "or glb (glTF 2.0: textured mesh, skin, animation). From -o's extension: .png apng, "
+                        ".json joints; .zip needs --format")
     p.add_argument("--size", type=_size, default=None, metavar="WxH",
                    help="canvas size in pixels: WIDTHxHEIGHT, or one number for a square (default 500x500; "
                         "a scene's is its WINDOW_DIMENSIONS)")

@@ -443,6 +443,8 @@ def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, fr
                           threads=opts.threads)
     if opts.format == "webp":
         return encode_webp(frames, palette, keep, frame_time_s, n_frames)
+    if opts.format != "mp4":
+        raise ValueError(f"{opts.format} is not made from frames")
     return encode_mp4(frames, palette, keep, frame_time_s, opts.background or (255, 255, 255))
 
 
