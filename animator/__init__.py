@@ -30,7 +30,7 @@ from .api import RenderOptions, RenderResult, render  # noqa: E402
 from .character import Character, Joint, load_character  # noqa: E402
 from .config import MotionConfig, RetargetConfig, load_motion_config, load_retarget_config  # noqa: E402
 from .encode import FORMATS  # noqa: E402
-from .errors import AnimatorError, BVHError, CharacterError, ConfigError, RenderError  # noqa: E402
+from .errors import AnimatorError, BVHError, CharacterError, ConfigError, OutputTooLarge, RenderError  # noqa: E402
 from .prune import DEFAULT_FPS, frame_indices_for  # noqa: E402
 from .retarget import Motion2D, retarget  # noqa: E402
 
@@ -54,7 +54,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AnimatorError", "BVHError", "Character", "CharacterError", "ConfigError", "DEFAULT_FPS", "FORMATS", "Joint",
-    "Motion2D", "MotionConfig", "RenderError", "RenderOptions", "RenderResult", "RetargetConfig",
+    "Motion2D", "MotionConfig", "OutputTooLarge", "RenderError", "RenderOptions", "RenderResult", "RetargetConfig",
     "derive_motion_config", "derive_retarget_config", "frame_indices_for", "load_character", "load_motion_config",
     "load_retarget_config", "load_scene", "render", "render_scene", "retarget",
 ]

@@ -47,7 +47,7 @@ FORMATS: dict[str, tuple[str, str]] = {
     "gif": ("image/gif", "gif"),
     "webp": ("image/webp", "webp"),
     "mp4": ("video/mp4", "mp4"),
-    "apng": ("image/apng", "png"),
+    "apng": ("image/png", "png"),  # an APNG is a PNG: servers and readers take it as one
     "webm": ("video/webm", "webm"),
     "frames": ("application/zip", "zip"),
     "sheet": ("application/zip", "zip"),

@@ -140,6 +140,12 @@ class InvalidMotion(ClientError):
     status, code = 422, "invalid_motion"
 
 
+class OutputTooLarge(ClientError):
+    """The file asked for would pass a bound of its format (a sprite sheet's pixels): fewer frames
+    (``max_frames``) or a smaller ``size`` fit."""
+    status, code = 422, "output_too_large"
+
+
 # --- 5xx: our neighbours and ourselves -----------------------------------------------------------
 
 class RenderFailed(ApiError):
@@ -207,6 +213,7 @@ ANIMATOR_ERRORS: tuple[tuple[type[Exception], type[ApiError]], ...] = (
     (animator_errors.CharacterError, InvalidCharacter),
     (animator_errors.BVHError, InvalidMotion),
     (animator_errors.ConfigError, InvalidMotion),
+    (animator_errors.OutputTooLarge, OutputTooLarge),
     (animator_errors.RenderError, RenderFailed),
     (animator_errors.AnimatorError, InvalidCharacter),
 )

@@ -40,7 +40,7 @@ from typing import Iterable
 import numpy as np
 
 from ..encode import durations_ms
-from ..errors import RenderError
+from ..errors import OutputTooLarge, RenderError
 from .apng import opaque_box
 from .png import png_bytes
 
@@ -48,6 +48,9 @@ from .png import png_bytes
 PADDING = 1
 #: Largest sheet side in pixels: textures beyond this load on no GPU (and nothing is packed beyond).
 MAX_SIDE = 16384
+#: Most pixels of trimmed frames a sheet holds (256 MB of RGBA while packing); packing stops with
+#: :class:`OutputTooLarge` as soon as the frames seen so far pass it, so memory stays bounded.
+MAX_PIXELS = 8192 * 8192
 
 
 @dataclass
@@ -99,13 +102,17 @@ def choose_width(sizes: list[tuple[int, int]], padding: int = PADDING, candidate
 
 
 def pack_sheet(frames: Iterable[np.ndarray], n_frames: int, frame_time_s: float, loop: int = 0,
-               image_name: str = "sheet.png") -> Sheet:
-    """Trim, deduplicate and pack RGBA frames ((H, W, 4) uint8, all one size) into a :class:`Sheet`."""
+               image_name: str = "sheet.png", max_pixels: int = MAX_PIXELS) -> Sheet:
+    """Trim, deduplicate and pack RGBA frames ((H, W, 4) uint8, all one size) into a :class:`Sheet`.
+
+    Raises :class:`OutputTooLarge` when the distinct trimmed frames pass ``max_pixels`` or the sheet
+    a side of :data:`MAX_SIDE`."""
     durations = durations_ms(n_frames, frame_time_s)
     crops: list[np.ndarray] = []
     seen: dict[bytes, int] = {}
     uses: list[tuple[int, tuple[int, int], bool]] = []   # (crop index, offset, trimmed) per frame
     size = None
+    pixels = 0
     for rgba in frames:
         rgba = np.asarray(rgba, np.uint8)
         if size is None:
@@ -119,6 +126,10 @@ def pack_sheet(frames: Iterable[np.ndarray], n_frames: int, frame_time_s: float,
         if key not in seen:
             seen[key] = len(crops)
             crops.append(crop)
+            pixels += crop.shape[0] * crop.shape[1]
+            if pixels > max_pixels:
+                raise OutputTooLarge(f"a sprite sheet of these {n_frames} frames would hold over {max_pixels} pixels: "
+                                     "ask for fewer frames (max_frames) or a smaller size")
         uses.append((seen[key], offset, crop.shape[:2] != rgba.shape[:2]))
     if size is None or len(uses) != n_frames:
         raise RenderError(f"{len(uses)} frames but {n_frames} announced")
@@ -126,8 +137,8 @@ def pack_sheet(frames: Iterable[np.ndarray], n_frames: int, frame_time_s: float,
     width = choose_width(sizes)
     pos, height = shelf_pack(sizes, width)
     if width > MAX_SIDE or height > MAX_SIDE:
-        raise RenderError(f"the sprite sheet would be {width}x{height} pixels, over {MAX_SIDE} a side: "
-                          "ask for fewer frames or a smaller size")
+        raise OutputTooLarge(f"the sprite sheet would be {width}x{height} pixels, over {MAX_SIDE} a side: "
+                             "ask for fewer frames (max_frames) or a smaller size")
     image = np.zeros((height, width, 4), np.uint8)
     for c, (x, y) in zip(crops, pos):
         image[y:y + c.shape[0], x:x + c.shape[1]] = c

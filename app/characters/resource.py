@@ -47,7 +47,7 @@ from ..errors import (
 from ..render import steps
 from ..render.deadline import Deadline
 from ..render.motions import Motion
-from ..render.pipeline import check_inside
+from ..render.pipeline import check_inside, file_suffix
 from ..storage.backends import Conflict
 
 log = logging.getLogger("doodlepod.characters")
@@ -343,7 +343,8 @@ class Characters:
         cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
         clip = getattr(motion, "sha256", None)
         name = f"{motion.name}-{clip[:16]}" if clip else motion.name
-        return self._key(record.id, f"{record.rev}/anim/{name}-{options['width']}px-{fps}fps{cap}.{options['format']}")
+        return self._key(record.id, f"{record.rev}/anim/{name}-{options['width']}px-{fps}fps{cap}"
+                                    f".{file_suffix(options['format'])}")
 
     def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
                deadline: Deadline, timings: dict[str, float], base_url: str,

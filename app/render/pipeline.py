@@ -246,7 +246,7 @@ class Pipeline:
         set_id = new_storage_id()
 
         def store(motion: Motion, out: dict[str, Any]) -> str:
-            key = f"{set_id}/{motion.name}.{out['extension']}"
+            key = f"{set_id}/{motion.name}.{file_suffix(job.format)}"
             self.storage.put(key, out["data"], out["mime"], job.deadline)
             return self.storage.url(key, job.base_url)
 
@@ -324,6 +324,16 @@ def new_request_id() -> str:
 def new_storage_id() -> str:
     """The folder of one request's files in the storage: random, made by the server."""
     return uuid.uuid4().hex
+
+
+def file_suffix(fmt: str) -> str:
+    """A stored animation's name ending: the format, then its file extension where they differ
+    (``gif``, ``glb``; ``sheet.zip``, ``frames.zip``, ``apng.png``, ``joints.json``), so the cache
+    key names the format and the name's extension the file's type (what local storage serves it as)."""
+    import animator
+
+    ext = animator.FORMATS[fmt][1]
+    return fmt if ext == fmt else f"{fmt}.{ext}"
 
 
 def check_inside(joints: list, image_size: tuple[int, int], error: type[ApiError] = InvalidCharacter) -> None:

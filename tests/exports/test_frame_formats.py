@@ -33,7 +33,7 @@ def _corners_clear(rgba: np.ndarray) -> bool:
 
 def test_apng_has_every_frame_with_alpha_and_the_exact_frame_time(render_as):
     r = render_as("apng")
-    assert r.extension == "png" and r.mime == "image/apng"
+    assert r.extension == "png" and r.mime == "image/png"
     im = Image.open(io.BytesIO(r.data))
     assert im.format == "PNG" and im.is_animated and im.n_frames == r.frame_count == 12
     assert im.info.get("loop") == 0
