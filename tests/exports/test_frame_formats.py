@@ -154,3 +154,18 @@ def test_shelf_packing_never_overlaps_and_stays_within_the_width():
         assert not grid[y:y + h + PADDING, x:x + w + PADDING].any()
         grid[y:y + h, x:x + w] = 1
     assert max(width, height) < 1.5 * np.sqrt(sum(w * h for w, h in sizes)) + 90
+
+
+def test_apng_delays_are_exact_fractions_where_milliseconds_would_round():
+    from animator.export.apng import encode_apng
+
+    frames = []
+    for k in range(6):
+        f = np.zeros((20, 30, 4), np.uint8)
+        f[5:15, 2 + 4 * k:8 + 4 * k] = (200, 30, 30, 255)       # a block walking right
+        frames.append(f)
+    im = Image.open(io.BytesIO(encode_apng(iter(frames), 6, 1 / 30)))
+    got = [(fr.info["duration"], np.asarray(fr.convert("RGBA")).copy()) for fr in ImageSequence.Iterator(im)]
+    assert [d for d, _ in got] == pytest.approx([1000 / 30] * 6, abs=1e-9)
+    for (_, rgba), want in zip(got, frames):
+        assert np.array_equal(_clear(rgba), want)   # the rectangles that changed compose back exactly
