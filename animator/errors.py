@@ -40,6 +40,6 @@ class RenderError(AnimatorError):
     """Rendering or encoding failed for a reason other than bad input (e.g. no codec for a format)."""
 
 
-class OutputTooLarge(RenderError):
-    """The file asked for would pass a bound of its format (e.g. a sprite sheet's pixels): the request's
-    fault, not the renderer's; fewer frames or a smaller size fit."""
+class OutputTooLarge(AnimatorError):
+    """The file asked for would pass a bound of its format (e.g. a sprite sheet's pixels): bad input
+    (the request's, not the renderer's fault); fewer frames or a smaller size fit."""
