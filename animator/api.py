@@ -246,7 +246,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     log.info("deform: %d frames; scale %.3f canvas px per drawing px", motion.n_frames, placement.scale)
     if opts.format in RIG_FORMATS:  # the rig and its motion, no frames drawn
         data = encode_rig(opts.format, character, rig.mesh, motion, placement.scale, placement.offsets,
-                          opts.width, opts.height)
+                          opts.width, opts.height, deformed=verts)
         clock.lap("encode")
         clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
         mime, ext = FORMATS[opts.format]

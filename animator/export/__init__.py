@@ -48,11 +48,12 @@ def encode_rgba(fmt: str, frames: Iterable[np.ndarray], n_frames: int, frame_tim
 
 
 def encode_rig(fmt: str, character, mesh, motion, scale: float | None = None, offsets: np.ndarray | None = None,
-               width: int | None = None, height: int | None = None) -> bytes:
+               width: int | None = None, height: int | None = None, deformed: np.ndarray | None = None) -> bytes:
     """The file of format ``fmt`` (one of :data:`RIG_FORMATS`) of ``character``
     (:class:`animator.Character`) moved by ``motion`` (:class:`animator.Motion2D`, drawing pixels)
     over its ``mesh`` (:class:`animator.mesh.Mesh`). ``scale``, ``offsets``, ``width``, ``height``:
-    the canvas placement of the rendered frames, recorded by ``joints``."""
+    the canvas placement of the rendered frames, recorded by ``joints``; ``deformed``: (F, V, 2) the
+    mesh as ARAP deformed it per frame, which ``glb``'s skin weights are fitted to."""
     if fmt == "joints":
         from .joints import encode_joints, joints_document
 
@@ -72,5 +73,5 @@ def encode_rig(fmt: str, character, mesh, motion, scale: float | None = None, of
             parents.append(-1 if p is None else order.index(p))
         rest = np.array([by_name[n].loc for n in order], np.float64)
         return encode_glb(character.texture, character.mask, mesh, order, rest, parents,
-                          np.asarray(motion.positions)[:, pick], motion.frame_time_s)
+                          np.asarray(motion.positions)[:, pick], motion.frame_time_s, deformed)
     raise ValueError(f"not a rig format: {fmt!r}")

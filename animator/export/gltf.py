@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import RenderError
 from .png import png_bytes
-from .skin import local_transforms, skin_weights
+from .skin import fit_weights, local_transforms, skin_weights
 
 FLOAT, UBYTE, USHORT, UINT = 5126, 5121, 5123, 5125
 ARRAY_BUFFER, ELEMENT_ARRAY_BUFFER = 34962, 34963
@@ -76,7 +76,7 @@ def gltf_frame(points: np.ndarray, origin: tuple[float, float], unit: float) -> 
 
 def encode_glb(texture: np.ndarray, mask: np.ndarray, mesh: Any, joint_names: Sequence[str],
                rest: np.ndarray, parents: Sequence[int], positions: np.ndarray, frame_time_s: float,
-               name: str = "character") -> bytes:
+               deformed: np.ndarray | None = None, name: str = "character") -> bytes:
     """The ``.glb`` of a character and its motion.
 
     Args:
@@ -86,6 +86,9 @@ def encode_glb(texture: np.ndarray, mask: np.ndarray, mesh: Any, joint_names: Se
             parent index per joint (-1 for the top joint), parents before children.
         positions: (F, J, 2) posed joints per frame (drawing pixels), same joint order.
         frame_time_s: seconds per frame.
+        deformed: (F, V, 2) the mesh's vertices per frame as the animator's ARAP put them: the skin
+            weights are fitted to them (:func:`animator.export.skin.fit_weights`); None: nearest-bone
+            weights only.
     """
     parents = [int(p) for p in parents]
     J, F = len(joint_names), int(positions.shape[0])
@@ -104,7 +107,10 @@ def encode_glb(texture: np.ndarray, mask: np.ndarray, mesh: Any, joint_names: Se
     pos3 = np.zeros((len(verts), 3), np.float32)
     pos3[:, :2] = verts
     uv = (mesh.vertices / np.array([W, H], np.float64)).astype(np.float32)
-    joints, weights = skin_weights(mesh, rest, parents)
+    if deformed is None:
+        joints, weights = skin_weights(mesh, rest, parents)
+    else:
+        joints, weights = fit_weights(mesh, rest, parents, np.asarray(positions, np.float64), deformed)
     tris = np.asarray(mesh.triangles, np.int64)
     idx = tris.astype(np.uint16 if len(verts) < 65536 else np.uint32).reshape(-1)
     a_pos = b.accessor(pos3, "VEC3", ARRAY_BUFFER, bounds=True)

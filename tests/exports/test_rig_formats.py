@@ -10,7 +10,7 @@ import pytest
 
 from animator.export.gltf import gltf_frame
 from animator.export.skin import local_transforms, skin_weights
-from tests.conftest import CHAR1
+from tests.conftest import CHAR1, FAIR
 from tests.exports.conftest import node_tools
 
 
@@ -126,3 +126,29 @@ def test_gltf_frame_is_y_up_in_drawing_units():
     pts = gltf_frame(np.array([[264.0, 397.0], [264.0, 97.0], [364.0, 397.0]]), (264.0, 397.0), 600.0)
     assert np.allclose(pts, [[0, 0], [0, 0.5], [1 / 6, 0]])
     assert CHAR1.is_dir()
+
+
+def test_weights_fitted_to_arap_follow_the_animators_mesh_closer_than_nearest_bones(char1):
+    import animator
+    from animator.api import Rig, pose_clip
+    from animator.export.skin import blend, fit_weights
+    from tests.conftest import MOTION_CONFIGS
+
+    motion = pose_clip(char1, animator.load_motion_config(MOTION_CONFIGS / "dab.yaml"),
+                       animator.load_retarget_config(FAIR), fps=25)
+    rig = Rig.build(char1, motion)
+    arap, _ = rig.deform(motion)
+    names = [j.name for j in char1.skeleton]
+    assert motion.joint_names == names
+    parents = [-1 if j.parent is None else names.index(j.parent) for j in char1.skeleton]
+    rest = np.array([j.loc for j in char1.skeleton])
+    errors = {}
+    for how, (joints, weights) in {"nearest": skin_weights(rig.mesh, rest, parents),
+                                   "fitted": fit_weights(rig.mesh, rest, parents, motion.positions, arap)}.items():
+        assert np.allclose(weights.sum(axis=1), 1, atol=1e-6) and (weights >= 0).all()
+        moved = blend(rest, motion.positions, parents, rig.mesh.vertices, joints, weights)
+        errors[how] = np.hypot(*(moved - arap).transpose(2, 0, 1))
+    print({k: (round(float(e.mean()), 2), round(float(np.percentile(e, 95)), 1)) for k, e in errors.items()})
+    assert errors["fitted"].mean() < 0.75 * errors["nearest"].mean()
+    assert np.percentile(errors["fitted"], 95) < 0.75 * np.percentile(errors["nearest"], 95)
+    assert errors["fitted"].mean() < 0.015 * max(char1.size)      # within 1.5% of the drawing's size
