@@ -72,6 +72,9 @@ def encode_rig(fmt: str, character, mesh, motion, scale: float | None = None, of
                 p = by_name[p].parent
             parents.append(-1 if p is None else order.index(p))
         rest = np.array([by_name[n].loc for n in order], np.float64)
+        from .gltf import draw_ranks
+
+        ranks = draw_ranks(parents, order, motion.part_joints, motion.part_order)
         return encode_glb(character.texture, character.mask, mesh, order, rest, parents,
-                          np.asarray(motion.positions)[:, pick], motion.frame_time_s, deformed)
+                          np.asarray(motion.positions)[:, pick], motion.frame_time_s, deformed, ranks)
     raise ValueError(f"not a rig format: {fmt!r}")

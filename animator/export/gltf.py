@@ -6,7 +6,9 @@ from both sides); one skin whose joints are the character's skeleton (one node p
 node tree is the skeleton's parent links), with inverse bind matrices of the rest pose; per-vertex
 ``JOINTS_0``/``WEIGHTS_0`` (:mod:`animator.export.skin` says how they approximate the animator's
 ARAP deformation); one animation, ``motion``, with a translation and a rotation track per joint,
-one keyframe per output frame, linearly interpolated.
+one keyframe per output frame, linearly interpolated. The body-part groups keep the animator's
+per-frame draw order as layers: each joint is lifted towards the viewer by its group's draw
+position times :data:`LAYER` (:func:`draw_ranks`).
 
 Coordinates: glTF's, y up, 1 unit = the drawing's larger side (AnimatedDrawings' rig unit), the
 character in the z = 0 plane facing +z; the origin lies under the root joint's rest position, on
@@ -68,6 +70,36 @@ class _Bin:
         return b"".join(self.parts)
 
 
+#: glTF units between two body-part groups' layers (about 2 px of a 600 px drawing): enough for a
+#: depth buffer to tell them apart, too little to see from the front.
+LAYER = 1.0 / 256
+
+
+def draw_ranks(parents: Sequence[int], names: Sequence[str], part_joints: Sequence[Sequence[str]] | None,
+               part_order: np.ndarray | None) -> np.ndarray | None:
+    """(F, J) per frame, the back-to-front position of the body-part group each joint's bones draw
+    with (0 farthest back), as the rasteriser orders them: a bone belongs to its child joint's group,
+    a joint in no group to its nearest ancestor's (else the first group). None without groups."""
+    if not part_joints or part_order is None or np.ndim(part_order) != 2 or part_order.shape[1] != len(part_joints):
+        return None
+    group: dict[str, int] = {}
+    for g, joints in enumerate(part_joints):
+        for n in joints:
+            group.setdefault(n, g)
+
+    def group_of(j: int) -> int:
+        while j >= 0 and names[j] not in group:
+            j = parents[j]
+        return group[names[j]] if j >= 0 else 0
+
+    node_group = []
+    for j in range(len(names)):
+        children = [c for c, p in enumerate(parents) if p == j]
+        node_group.append(group_of(children[0] if children else j))
+    rank = np.argsort(np.asarray(part_order), axis=1)          # (F, P): group -> its draw position
+    return rank[:, node_group].astype(np.float64)
+
+
 def gltf_frame(points: np.ndarray, origin: tuple[float, float], unit: float) -> np.ndarray:
     """Drawing pixels (..., 2), y down, to glTF (..., 2) x right, y up, in units of ``unit`` pixels."""
     p = np.asarray(points, np.float64)
@@ -76,7 +108,8 @@ def gltf_frame(points: np.ndarray, origin: tuple[float, float], unit: float) -> 
 
 def encode_glb(texture: np.ndarray, mask: np.ndarray, mesh: Any, joint_names: Sequence[str],
                rest: np.ndarray, parents: Sequence[int], positions: np.ndarray, frame_time_s: float,
-               deformed: np.ndarray | None = None, name: str = "character") -> bytes:
+               deformed: np.ndarray | None = None, ranks: np.ndarray | None = None,
+               name: str = "character") -> bytes:
     """The ``.glb`` of a character and its motion.
 
     Args:
@@ -89,6 +122,9 @@ def encode_glb(texture: np.ndarray, mask: np.ndarray, mesh: Any, joint_names: Se
         deformed: (F, V, 2) the mesh's vertices per frame as the animator's ARAP put them: the skin
             weights are fitted to them (:func:`animator.export.skin.fit_weights`); None: nearest-bone
             weights only.
+        ranks: (F, J) draw position of each joint's body-part group per frame (:func:`draw_ranks`):
+            joints are lifted ``rank * LAYER`` towards the viewer (+z), so overlapping parts show in
+            the animator's order instead of fighting in one plane; None: all in z = 0.
     """
     parents = [int(p) for p in parents]
     J, F = len(joint_names), int(positions.shape[0])
@@ -132,9 +168,11 @@ def encode_glb(texture: np.ndarray, mask: np.ndarray, mesh: Any, joint_names: Se
     a_time = b.accessor(times, "SCALAR", bounds=True)
     trans, ang = local_transforms(rest_g, gltf_frame(positions, origin, unit), parents)
     samplers, channels = [], []
+    z = np.zeros((F, J)) if ranks is None else np.asarray(ranks, np.float64) * LAYER
     for j in range(J):
         t3 = np.zeros((F, 3), np.float32)
         t3[:, :2] = trans[:, j]
+        t3[:, 2] = z[:, j] - (z[:, parents[j]] if parents[j] >= 0 else 0.0)
         q = np.zeros((F, 4), np.float32)
         q[:, 2], q[:, 3] = np.sin(ang[:, j] / 2), np.cos(ang[:, j] / 2)
         for path, values, kind in (("translation", t3, "VEC3"), ("rotation", q, "VEC4")):

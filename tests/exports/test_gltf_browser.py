@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from animator.export.gltf import gltf_frame
+from animator.export.gltf import LAYER, draw_ranks, gltf_frame
 from tests.conftest import REPO
 from tests.exports.conftest import node_tools
 
@@ -98,7 +98,13 @@ def test_three_js_plays_the_glb_and_its_frame_at_1s_matches_our_render(render_as
     origin = (next(j.loc for j in char1.skeleton if j.name == "root")[0], rows[-1] + 1)
     want = gltf_frame(glb.motion.positions[frame], origin, max(char1.size))
     got = np.array(result["bonePositions"])
-    assert np.allclose(got[:, :2], want, atol=1e-4) and np.allclose(got[:, 2], 0, atol=1e-6)
+    assert np.allclose(got[:, :2], want, atol=1e-4)
+    # and lifts each towards the viewer by its body-part group's draw position at that frame
+    names = [j.name for j in char1.skeleton]
+    parents = [-1 if j.parent is None else names.index(j.parent) for j in char1.skeleton]
+    ranks = draw_ranks(parents, names, glb.motion.part_joints, glb.motion.part_order)
+    assert np.allclose(got[:, 2], ranks[frame] * LAYER, atol=1e-6)
+    assert len(set(ranks[frame])) > 1
 
     shot = np.asarray(Image.open(io.BytesIO(base64.b64decode(result["png"].split(",", 1)[1]))).convert("RGBA"))
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -152,3 +152,23 @@ def test_weights_fitted_to_arap_follow_the_animators_mesh_closer_than_nearest_bo
     assert errors["fitted"].mean() < 0.75 * errors["nearest"].mean()
     assert np.percentile(errors["fitted"], 95) < 0.75 * np.percentile(errors["nearest"], 95)
     assert errors["fitted"].mean() < 0.015 * max(char1.size)      # within 1.5% of the drawing's size
+
+
+def test_draw_ranks_follow_the_motions_part_order(render_as, char1):
+    from animator.export.gltf import draw_ranks
+
+    motion = render_as("gif", max_frames=None, fps=25).motion
+    names = [j.name for j in char1.skeleton]
+    parents = [-1 if j.parent is None else names.index(j.parent) for j in char1.skeleton]
+    ranks = draw_ranks(parents, names, motion.part_joints, motion.part_order)
+    assert ranks.shape == (motion.n_frames, len(names))
+    i = names.index
+    groups = motion.part_joints                  # fair1: trunk, left arm, right arm, left leg, right leg
+    for f in range(motion.n_frames):
+        pos = {g: int(np.flatnonzero(motion.part_order[f] == g)[0]) for g in range(len(groups))}
+        # a bone draws with its child joint's group: the elbow's node turns the forearm (arm group),
+        # the shoulder's the upper arm (arm group), the torso's the neck and shoulders (trunk)
+        assert ranks[f, i("left_elbow")] == pos[1] and ranks[f, i("left_shoulder")] == pos[1]
+        assert ranks[f, i("torso")] == pos[0] and ranks[f, i("right_knee")] == pos[4]
+    assert len(np.unique(ranks[:, i("left_elbow")])) > 1      # the order changes during the clip
+    assert draw_ranks(parents, names, None, None) is None
