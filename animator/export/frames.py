@@ -26,9 +26,10 @@ from ..errors import RenderError
 from .png import png_bytes
 
 
-def frame_name(i: int, n_frames: int) -> str:
-    """``frame_0007.png``: zero-padded to at least 4 digits, so names sort in playing order."""
-    return f"frame_{i:0{max(4, len(str(n_frames - 1)))}d}.png"
+def frame_stem(i: int, n_frames: int) -> str:
+    """``frame_0007``: frame ``i`` of ``n_frames``, zero-padded to at least 4 digits, so names sort
+    in playing order (the PNG frames' file names, the sprite sheet's frame keys)."""
+    return f"frame_{i:0{max(4, len(str(n_frames - 1)))}d}"
 
 
 def encode_frames_zip(frames: Iterable[np.ndarray], n_frames: int, frame_time_s: float, loop: int = 0) -> bytes:
@@ -45,7 +46,7 @@ def encode_frames_zip(frames: Iterable[np.ndarray], n_frames: int, frame_time_s:
                 size = rgba.shape[:2]
             elif rgba.shape[:2] != size:
                 raise RenderError(f"frame size {rgba.shape[1::-1]} differs from the first frame's {size[::-1]}")
-            names.append(frame_name(i, n_frames))
+            names.append(frame_stem(i, n_frames) + ".png")
             z.writestr(names[-1], png_bytes(rgba))
         if len(names) != n_frames or size is None:
             raise RenderError(f"{len(names)} frames but {n_frames} announced")

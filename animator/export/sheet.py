@@ -42,6 +42,7 @@ import numpy as np
 from ..encode import durations_ms
 from ..errors import OutputTooLarge, RenderError
 from .apng import opaque_box
+from .frames import frame_stem
 from .png import png_bytes
 
 #: Transparent pixels between two rectangles of the sheet.
@@ -143,7 +144,7 @@ def pack_sheet(frames: Iterable[np.ndarray], n_frames: int, frame_time_s: float,
     for c, (x, y) in zip(crops, pos):
         image[y:y + c.shape[0], x:x + c.shape[1]] = c
     H, W = size
-    names = [f"frame_{i:0{max(4, len(str(n_frames - 1)))}d}" for i in range(n_frames)]
+    names = [frame_stem(i, n_frames) for i in range(n_frames)]
     entries = {}
     for name, (k, (ox, oy), trimmed), ms in zip(names, uses, durations):
         (x, y), (w, h) = pos[k], sizes[k]
