@@ -20,7 +20,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import RenderError
-from .png import SIGNATURE, chunk, chunks, png_bytes
+from .png import SIGNATURE, chunk, chunks, opaque_box, png_bytes
 
 
 def delay_fraction(frame_time_s: float) -> tuple[int, int]:
@@ -31,16 +31,6 @@ def delay_fraction(frame_time_s: float) -> tuple[int, int]:
     while f.numerator > 65535:  # a frame time over 65535 s cannot happen here, but stay in range
         f = Fraction(f.numerator // 2, max(1, f.denominator // 2))
     return max(1, f.numerator), max(1, f.denominator)
-
-
-def opaque_box(rgba: np.ndarray) -> tuple[int, int, int, int] | None:
-    """(x0, y0, x1, y1), exclusive, of the pixels with alpha > 0, or None when there are none."""
-    a = rgba[..., 3]
-    rows = np.flatnonzero(a.any(axis=1))
-    if len(rows) == 0:
-        return None
-    cols = np.flatnonzero(a[rows[0]:rows[-1] + 1].any(axis=0))
-    return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
 
 
 def encode_apng(frames: Iterable[np.ndarray], n_frames: int, frame_time_s: float, loop: int = 0,

@@ -1,4 +1,5 @@
-"""PNG bytes of RGBA frames, and the chunks inside a PNG file (for the APNG writer).
+"""PNG bytes of RGBA frames, the chunks inside a PNG file (for the APNG writer), and the box of a
+frame's visible pixels.
 
 Frames are (H, W, 4) uint8 arrays, straight (not premultiplied) alpha, rows top to bottom.
 """
@@ -43,3 +44,13 @@ def chunks(png: bytes) -> Iterator[tuple[bytes, bytes]]:
 def chunk(kind: bytes, data: bytes) -> bytes:
     """One PNG chunk: length, type, data, CRC-32 of type and data."""
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def opaque_box(rgba: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(x0, y0, x1, y1), exclusive, of the pixels with alpha > 0, or None when there are none."""
+    a = rgba[..., 3]
+    rows = np.flatnonzero(a.any(axis=1))
+    if len(rows) == 0:
+        return None
+    cols = np.flatnonzero(a[rows[0]:rows[-1] + 1].any(axis=0))
+    return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1

@@ -41,9 +41,8 @@ import numpy as np
 
 from ..encode import durations_ms
 from ..errors import OutputTooLarge, RenderError
-from .apng import opaque_box
 from .frames import frame_stem
-from .png import png_bytes
+from .png import opaque_box, png_bytes
 
 #: Transparent pixels between two rectangles of the sheet.
 PADDING = 1
