@@ -41,6 +41,7 @@ def encode_webm(frames: Iterable[np.ndarray], frame_time_s: float, crf: int = 32
            "-c:v", "libvpx-vp9", "-pix_fmt", "yuva420p", "-crf", str(crf), "-b:v", "0",
            "-deadline", "realtime", "-cpu-used", str(speed), "-row-mt", "1", "-auto-alt-ref", "0",
            "-threads", "2", "-f", "webm", path]
+    proc = None
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdin is not None
@@ -54,10 +55,6 @@ def encode_webm(frames: Iterable[np.ndarray], frame_time_s: float, crf: int = 32
             proc.stdin.close()
         except BrokenPipeError:
             pass
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         if proc.wait() != 0:
             last = err.strip().splitlines()[-1] if err.strip() else f"exit {proc.returncode}"
@@ -67,6 +64,11 @@ def encode_webm(frames: Iterable[np.ndarray], frame_time_s: float, crf: int = 32
     except OSError as exc:
         raise RenderError(f"WebM encoding is unavailable: cannot run ffmpeg ({exc})") from exc
     finally:
+        # whatever stopped us (an error, a frame source that failed, the render being cancelled),
+        # ffmpeg does not outlive the call, nor does its file
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
         try:
             os.unlink(path)
         except OSError:

@@ -169,3 +169,35 @@ def test_apng_delays_are_exact_fractions_where_milliseconds_would_round():
     assert [d for d, _ in got] == pytest.approx([1000 / 30] * 6, abs=1e-9)
     for (_, rgba), want in zip(got, frames):
         assert np.array_equal(_clear(rgba), want)   # the rectangles that changed compose back exactly
+
+
+def test_a_failing_frame_source_leaves_no_ffmpeg_and_no_file(tmp_path, monkeypatch):
+    import os
+    import tempfile
+
+    from animator.export.webm import encode_webm
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def frames():
+        for k in range(3):
+            yield np.full((32, 48, 4), 40 * k, np.uint8)
+        raise KeyboardInterrupt("the render was cancelled")      # what a cancelled render raises from
+
+    def ffmpeg_children() -> list[int]:
+        me = str(os.getpid())
+        out = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                name = open(f"/proc/{pid}/comm").read().strip()
+            except OSError:
+                continue
+            if fields[1] == me and "ffmpeg" in name and fields[0] != "Z":
+                out.append(int(pid))
+        return out
+
+    with pytest.raises(KeyboardInterrupt):
+        encode_webm(frames(), 0.04)
+    assert ffmpeg_children() == []
+    assert list(tmp_path.iterdir()) == []
