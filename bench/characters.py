@@ -11,7 +11,7 @@ joints (no model call is needed for any measured step, so no TorchServe is start
    edits (a new version, so a cache miss: the render itself);
 3. the same request again (``--hits`` times): a cache hit, answered from the storage.
 
-Prints p50/p95 of each with the targets of issue 10 (PATCH p50 <= 150 ms, render p50 <= 400 ms,
+Prints p50/p95 of each with its target (PATCH p50 <= 150 ms, render p50 <= 400 ms,
 cache hit p50 <= 30 ms) and met/MISSED, plus the machine's load average.
 """
 from __future__ import annotations

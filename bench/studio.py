@@ -11,7 +11,7 @@ Every ``--mask-every``-th round paints a mask stroke as well (a multipart PATCH 
 
 The page itself measures each save (``window.studio.timings``: click -> PATCH sent -> PATCH
 answered -> preview URL answered -> first frame drawn). Prints p50/p90/max of each and PASS/FAIL
-against the target (issue 11): Save -> first preview frame <= 1000 ms at p50.
+against the target: Save -> first preview frame <= 1000 ms at p50.
 
 First, an A/B in this process, alternating: one 128 px preview of char1 + dab as the page asks for
 it (at most 40 frames; the app's thumbnail mesh) against the whole clip on the default mesh.
