@@ -10,16 +10,12 @@ reference. Asserts nothing.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from common import REPO, load_avg
 
-import animator  # noqa: E402
+import animator
 
 EX = REPO / "tests" / "fixtures" / "animated_drawings" / "examples"
 
@@ -33,7 +29,7 @@ def main() -> None:
     char = animator.load_character(EX / "characters" / "char1")
     motion = animator.load_motion_config(EX / "config" / "motion" / "dab.yaml")
     retarget = animator.load_retarget_config(EX / "config" / "retarget" / "fair1_ppf.yaml")
-    print(f"char1 + dab, {args.size}x{args.size}, 25 fps, threads 1; load average {os.getloadavg()[0]:.2f} at start")
+    print(f"char1 + dab, {args.size}x{args.size}, 25 fps, threads 1; load average {load_avg()} at start")
     print(f"{'format':8} {'frames':>6} {'rasterize ms':>12} {'encode ms':>10} {'total ms':>9} {'bytes':>10}")
     for fmt in args.formats.split(","):
         runs = []
@@ -46,7 +42,7 @@ def main() -> None:
         r = runs[-1][1]
         print(f"{fmt:8} {r.frame_count:>6} {r.timings_ms.get('rasterize', 0):>12.0f} {r.timings_ms['encode']:>10.0f} "
               f"{total:>9.0f} {len(r.data):>10}")
-    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    print(f"load average {load_avg()} at the end")
 
 
 if __name__ == "__main__":
