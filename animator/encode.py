@@ -1,4 +1,6 @@
-"""Encode palette-indexed frames as an animated GIF, an animated WebP or an MP4.
+"""Encode palette-indexed frames as an animated GIF, an animated WebP or an MP4 (the exports made
+from frames, APNG, WebM, PNG frames and sprite sheets, are in :mod:`animator.export`; :func:`encode`
+writes any of them).
 
 Frames come in as (H, W) uint8 arrays of palette indices, with one palette for the whole clip and
 one index meaning transparent (see :mod:`animator.rasterize`), so nothing is quantised per frame.
@@ -556,15 +558,22 @@ def encode_mp4(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
 
 def encode(frames: Iterable[np.ndarray], fmt: str, palette: np.ndarray, transparent: int,
            frame_time_s: float, n_frames: int) -> tuple[bytes, str, str]:
-    """Encode frames in ``fmt`` ('gif', 'webp' or 'mp4'). Returns (data, mime type, extension)."""
+    """Encode palette-index frames in ``fmt``, a format made from frames (all but ``joints`` and
+    ``glb``, which are made from the rig). Returns (data, mime type, extension)."""
+    from .export import FRAME_FORMATS, encode_rgba
+
     fmt = fmt.lower()
     if fmt not in FORMATS:
         raise RenderError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt not in ("gif", "webp", "mp4", *FRAME_FORMATS):
+        raise RenderError(f"{fmt} is made from the rig and motion, not from frames (animator.export.encode_rig)")
     if fmt == "gif":
         data = encode_gif(frames, palette, transparent, gif_delays(n_frames, frame_time_s))
     elif fmt == "webp":
         data = encode_webp(frames, palette, transparent, frame_time_s, n_frames)
-    else:
+    elif fmt == "mp4":
         data = encode_mp4(frames, palette, transparent, frame_time_s)
+    else:
+        data = encode_rgba(fmt, rgba_frames(frames, palette, transparent), n_frames, frame_time_s)
     mime, ext = FORMATS[fmt]
     return data, mime, ext

@@ -201,3 +201,28 @@ def test_a_failing_frame_source_leaves_no_ffmpeg_and_no_file(tmp_path, monkeypat
         encode_webm(frames(), 0.04)
     assert ffmpeg_children() == []
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt", ["apng", "frames", "sheet"])
+def test_encode_writes_the_frame_exports_from_palette_frames(fmt):
+    from animator.encode import FORMATS, encode
+
+    palette = np.array([[250, 20, 20], [20, 20, 250]], np.uint8)
+    frames = [np.full((12, 16), 2, np.uint8) for _ in range(3)]       # index 2: transparent
+    for k, f in enumerate(frames):
+        f[3:9, 2 + 3 * k:8 + 3 * k] = k % 2
+    data, mime, ext = encode(iter(frames), fmt, palette, 2, 0.1, 3)
+    assert (mime, ext) == FORMATS[fmt]
+    if fmt == "apng":
+        im = Image.open(io.BytesIO(data))
+        assert im.n_frames == 3 and np.asarray(im.convert("RGBA"))[4, 3].tolist() == [250, 20, 20, 255]
+    else:
+        assert len(zipfile.ZipFile(io.BytesIO(data)).namelist()) == (4 if fmt == "frames" else 2)
+
+
+def test_encode_refuses_the_rig_formats():
+    from animator import RenderError
+    from animator.encode import encode
+
+    with pytest.raises(RenderError, match="rig"):
+        encode(iter([np.zeros((4, 4), np.uint8)]), "glb", np.zeros((1, 3), np.uint8), 1, 0.1, 1)
