@@ -1,4 +1,6 @@
-"""animator: turn a rigged drawing and a BVH clip into an animation (GIF, WebP, MP4).
+"""animator: turn a rigged drawing and a BVH clip into an animation (GIF, WebP, MP4), or export it
+for games, video edits and 3D tools (APNG, WebM with alpha, PNG frames, a sprite sheet, joint
+tracks, a rigged glTF: :mod:`animator.export`).
 
 A plain library (numpy + Pillow; no Flask, no torch, no OpenGL) used by the app and the CLI
 (``python -m animator --help``). Data flows one way:

@@ -172,3 +172,22 @@ def test_draw_ranks_follow_the_motions_part_order(render_as, char1):
         assert ranks[f, i("torso")] == pos[0] and ranks[f, i("right_knee")] == pos[4]
     assert len(np.unique(ranks[:, i("left_elbow")])) > 1      # the order changes during the clip
     assert draw_ranks(parents, names, None, None) is None
+
+
+def test_a_skeleton_other_than_the_humanoid_exports_a_valid_glb(tmp_path):
+    import animator
+    from tests.animator.test_any_skeleton import DAB, three_arm_retarget, three_armed_char1
+
+    char = animator.load_character(three_armed_char1(tmp_path / "three_arms"))
+    r = animator.render(char, animator.load_motion_config(DAB),
+                        animator.load_retarget_config(three_arm_retarget(tmp_path / "r.yaml")),
+                        animator.RenderOptions(format="glb", max_frames=20))
+    path = tmp_path / "three_arms.glb"
+    path.write_bytes(r.data)
+    report = _validate(path)
+    assert report["issues"]["numErrors"] == 0, report["issues"]["messages"]
+    js_len = int.from_bytes(r.data[12:16], "little")
+    doc = json.loads(r.data[20:20 + js_len])
+    names = [n["name"] for n in doc["nodes"][1:]]
+    assert names == [j.name for j in char.skeleton] and "left_hand2" in names
+    assert len(doc["animations"][0]["channels"]) == 2 * len(names)
