@@ -167,6 +167,7 @@ def encode_glb(texture: np.ndarray, mask: np.ndarray, mesh: Any, joint_names: Se
     times = (np.arange(F) * frame_time_s).astype(np.float32)
     a_time = b.accessor(times, "SCALAR", bounds=True)
     trans, ang = local_transforms(rest_g, gltf_frame(positions, origin, unit), parents)
+    ang = np.unwrap(ang, axis=0)   # no 2-pi jumps between frames: consecutive quaternions stay on one side
     samplers, channels = [], []
     z = np.zeros((F, J)) if ranks is None else np.asarray(ranks, np.float64) * LAYER
     for j in range(J):

@@ -191,3 +191,18 @@ def test_a_skeleton_other_than_the_humanoid_exports_a_valid_glb(tmp_path):
     names = [n["name"] for n in doc["nodes"][1:]]
     assert names == [j.name for j in char.skeleton] and "left_hand2" in names
     assert len(doc["animations"][0]["channels"]) == 2 * len(names)
+
+
+def test_glb_rotation_keys_never_flip_between_frames(render_as):
+    data = render_as("glb", max_frames=None, fps=25).data
+    js_len = int.from_bytes(data[12:16], "little")
+    doc = json.loads(data[20:20 + js_len])
+    binary = data[20 + js_len + 8:]
+    for ch in doc["animations"][0]["channels"]:
+        if ch["target"]["path"] != "rotation":
+            continue
+        acc = doc["accessors"][doc["animations"][0]["samplers"][ch["sampler"]]["output"]]
+        view = doc["bufferViews"][acc["bufferView"]]
+        q = np.frombuffer(binary, np.float32, acc["count"] * 4, view["byteOffset"]).reshape(-1, 4)
+        assert np.allclose(np.linalg.norm(q, axis=1), 1, atol=1e-5)
+        assert ((q[1:] * q[:-1]).sum(axis=1) > 0).all()   # the short way round from each key to the next
