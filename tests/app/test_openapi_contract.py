@@ -1,6 +1,6 @@
 """The OpenAPI document against the code: one source of truth for routes, fields, bounds and error codes.
 
-The document (app/routes/openapi.yaml) is written by hand; these tests fail when the code and it
+The document (app/http/openapi.yaml) is written by hand; these tests fail when the code and it
 disagree, in either direction:
 
 * routes: Flask's url_map (path and method) against the document's paths and operations;
@@ -27,10 +27,10 @@ import yaml
 import app as app_package
 from app import config
 from app.errors import ApiError
-from app.routes import reference
+from app.http import reference
 
 REPO = Path(__file__).resolve().parents[2]
-ROUTES = REPO / "app" / "routes"
+ROUTES = REPO / "app" / "http"
 SPEC = yaml.safe_load(reference.SPEC_PATH.read_text())
 METHODS = {"get", "post", "put", "patch", "delete"}
 
@@ -95,9 +95,9 @@ def test_path_parameters_match_the_routes():
 def _api_errors() -> dict[str, int]:
     """code -> status of every ApiError class the app defines (every module imported)."""
     for info in pkgutil.walk_packages(app_package.__path__, "app."):
-        if info.name not in ("app.worker", "app.gunicorn_conf"):  # entry points with import-time effects
+        if info.name not in ("app.jobs.worker", "app.gunicorn_conf"):  # entry points with import-time effects
             importlib.import_module(info.name)
-    importlib.import_module("app.worker")  # its classes too (it only runs when started as __main__)
+    importlib.import_module("app.jobs.worker")  # its classes too (it only runs when started as __main__)
     found: dict[str, int] = {}
     todo = [ApiError]
     while todo:
@@ -184,9 +184,9 @@ NOT_REQUEST_BOUNDS = {
 }
 #: MAX_* constants of the app that bound no client input.
 NOT_REQUEST_CONSTANTS = {
-    "app.torchserve:MAX_ANSWER_BYTES",         # TorchServe's answers
-    "app.pipeline:MAX_PROCESSES_PER_RENDER",   # CPUs a render uses
-    "app.jobs_queue:DEAD_STREAM_MAX",          # the dead-letter stream's length
+    "app.characters.torchserve:MAX_ANSWER_BYTES",         # TorchServe's answers
+    "app.render.pipeline:MAX_PROCESSES_PER_RENDER",   # CPUs a render uses
+    "app.jobs.queue:DEAD_STREAM_MAX",          # the dead-letter stream's length
 }
 
 
@@ -205,7 +205,7 @@ def test_every_request_bound_of_the_code_is_in_the_document():
         for name in re.findall(r"^(MAX_[A-Z_]+|[A-Z_]+_MAX|[A-Z_]+_LIMIT)\s*[:=]", path.read_text(), re.M):
             constants.add(f"{module}:{name}")
     assert constants - NOT_REQUEST_CONSTANTS - named == set(), "constants that bound requests but the document lacks"
-    assert {s for s in named if ":" in s and s.startswith("app.")} - constants - {"app.hooks:_REQUEST_ID"} == set()
+    assert {s for s in named if ":" in s and s.startswith("app.")} - constants - {"app.http.hooks:_REQUEST_ID"} == set()
 
 
 def test_format_enum_is_the_animator_formats():
@@ -222,7 +222,7 @@ _CONTAINERS = {"form", "files", "body", "fields", "headers"}
 
 def _read_in_code() -> tuple[set[str], set[str]]:
     """(field names, header names) the routes and their helpers read, found in their source."""
-    sources = [*ROUTES.glob("*.py"), REPO / "app" / "bvh_upload.py"]
+    sources = [*ROUTES.glob("*.py"), REPO / "app" / "intake" / "bvh.py"]
     fields: set[str] = set()
     headers: set[str] = set()
     for path in sources:
@@ -244,7 +244,7 @@ def _read_in_code() -> tuple[set[str], set[str]]:
                 target = node.comparators[0]
                 if isinstance(target, ast.Attribute) and target.attr in ("files", "form"):
                     fields.add(node.left.value)
-    from app.idempotency import HEADER
+    from app.jobs.idempotency import HEADER
     headers.add(HEADER.lower())
     return fields, headers
 
@@ -284,15 +284,15 @@ def test_every_field_the_routes_read_is_documented_and_back():
 def test_every_header_the_routes_read_is_documented_and_back():
     _, headers = _read_in_code()
     documented = _documented_headers()
-    # Authorization is the bearer scheme (components.securitySchemes); X-Request-ID is read by app/hooks.py,
-    # Range and If-None-Match of /files by werkzeug's send_file
-    assert headers - {"authorization"} == documented - {"x-request-id", "range"}
+    # Authorization is the bearer scheme (components.securitySchemes); Range of /files is read by werkzeug's
+    # send_file
+    assert headers - {"authorization"} == documented - {"range"}
 
 
 def test_security_scheme_is_bearer_and_public_routes_say_so(app):
     assert SPEC["components"]["securitySchemes"]["bearerAuth"] == {
         **SPEC["components"]["securitySchemes"]["bearerAuth"], "type": "http", "scheme": "bearer"}
-    from app.routes import API_CHILDREN
+    from app.http import API_CHILDREN
     api_endpoints = {f"api.{bp.name}" for bp in API_CHILDREN}
     for rule in app.url_map.iter_rules():
         public = not any(rule.endpoint.startswith(prefix + ".") for prefix in api_endpoints)
@@ -304,7 +304,7 @@ def test_security_scheme_is_bearer_and_public_routes_say_so(app):
 # --- the page ------------------------------------------------------------------------------------
 
 def test_docs_page_is_self_hosted_under_the_studio_policy(client):
-    from app.routes.studio import CONTENT_SECURITY_POLICY
+    from app.http.studio import CONTENT_SECURITY_POLICY
 
     page = client.get("/docs")
     assert page.status_code == 200 and page.mimetype == "text/html"
