@@ -18,6 +18,13 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// Description text: paragraphs at blank lines, single line breaks joined, `code` spans as <code>.
+function prose(text, cls = "desc") {
+  return (text || "").split(/\n\s*\n/).filter((p) => p.trim()).map((para) =>
+    el("p", { class: cls }, para.replace(/\s*\n\s*/g, " ").split(/(`[^`]*`)/).map((part) =>
+      part.startsWith("`") && part.endsWith("`") && part.length > 1 ? el("code", {}, part.slice(1, -1)) : part)));
+}
+
 function deref(doc, node, seen = new Set()) {
   while (node && node.$ref && !seen.has(node.$ref)) {
     seen.add(node.$ref);
@@ -62,7 +69,7 @@ function schemaTree(doc, schema, depth = 0) {
       el("code", {}, name), required.has(name) ? " (required) " : " ",
       el("span", { class: "type" }, refName(props[name]) || typeText(doc, props[name])), " ",
       el("span", { class: "bounds" }, boundsText(doc, props[name])),
-      sub.description ? el("div", { class: "desc" }, sub.description) : null,
+      prose(sub.description),
       schemaTree(doc, props[name], depth + 1));
   }));
 }
@@ -77,7 +84,7 @@ function parameters(doc, op, shared) {
       el("td", {}, el("code", {}, p.name), p.required ? " (required)" : ""), el("td", {}, p.in),
       el("td", {}, el("span", { class: "type" }, typeText(doc, p.schema)), " ",
         el("span", { class: "bounds" }, boundsText(doc, p.schema))),
-      el("td", { class: "desc" }, p.description || ""))));
+      el("td", {}, prose(p.description)))));
 }
 
 function requestBody(doc, op) {
@@ -101,7 +108,7 @@ function responses(doc, op) {
           codes ? el("div", {}, "error: ", codes.map((c) => el("code", {}, c, " "))) : null);
       });
       return el("tr", {},
-        el("td", { class: `status s${status[0]}` }, status), el("td", { class: "desc" }, r.description || ""),
+        el("td", { class: `status s${status[0]}` }, status), el("td", {}, prose(r.description)),
         el("td", {}, Object.keys(r.headers || {}).map((h) => el("div", {}, el("code", {}, h)))), el("td", {}, bodies));
     }));
 }
@@ -112,13 +119,13 @@ function errorTable(doc) {
     el("p", {}, "Every error is JSON ", el("code", {}, '{"error": code, "message": text}'), "."),
     el("table", {}, el("tr", {}, el("th", {}, "Status"), el("th", {}, "error"), el("th", {}, "When")),
       codes.map((c) => el("tr", {}, el("td", { class: `status s${String(c["x-status"])[0]}` }, c["x-status"]),
-        el("td", {}, el("code", {}, c.const)), el("td", {}, c.description || "")))));
+        el("td", {}, el("code", {}, c.const)), el("td", {}, prose(c.description))))));
 }
 
 function render(doc) {
   const main = document.getElementById("reference");
   const toc = document.getElementById("toc");
-  main.replaceChildren(el("p", { class: "desc" }, doc.info.description || ""));
+  main.replaceChildren(...prose(doc.info.description));
   const byTag = new Map((doc.tags || []).map((t) => [t.name, []]));
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const method of METHODS) {
@@ -138,7 +145,7 @@ function render(doc) {
       const auth = op.security && op.security.length === 0 ? " (public)" : "";
       main.append(el("section", { class: "op", id },
         el("h3", {}, el("span", { class: `method ${method}` }, method), " ", el("span", { class: "path" }, path), auth),
-        el("p", {}, op.summary || ""), op.description ? el("p", { class: "desc" }, op.description) : null,
+        el("p", {}, op.summary || ""), prose(op.description),
         parameters(doc, op, shared), requestBody(doc, op), el("h4", {}, "Responses"), responses(doc, op)));
     }
   }
