@@ -49,7 +49,7 @@ def create_app(**overrides: Any):
     from .loop import under_gevent
     from .services import EXTENSION, build_services
 
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)  # pages serve their own files, with their policy (app/http)
     app.config["MAX_CONTENT_LENGTH"] = int(settings.max_upload_mb * 2**20)
     app.config["SETTINGS"] = settings
     app.json.sort_keys = False
