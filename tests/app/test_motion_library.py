@@ -13,8 +13,8 @@ import yaml
 
 import animator
 from animator.loops import character_height_px, loop_gap_pct
-from app.jobs import _configs, render_motion
-from app.motions import BUILTIN_DIR, LibraryError, categories, load_library, load_motions
+from app.render.motions import BUILTIN_DIR, LibraryError, categories, load_library, load_motions
+from app.render.steps import _configs, render_motion
 from tests.conftest import AD_REFERENCE, CHAR1, REPO
 
 ACKNOWLEDGEMENT = ("The data used in this project was obtained from mocap.cs.cmu.edu.",
