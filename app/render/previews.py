@@ -1,0 +1,88 @@
+"""Motion previews: every library motion played by the reference character (AnimatedDrawings' char1,
+``motions/reference/char1``), rendered once and kept in the storage.
+
+``GET /motions`` answers, per motion, the URL of ``GET /motions/<name>/preview.gif``; that endpoint
+makes the preview on its first call (one small render in the process pool, holding a render slot)
+and redirects to the stored file, then and ever after. The storage key holds a digest of what the
+preview is made of (the clip, its configs, the reference character, the render options), so a
+changed clip gets a new preview and an unchanged one is never rendered twice, whichever worker or
+pod asks. At most one render per motion runs in a worker at a time (a second request waits for it).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any, Callable, ContextManager
+
+from .deadline import Deadline
+from .motions import BUILTIN_DIR, Motion
+
+#: The character every preview shows.
+REFERENCE_DIR = BUILTIN_DIR / "reference" / "char1"
+#: Preview size (px, square) and frame cap: the studio's own previews' (a thumbnail renders fast).
+PREVIEW_SIDE = 128
+PREVIEW_FRAMES = 40
+#: Where previews live in the storage.
+PREFIX = "motions/previews/"
+
+
+class MotionPreviews:
+    """The previews of one worker's library: their storage keys, and making the missing ones."""
+
+    def __init__(self, storage: Any, pipeline: Any):
+        self.storage = storage
+        self.pipeline = pipeline
+        self._keys: dict[str, str] = {}
+        self._stored: set[str] = set()
+        self._locks: dict[str, threading.Lock] = {}  # gevent-patched in the app: a greenlet lock
+
+    def options(self) -> dict[str, Any]:
+        options = self.pipeline.render_options("gif", PREVIEW_SIDE)
+        options["max_frames"] = PREVIEW_FRAMES
+        return options
+
+    def key(self, motion: Motion) -> str:
+        """``motions/previews/<name>-<digest>.gif`` (digest over the clip, configs, character, options)."""
+        if motion.name not in self._keys:
+            digest = hashlib.sha256()
+            for path in _inputs(motion):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+            digest.update(b"auto" if motion.retarget_cfg is None else b"")
+            digest.update(json.dumps(self.options(), sort_keys=True).encode())
+            self._keys[motion.name] = f"{PREFIX}{motion.name}-{digest.hexdigest()[:16]}.gif"
+        return self._keys[motion.name]
+
+    def ensure(self, motion: Motion, deadline: Deadline, base_url: str,
+               slot: Callable[[], ContextManager[Any]]) -> str:
+        """The preview's URL, rendering and storing it first when the storage lacks it."""
+        key = self.key(motion)
+        lock = self._locks.setdefault(motion.name, threading.Lock())
+        with lock:
+            if key not in self._stored and not self.storage.exists(key, deadline):
+                with slot():
+                    timings: dict[str, float] = {}
+
+                    def store(m: Motion, out: dict[str, Any]) -> str:
+                        self.storage.put(key, out["data"], out["mime"], deadline)
+                        return key
+                    from .steps import render_reference
+
+                    self.pipeline.render((str(REFERENCE_DIR),), [motion], self.options(), deadline, timings, store,
+                                         job=render_reference)
+            self._stored.add(key)
+        return self.storage.url(key, base_url)
+
+
+def _inputs(motion: Motion) -> list[Path]:
+    """Every file a motion's preview is made from: its motion config (and the clip it plays), its
+    retarget config, the reference character's files."""
+    files = [motion.motion_cfg]
+    if motion.motion_cfg.suffix.lower() != ".bvh":
+        from animator.config import load_motion_config
+
+        files.append(Path(load_motion_config(motion.motion_cfg).bvh_path))
+    if motion.retarget_cfg is not None:
+        files.append(motion.retarget_cfg)
+    return files + sorted(REFERENCE_DIR.iterdir())
