@@ -6,7 +6,9 @@ makes the preview on its first call (one small render in the process pool, holdi
 and redirects to the stored file, then and ever after. The storage key holds a digest of what the
 preview is made of (the clip, its configs, the reference character, the render options), so a
 changed clip gets a new preview and an unchanged one is never rendered twice, whichever worker or
-pod asks. At most one render per motion runs in a worker at a time (a second request waits for it).
+pod asks. A worker makes one preview at a time (the others' requests wait their turn), so a fresh
+server's first visitor, whose browser asks for a dozen previews at once, holds at most one render
+slot per worker with them and leaves the rest to renders people asked for.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ class MotionPreviews:
         self.pipeline = pipeline
         self._keys: dict[str, str] = {}
         self._stored: set[str] = set()
-        self._locks: dict[str, threading.Lock] = {}  # gevent-patched in the app: a greenlet lock
+        self._making = threading.Lock()  # gevent-patched in the app: a greenlet lock
 
     def options(self) -> dict[str, Any]:
         options = self.pipeline.render_options("gif", PREVIEW_SIDE)
@@ -58,21 +60,26 @@ class MotionPreviews:
                slot: Callable[[], ContextManager[Any]]) -> str:
         """The preview's URL, rendering and storing it first when the storage lacks it."""
         key = self.key(motion)
-        lock = self._locks.setdefault(motion.name, threading.Lock())
-        with lock:
+        if key in self._stored:
+            return self.storage.url(key, base_url)
+        if not self._making.acquire(timeout=deadline.check("motion preview")):
+            raise deadline.exceeded("motion preview", "waiting for another motion's preview")
+        try:
             if key not in self._stored and not self.storage.exists(key, deadline):
                 with slot():
-                    timings: dict[str, float] = {}
-
-                    def store(m: Motion, out: dict[str, Any]) -> str:
-                        self.storage.put(key, out["data"], out["mime"], deadline)
-                        return key
-                    from .steps import render_reference
-
-                    self.pipeline.render((str(REFERENCE_DIR),), [motion], self.options(), deadline, timings, store,
-                                         job=render_reference)
+                    self._render(motion, key, deadline)
             self._stored.add(key)
+        finally:
+            self._making.release()
         return self.storage.url(key, base_url)
+
+    def _render(self, motion: Motion, key: str, deadline: Deadline) -> None:
+        from .steps import render_reference
+
+        def store(_: Motion, out: dict[str, Any]) -> str:
+            self.storage.put(key, out["data"], out["mime"], deadline)
+            return key
+        self.pipeline.render((str(REFERENCE_DIR),), [motion], self.options(), deadline, {}, store, job=render_reference)
 
 
 def _inputs(motion: Motion) -> list[Path]:
