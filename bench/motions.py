@@ -115,7 +115,13 @@ def _rounds(browser, url: str, rounds: int, wanted: int) -> list[list[float]]:
     page.evaluate("() => window.scrollTo(0, 0)")
     figures = []
     for i in range(rounds + 1):  # the first round warms the reference previews and the render processes
-        page.wait_for_function(f"() => window.studio.previews().playing.length >= {wanted}")
+        try:
+            page.wait_for_function(f"() => window.studio.previews().playing.length >= {wanted}")
+        except Exception:
+            page.screenshot(path="/tmp/bench-motions-timeout.png")
+            states = page.evaluate("() => [...document.querySelectorAll('.motion .preview')].map(p => p.dataset.state)")
+            sys.exit(f"fewer than {wanted} previews played; card states: {states}; screenshot "
+                     "/tmp/bench-motions-timeout.png")
         studio_bench.settle(page)
         box = page.get_by_test_id("joint-left_elbow").bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)

@@ -2,13 +2,15 @@
 ``motions/reference/char1``), rendered once and kept in the storage.
 
 ``GET /motions`` answers, per motion, the URL of ``GET /motions/<name>/preview.gif``; that endpoint
-makes the preview on its first call (one small render in the process pool, holding a render slot)
-and redirects to the stored file, then and ever after. The storage key holds a digest of what the
+makes the preview on its first call (one small render in the process pool) and redirects to the
+stored file, then and ever after. The storage key holds a digest of what the
 preview is made of (the clip, its configs, the reference character, the render options), so a
 changed clip gets a new preview and an unchanged one is never rendered twice, whichever worker or
-pod asks. A worker makes one preview at a time (the others' requests wait their turn), so a fresh
-server's first visitor, whose browser asks for a dozen previews at once, holds at most one render
-slot per worker with them and leaves the rest to renders people asked for.
+pod asks. A worker makes one preview at a time (the others' requests wait their turn) and holds no
+render slot for it: on a 2-CPU pod there is one slot, and a fresh server's first visitor, whose
+browser asks for a dozen previews at once, would otherwise be told "busy" for their own upload and
+previews. The extra work is bounded: one 128 px render (about 0.3-1 s) per worker at a time, 36
+per library and storage, ever.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import hashlib
 import json
 import threading
 from pathlib import Path
-from typing import Any, Callable, ContextManager
+from typing import Any
 
 from .deadline import Deadline
 from .motions import BUILTIN_DIR, Motion
@@ -56,8 +58,7 @@ class MotionPreviews:
             self._keys[motion.name] = f"{PREFIX}{motion.name}-{digest.hexdigest()[:16]}.gif"
         return self._keys[motion.name]
 
-    def ensure(self, motion: Motion, deadline: Deadline, base_url: str,
-               slot: Callable[[], ContextManager[Any]]) -> str:
+    def ensure(self, motion: Motion, deadline: Deadline, base_url: str) -> str:
         """The preview's URL, rendering and storing it first when the storage lacks it."""
         key = self.key(motion)
         if key in self._stored:
@@ -66,8 +67,7 @@ class MotionPreviews:
             raise deadline.exceeded("motion preview", "waiting for another motion's preview")
         try:
             if key not in self._stored and not self.storage.exists(key, deadline):
-                with slot():
-                    self._render(motion, key, deadline)
+                self._render(motion, key, deadline)
             self._stored.add(key)
         finally:
             self._making.release()
