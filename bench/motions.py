@@ -23,15 +23,9 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-import studio as studio_bench  # noqa: E402
-
-from tests.fixtures.torchserve_fake import stack  # noqa: E402
+import studio as studio_bench
+from common import REPO, load_avg, pct, stack
 
 CHAR1 = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "characters" / "char1"
 
@@ -64,7 +58,7 @@ def library_on_char1() -> None:
             print(f"  {name:16s} {ms:7.0f} ms  {frames:4d} frames ({seconds:4.1f} s clip)  {size:9,d} bytes")
         slow = max(rows, key=lambda r: r[1])
         print(f"  all {len(rows)}: sum {sum(r[1] for r in rows) / 1e3:.1f} s, slowest {slow[0]} {slow[1]:.0f} ms, "
-              f"median {studio_bench.pct([r[1] for r in rows], 50):.0f} ms", flush=True)
+              f"median {pct([r[1] for r in rows], 50):.0f} ms", flush=True)
 
 
 def studio_first_previews(rounds: int, wanted: int = 8) -> None:
@@ -98,7 +92,7 @@ def studio_first_previews(rounds: int, wanted: int = 8) -> None:
     print(f"\nstudio, Save -> previews of the new version playing ({rounds} saves, app defaults):")
     for k, label in ((0, "1st preview"), (wanted - 1, f"{wanted}th preview")):
         values = [f[k] for f in figures]
-        print(f"  {label:12s} p50 {studio_bench.pct(values, 50):6.0f} ms  max {max(values):6.0f} ms")
+        print(f"  {label:12s} p50 {pct(values, 50):6.0f} ms  max {max(values):6.0f} ms")
 
 
 def _rounds(browser, url: str, rounds: int, wanted: int) -> list[list[float]]:
@@ -147,12 +141,12 @@ def main() -> int:
     parser.add_argument("--no-library", action="store_true", help="skip the library renders")
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-    print(f"commit {commit.stdout.strip()}, load {os.getloadavg()[0]:.2f}, cores {os.cpu_count()}", flush=True)
+    print(f"commit {commit.stdout.strip()}, load {load_avg()} (1/5/15 min), cores {os.cpu_count()}", flush=True)
     if not args.no_library:
         library_on_char1()
     if args.studio:
         studio_first_previews(args.rounds)
-    print(f"\nload at the end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1/5 min)")
+    print(f"\nload at the end: {load_avg()} (1/5/15 min)")
     return 0
 
 
