@@ -20,6 +20,7 @@ RUN pip install --no-cache-dir -r requirements/app.txt
 COPY animator/ animator/
 COPY app/ app/
 COPY motions/ motions/
+COPY docs/motions.md docs/motions.md
 # Bytecode now: the workers and render processes cannot write it (PYTHONDONTWRITEBYTECODE, a
 # read-only tree), and would otherwise compile every module of app/ and animator/ at each start.
 RUN python -m compileall -q animator app

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .render.motions import Motion
     from .render.pipeline import Pipeline
     from .render.pool import InflightSlots, RenderPool
+    from .render.previews import MotionPreviews
     from .storage.backends import Storage
 
 EXTENSION = "doodlepod"
@@ -44,6 +45,7 @@ class Services:
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
     limiter: RateLimiter | None = None           # per-client token buckets (None: no Redis, or limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
+    previews: MotionPreviews | None = None       # each motion on the reference character (GET /motions)
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
@@ -58,6 +60,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     from .render.motions import load_motions
     from .render.pipeline import Pipeline
     from .render.pool import InflightSlots, RenderPool
+    from .render.previews import MotionPreviews
     from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
@@ -74,7 +77,8 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=Characters(settings, pipeline, storage),
-                    jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir)
+                    jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
+                    previews=MotionPreviews(storage, pipeline))
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

@@ -251,6 +251,20 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
             "timings_ms": timings, "pid": os.getpid()}
 
 
+def render_reference(character_dir: str, motion_path: str, retarget_path: str | None,
+                     options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`render_motion` for a character folder on disk (a motion preview's reference character;
+    read once per render process)."""
+    return render_motion(_character_from(character_dir), motion_path, retarget_path, options)
+
+
+@lru_cache(maxsize=4)
+def _character_from(folder: str) -> Any:
+    import animator
+
+    return animator.load_character(folder)
+
+
 def warm(seconds: float = 0.2) -> int:
     """Import what renders need, then linger so that the pool starts every process (returns the pid)."""
     import animator
