@@ -240,7 +240,16 @@ SETTINGS: tuple[Setting, ...] = (
             "(X-Doodlepod-Signature); empty: requests with a callback_url are refused.", str),
     Setting("DOODLEPOD_WEBHOOK_ATTEMPTS", "5", "Tries of a job callback (exponential backoff from 1 s).",
             _positive_int),
-    Setting("DOODLEPOD_WEBHOOK_TIMEOUT_S", "5", "Timeout of one callback POST.", _positive_float),
+    Setting("DOODLEPOD_WEBHOOK_TIMEOUT_S", "5", "Longest time one callback attempt may take in all (connecting, "
+            "sending, reading the answer's head), however slowly the receiver answers.", _positive_float),
+    Setting("DOODLEPOD_WEBHOOK_ALLOW", "", "Callback destinations allowed although internal (comma-separated): "
+            "networks (10.20.0.0/16, 127.0.0.1/32) and host names (hooks.ns.svc, or .example.internal for every "
+            "name under it). Empty: callbacks reach public addresses only; loopback, private, link-local, "
+            "unique-local, multicast and cluster names (*.svc, single labels, localhost) are refused with 422.",
+            _csv),
+    Setting("DOODLEPOD_WEBHOOK_CONCURRENCY", "8", "Callbacks one worker process delivers at once (one slow "
+            "receiver holds one of them, and at most 2 per host, so it cannot hold back other clients' "
+            "callbacks).", _positive_int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -340,7 +340,8 @@ class JobQueue:
         if h.get("error"):
             out["error"] = json.loads(h["error"])
         if h.get("callback_url"):
-            out["webhook"] = {"url": h["callback_url"], "status": h.get("webhook_status") or "not_sent",
+            out["webhook"] = {"url": without_credentials(h["callback_url"]),
+                              "status": h.get("webhook_status") or "not_sent",
                               "attempts": int(h.get("webhook_attempts") or 0)}
         return out
 
@@ -477,3 +478,13 @@ class JobQueue:
                     self.redis.xgroup_delconsumer(stream, group, c["name"])
                     dropped += 1
         return dropped
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without a user name or password (those are refused at submit; older records may hold them)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))

@@ -66,7 +66,7 @@ def _animate_async():
     _check_image_header(image)
     payload = {"motions": [m.name for m in motions], "format": fmt, "joints": joints,
                "bbox": parse_bbox(request.form.get("bbox")), "base_url": base_url()}
-    callback = validate_callback_url(request.form.get("callback_url"), services().settings.webhook_secret)
+    callback = validate_callback_url(request.form.get("callback_url"), services().settings)
     return submit("animate", payload, image, callback)
 
 

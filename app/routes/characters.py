@@ -170,7 +170,7 @@ def _animate_character_async(cid: str, motions, fmt: str, side: int, frames: int
         raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
     payload = {"character": cid, "motions": [m.name for m in chosen], "format": fmt, "size": side,
                "max_frames": frames, "if_match": if_match, "base_url": base_url()}
-    url = validate_callback_url(callback if isinstance(callback, str) else None, services().settings.webhook_secret)
+    url = validate_callback_url(callback if isinstance(callback, str) else None, services().settings)
     return submit("character_animations", payload, None, url)
 
 

@@ -57,6 +57,7 @@ def _env(redis_server, torchserve, workdir: Path, **extra: str) -> dict[str, str
             "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url, "DOODLEPOD_TORCHSERVE_RETRIES": "0",
             "DOODLEPOD_RENDER_SIZE": "160", "DOODLEPOD_RENDER_MAX_FRAMES": "20", "DOODLEPOD_RENDER_PROCESSES": "1",
             "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_WEBHOOK_SECRET": SECRET,
+            "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32",
             "DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S": "5", "DOODLEPOD_MAX_INFLIGHT": "4", **extra}
 
 
