@@ -106,6 +106,11 @@ SETTINGS: tuple[Setting, ...] = (
             "e.g. 10.0.0.0/8) of the proxies trusted to set X-Forwarded-Proto, SCRIPT_NAME and the Host that "
             "answers' URLs are built from (when DOODLEPOD_PUBLIC_URL is empty); '*' trusts every client. "
             "Requests from other addresses get URLs relative to the server.", _csv),
+    Setting("DOODLEPOD_TRUSTED_PROXIES", "", "Networks (comma-separated CIDRs, e.g. 10.0.0.0/8) of the proxies "
+            "(an Ingress controller, a load balancer) whose X-Forwarded-For names the client: the client is the "
+            "right-most address in it that is not itself a trusted proxy. Used by rate limits, idempotency keys "
+            "and logs. Empty: the TCP peer is the client and X-Forwarded-For is ignored (as it is from any "
+            "peer outside these networks).", _csv),
     Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call except /ping, /healthz, /live and /metrics "
             "needs the header 'Authorization: Bearer <token>'.", str),
     # --- limits ---
@@ -132,6 +137,11 @@ SETTINGS: tuple[Setting, ...] = (
             _non_negative_int),
     Setting("DOODLEPOD_RENDER_PROCESSES", "0", "Processes per worker that decode, segment and render "
             "(CPU work never runs on the gevent loop); 0 means one per CPU.", _non_negative_int),
+    Setting("DOODLEPOD_STORAGE_BUDGET_MB", "0", "Most MiB the app stores on its local storage (files, "
+            "characters, animations); at it, requests that would store more answer 503 storage_full with "
+            "Retry-After until the expiry sweep frees room. Set it well under the volume's size (the pod: 75% "
+            "of the app-data emptyDir's sizeLimit, which the kubelet evicts the pod beyond); 0: no budget "
+            "(only DOODLEPOD_MIN_FREE_DISK_MB applies). Not used with S3.", _non_negative_float),
     Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
             "below it /ping is 503 and uploads are refused with 503.", _positive_float),
     # --- pipeline ---
@@ -230,9 +240,11 @@ SETTINGS: tuple[Setting, ...] = (
             "worker holds none).", _positive_int),
     Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
             _positive_int),
-    Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Async requests ('Prefer: respond-async') each client (its "
-            "address, and its bearer token when DOODLEPOD_AUTH_TOKEN is set) may make per minute, on average; "
-            "0: no rate limit. Needs DOODLEPOD_REDIS_URL.",
+    Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Requests that create or store work (every POST of /animate, "
+            "/, /characters and /characters/{id}/animations, PATCH /characters/{id}, sync or async) each client "
+            "(its address, see DOODLEPOD_TRUSTED_PROXIES, and its bearer token when DOODLEPOD_AUTH_TOKEN is set) "
+            "may make per minute, on average (429 beyond); 0: no rate limit. Counted in Redis across the "
+            "deployment; without DOODLEPOD_REDIS_URL in each worker process's memory.",
             _non_negative_float),
     Setting("DOODLEPOD_RATE_LIMIT_BURST", "20", "Requests a client may make at once before the per-minute rate "
             "applies (the token bucket's size).", _positive_int),

@@ -193,6 +193,11 @@ class InsufficientStorage(Unavailable):
     status, code = 503, "low_disk_space"
 
 
+class StorageFull(Unavailable):
+    """The app's stored files reached DOODLEPOD_STORAGE_BUDGET_MB; expired ones are swept to make room."""
+    status, code = 503, "storage_full"
+
+
 class DeadlineExceeded(ApiError):
     """The request ran past its deadline (DOODLEPOD_REQUEST_DEADLINE_S or X-Deadline-Seconds)."""
     status, code = 504, "deadline_exceeded"

@@ -32,8 +32,10 @@ from .errors import (
     ModelServerError,
     NoCharacter,
     NoSkeleton,
+    StorageFull,
     from_animator,
 )
+from .loop import off_loop
 from .motions import Motion
 from .storage import LocalStorage, free_disk_mb
 
@@ -95,10 +97,19 @@ class Pipeline:
         return str(self.storage.root) if isinstance(self.storage, LocalStorage) else self.scratch_dir
 
     def check_disk(self) -> None:
+        """Refuse new work (503) when the disk is low or the stored files reached the storage budget."""
         free = free_disk_mb(self.disk_path())
         if free < self.settings.min_free_disk_mb:
             raise InsufficientStorage(f"only {free:.0f} MiB free on {self.disk_path()} (need "
                                       f"{self.settings.min_free_disk_mb:.0f} MiB); try again later")
+        budget = getattr(self.storage, "budget", None)
+        if budget is not None and budget.enabled:
+            left = off_loop(budget.left_bytes)
+            if left is not None and left <= 0:
+                wait = int(min(3600, max(60, self.settings.sweep_interval_s)))
+                raise StorageFull(f"the stored files reached the storage budget of "
+                                  f"{budget.budget_bytes / 2**20:.0f} MiB (DOODLEPOD_STORAGE_BUDGET_MB); expired "
+                                  f"files are swept every {self.settings.sweep_interval_s:g} s: retry later", wait)
 
     # -- the steps -----------------------------------------------------------------------------
     # Each step is one stage of the data flow; /animate chains them all in memory (:meth:`run`),

@@ -42,7 +42,7 @@ class Services:
     runtime_dir: Path                # the pod's shared runtime folder (slots, metric files)
     characters: Characters           # the characters API's steps over the pipeline and the storage
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
-    limiter: RateLimiter | None = None           # per-client token buckets (None: no Redis, or limit 0)
+    limiter: RateLimiter | None = None           # per-client token buckets (None: limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
 
 
@@ -78,7 +78,8 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:
-    """The job queue, rate limiter and idempotency records on DOODLEPOD_REDIS_URL (all None without it).
+    """The job queue, rate limiter and idempotency records on DOODLEPOD_REDIS_URL (without it: no queue
+    and no records, and a rate limiter in this process's memory).
 
     They share one connection pool; nothing connects until the first call, so a Redis that is down
     at start only makes async requests answer 503.
@@ -89,7 +90,11 @@ def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | N
 
     queue = JobQueue.from_settings(settings)
     if queue is None:
-        return None, None, None
+        local = None
+        if settings.rate_limit_per_min > 0:
+            from .ratelimit import LocalRateLimiter
+            local = LocalRateLimiter(settings.rate_limit_per_min, settings.rate_limit_burst)
+        return None, local, None
     limiter = None
     if settings.rate_limit_per_min > 0:
         limiter = RateLimiter(queue.redis, queue.key("rate", ""), settings.rate_limit_per_min,

@@ -1,0 +1,54 @@
+"""The pieces that bound what a client can store, in process: the rate limiter without Redis, the
+client address behind trusted proxies, and the storage budget's count."""
+from __future__ import annotations
+
+import os
+
+from app.disk_budget import StorageBudget, folder_bytes
+from app.ratelimit import LocalRateLimiter
+from app.routes.api import forwarded_client
+
+
+def test_the_local_rate_limiter_is_a_token_bucket_per_client():
+    now = [100.0]
+    limiter = LocalRateLimiter(per_min=60, burst=3, clock=lambda: now[0])
+    assert [limiter.take("a").allowed for _ in range(4)] == [True, True, True, False]
+    refused = limiter.take("a")
+    assert not refused.allowed and refused.headers()["Retry-After"] == "1" and refused.remaining == 0
+    assert limiter.take("b").allowed                      # another client: its own bucket
+    now[0] += 1.0                                         # one token back after a second at 60/min
+    assert limiter.take("a").allowed and not limiter.take("a").allowed
+
+
+def test_the_local_rate_limiter_forgets_the_least_recent_clients_first():
+    limiter = LocalRateLimiter(per_min=1, burst=1, max_clients=2, clock=lambda: 0.0)
+    for client in ("a", "b", "c"):
+        assert limiter.take(client).allowed
+    assert not limiter.take("c").allowed and not limiter.take("b").allowed
+    assert limiter.take("a").allowed                      # forgotten: a full bucket again
+
+
+def test_forwarded_for_is_believed_only_from_trusted_proxies_and_only_from_the_right():
+    trusted = ("10.0.0.0/8",)
+    assert forwarded_client("203.0.113.9", ["1.2.3.4"], trusted) == "203.0.113.9"        # peer not trusted
+    assert forwarded_client("10.0.0.5", [], trusted) == "10.0.0.5"
+    assert forwarded_client("10.0.0.5", ["1.2.3.4"], trusted) == "1.2.3.4"
+    # the client wrote the left part itself: the right-most untrusted hop is the client
+    assert forwarded_client("10.0.0.5", ["6.6.6.6, 198.51.100.2, 10.0.0.7"], trusted) == "198.51.100.2"
+    assert forwarded_client("10.0.0.5", ["6.6.6.6", "198.51.100.2:4711"], trusted) == "198.51.100.2"
+    assert forwarded_client("10.0.0.5", ["[2001:db8::1]:80"], trusted) == "2001:db8::1"
+    assert forwarded_client("10.0.0.5", ["not-an-address"], trusted) == "10.0.0.5"
+    assert forwarded_client("10.0.0.5", ["1.2.3.4"], ()) == "10.0.0.5"                   # no setting: no trust
+
+
+def test_the_budget_counts_the_files_stored_and_this_process_writes(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "x.gif").write_bytes(os.urandom(200_000))
+    (tmp_path / "y.png").write_bytes(os.urandom(100_000))
+    counted = folder_bytes(tmp_path)
+    assert 300_000 <= counted <= 320_000
+    budget = StorageBudget(tmp_path, budget_mb=1)
+    assert budget.enabled and budget.left_bytes() == 2**20 - counted
+    budget.wrote(900_000)                                 # before the next walk: still counted
+    assert budget.left_bytes() == 2**20 - counted - 900_000 < 0
+    assert not StorageBudget(tmp_path, 0).enabled and StorageBudget(tmp_path, 0).left_bytes() is None
