@@ -5,10 +5,6 @@ field here, built in :func:`build_services` (which the app workers and the rende
 """
 from __future__ import annotations
 
-import atexit
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,14 +53,14 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     from .motions import load_motions
     from .pipeline import Pipeline
     from .render_pool import InflightSlots, RenderPool
+    from .scratch import make_scratch
     from .storage import from_settings
     from .torchserve import TorchServeClient
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
     # clips go to a scratch folder in the temp folder, not to the runtime folder: that one holds only
     # small state (slots, metric files) on a small volume of its own.
-    scratch = Path(tempfile.mkdtemp(prefix=f"doodlepod-scratch-{os.getpid()}-"))
-    atexit.register(shutil.rmtree, scratch, True)
+    scratch = make_scratch()
     pool = RenderPool(settings.render_processes, scratch / spill_name)
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,

@@ -197,7 +197,7 @@ def uploaded_clip(deadline: Deadline | None = None):
         return svc.pool.wait(svc.pool.submit(fn, *args), limit, "check:bvh")
 
     return read_bvh_upload(request.files, request.form, svc.settings, Path(svc.pipeline.scratch_dir) / "uploads",
-                           g.request_id, run=in_pool)
+                           run=in_pool)
 
 
 _ABSENT = object()

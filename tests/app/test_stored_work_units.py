@@ -52,3 +52,41 @@ def test_the_budget_counts_the_files_stored_and_this_process_writes(tmp_path):
     budget.wrote(900_000)                                 # before the next walk: still counted
     assert budget.left_bytes() == 2**20 - counted - 900_000 < 0
     assert not StorageBudget(tmp_path, 0).enabled and StorageBudget(tmp_path, 0).left_bytes() is None
+
+
+def test_scratch_folders_of_stopped_processes_are_removed_at_start(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from app.scratch import PREFIX, make_scratch
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    gone = tmp_path / f"{PREFIX}{dead.stdout.strip()}-abc"      # its process has exited
+    reused = tmp_path / f"{PREFIX}{os.getpid()}-old"             # our pid, but made before we started
+    live = tmp_path / f"{PREFIX}{os.getppid()}-live"             # a running process that made it after starting
+    other = tmp_path / "someone-else"
+    for folder in (gone, reused, live, other):
+        (folder / "spill").mkdir(parents=True)
+        (folder / "spill" / "x.in").write_bytes(b"x")
+    os.utime(reused, (1.0, 1.0))
+    now = time.time()
+    os.utime(live, (now, now))
+    mine = make_scratch(str(tmp_path))
+    assert not gone.exists() and not reused.exists()
+    assert live.exists() and other.exists() and mine.is_dir() and mine.name.startswith(f"{PREFIX}{os.getpid()}-")
+
+
+def test_uploaded_clips_are_named_by_the_server(tmp_path):
+    from types import SimpleNamespace
+
+    from app.bvh_upload import read_bvh_upload
+    from tests.conftest import BVH_DIR
+
+    clip = (BVH_DIR / "cmu1" / "jumping_jacks.bvh").read_text()
+    settings = SimpleNamespace(bvh_max_mb=4, bvh_max_joints=256, bvh_max_frames=20000, bvh_max_seconds=120)
+    a = read_bvh_upload({}, {"bvh": clip}, settings, tmp_path)
+    b = read_bvh_upload({}, {"bvh": clip, "end_frame": "10"}, settings, tmp_path)
+    assert a.motion_cfg != b.motion_cfg and a.motion_cfg.exists() and b.motion_cfg.exists()
+    assert a.sha256 != b.sha256 and a.motion_cfg.parent == tmp_path
