@@ -148,6 +148,11 @@ class LocalStorage:
         deadline.check("storage read")
         return self.path_of(key) is not None
 
+    def delete(self, key: str, deadline: Deadline) -> None:
+        """Delete one object (nothing if there is none)."""
+        deadline.check("storage delete")
+        off_loop(lambda: (self.root / _safe_key(key)).unlink(missing_ok=True))
+
     def delete_prefix(self, prefix: str, deadline: Deadline) -> int:
         """Delete every object under the folder ``prefix`` (ending in ``/``); returns how many."""
         deadline.check("storage delete")
@@ -303,6 +308,10 @@ class S3Storage:
         except _Missing:
             return False
         return True
+
+    def delete(self, key: str, deadline: Deadline) -> None:
+        """Delete one object (nothing if there is none)."""
+        self._call(deadline, "storage delete", key, self.client.delete_object, Key=self.key(key))
 
     def delete_prefix(self, prefix: str, deadline: Deadline) -> int:
         """Delete every object under the folder ``prefix`` (ending in ``/``); returns how many."""

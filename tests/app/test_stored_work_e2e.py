@@ -99,3 +99,65 @@ def test_the_storage_budget_turns_work_away_before_the_volume_fills(page):
         (files / "filler").unlink()
         time.sleep(2.1)
         assert _create(server, page).status_code == 201
+
+
+@pytest.fixture(scope="module")
+def plain():
+    with stack.app_server("dp-files-", lambda w: _env(w)) as server:
+        yield server
+
+
+def test_file_urls_do_not_reveal_the_character_and_its_document_is_not_served(plain, page):
+    created = _create(plain, page)
+    assert created.status_code == 201, created.text
+    doc = created.json()
+    cid = doc["id"]
+    render = requests.post(f"{plain.url}/characters/{cid}/animations", data={"motions": "dab"}, timeout=120)
+    assert render.status_code == 200, render.text
+    urls = [*doc["urls"].values(), *render.json()["animations"].values()]
+    for url in urls:
+        assert cid not in url, url
+        assert requests.get(url if url.startswith("http") else plain.url + url, timeout=10).status_code == 200
+    files_folder = urls[0].split("/files/", 1)[1].rsplit("/", 1)[0]
+    for key in (f"characters/{cid}/character.json", f"{files_folder}/character.json", f"characters/{cid}/"):
+        resp = requests.get(f"{plain.url}/files/{key}", timeout=10)
+        _assert_error(resp, 404, "not_found")
+    # the folder of a shared link is no handle on the character
+    link_key = files_folder.rsplit("/", 1)[-1]
+    _assert_error(requests.get(f"{plain.url}/characters/{link_key}", timeout=10), 404, "not_found")
+    _assert_error(requests.delete(f"{plain.url}/characters/{link_key}", timeout=10), 404, "not_found")
+    assert requests.get(f"{plain.url}/characters/{cid}", timeout=10).status_code == 200
+
+
+def test_a_delete_during_a_render_stops_it_and_leaves_nothing(page):
+    import threading
+    import time
+
+    env = lambda w: _env(w, DOODLEPOD_RENDER_SIZE="400", DOODLEPOD_RENDER_MAX_FRAMES="0")  # noqa: E731
+    with stack.app_server("dp-delete-", env) as server:
+        created = _create(server, page)
+        assert created.status_code == 201, created.text
+        cid = created.json()["id"]
+        files_root = Path(server.env["DOODLEPOD_LOCAL_DIR"])
+        folder = files_root / created.json()["urls"]["image"].split("/files/", 1)[1].rsplit("/", 1)[0]
+        assert folder.is_dir() and cid not in str(folder)
+        answer: dict[str, requests.Response] = {}
+
+        def render() -> None:
+            answer["resp"] = requests.post(f"{server.url}/characters/{cid}/animations",
+                                           data={"motions": "dab,zombie,jumping", "size": "512"}, timeout=300)
+
+        thread = threading.Thread(target=render)
+        thread.start()
+        t_end = time.monotonic() + 60
+        while "stage=animate" not in server.log_text() and time.monotonic() < t_end and thread.is_alive():
+            time.sleep(0.05)
+        assert thread.is_alive(), answer["resp"].text[:300]   # still rendering when the DELETE comes
+        assert requests.delete(f"{server.url}/characters/{cid}", timeout=30).status_code == 204
+        thread.join(300)
+        _assert_error(answer["resp"], 404, "not_found")
+        assert "deleted while this render ran" in answer["resp"].json()["message"]
+        time.sleep(0.5)
+        left = [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+        assert left == [], left
+        assert not (files_root / "characters" / cid).exists()
