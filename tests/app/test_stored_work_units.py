@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from app.disk_budget import StorageBudget, folder_bytes
-from app.ratelimit import LocalRateLimiter
-from app.routes.api import forwarded_client
+from app.http.api import forwarded_client
+from app.jobs.ratelimit import LocalRateLimiter
+from app.storage.budget import StorageBudget, folder_bytes
 
 
 def test_the_local_rate_limiter_is_a_token_bucket_per_client():
@@ -59,7 +59,7 @@ def test_scratch_folders_of_stopped_processes_are_removed_at_start(tmp_path):
     import sys
     import time
 
-    from app.scratch import PREFIX, make_scratch
+    from app.render.scratch import PREFIX, make_scratch
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
@@ -81,7 +81,7 @@ def test_scratch_folders_of_stopped_processes_are_removed_at_start(tmp_path):
 def test_uploaded_clips_are_named_by_the_server(tmp_path):
     from types import SimpleNamespace
 
-    from app.bvh_upload import read_bvh_upload
+    from app.intake.bvh import read_bvh_upload
     from tests.conftest import BVH_DIR
 
     clip = (BVH_DIR / "cmu1" / "jumping_jacks.bvh").read_text()

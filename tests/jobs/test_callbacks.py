@@ -1,8 +1,8 @@
 """Job callbacks reach only what they should, and a slow receiver holds back nobody else.
 
-Units: the address rules of app/egress.py (a resolver stub stands in for DNS, which cannot be
+Units: the address rules of app/jobs/egress.py (a resolver stub stands in for DNS, which cannot be
 made to answer on cue here), and one delivery attempt against a real tarpit socket on loopback.
-End to end: gunicorn (gevent) + ``python -m app.worker`` + Valkey + the fake-model TorchServe on
+End to end: gunicorn (gevent) + ``python -m app.jobs.worker`` + Valkey + the fake-model TorchServe on
 loopback; the receivers are real HTTP servers on loopback, let through by DOODLEPOD_WEBHOOK_ALLOW.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from app.egress import Allowance, CallbackRefused, check_callback
-from app.webhooks import deliver
+from app.jobs.egress import Allowance, CallbackRefused, check_callback
+from app.jobs.webhooks import deliver
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
 import stack  # noqa: E402

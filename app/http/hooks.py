@@ -11,8 +11,8 @@ import time
 
 from flask import Flask, Response, g, request
 
-from . import metrics
-from .pipeline import new_request_id
+from .. import metrics
+from ..render.pipeline import new_request_id
 
 log = logging.getLogger("doodlepod.http")
 
@@ -47,7 +47,7 @@ def _finish(response: Response) -> Response:
 def _client() -> str:
     """The client's address as rate limits see it (DOODLEPOD_TRUSTED_PROXIES); the peer if that fails."""
     try:
-        from .routes.api import client_address
+        from .api import client_address
         return client_address()
     except Exception:  # noqa: BLE001 - a log line must never fail a response
         return request.remote_addr or "-"

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from flask import Blueprint, send_file
 
-from ..characters import DOCUMENT
-from ..characters import PREFIX as DOCUMENTS
+from ..characters.resource import DOCUMENT
+from ..characters.resource import PREFIX as DOCUMENTS
 from ..errors import NotFound
 from ..services import services
-from ..storage import LocalStorage
+from ..storage.backends import LocalStorage
 
 bp = Blueprint("files", __name__)
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..errors import BadRequest
 from .egress import Allowance, CallbackRefused, Resolver, Target, check_callback, system_resolver
-from .errors import BadRequest
 
 log = logging.getLogger("doodlepod.webhooks")
 
@@ -49,7 +49,7 @@ def verify(secret: str, body: bytes, header: str) -> bool:
 
 def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver = system_resolver) -> str:
     """The callback URL of a request ('' if none): 400 unless an http(s) URL and webhooks are configured,
-    422 ``callback_url_refused`` when it names an address the server does not call (app/egress.py)."""
+    422 ``callback_url_refused`` when it names an address the server does not call (app/jobs/egress.py)."""
     url = (raw or "").strip()
     if not url:
         return ""
@@ -83,7 +83,7 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
             base_backoff_s: float = 1.0, resolve: Resolver = system_resolver) -> Outcome:
     """POST the signed record of ``job`` to ``url`` until a 2xx, a final answer, or ``attempts`` tries.
 
-    Each attempt checks the URL again (:func:`app.egress.check_callback`: the name is resolved anew
+    Each attempt checks the URL again (:func:`app.jobs.egress.check_callback`: the name is resolved anew
     and every address checked), connects to the address it checked, and ends within ``timeout_s``
     in all (connecting, sending and reading the answer's head together), however slowly the
     receiver trickles its answer. A URL refused by the rules ends delivery at once, not retried.
