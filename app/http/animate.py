@@ -28,7 +28,7 @@ from ..intake.body import parse_json
 from ..intake.bvh import read_bvh_upload
 from ..jobs.webhooks import validate_callback_url
 from ..render.deadline import Deadline
-from ..render.pipeline import Job, Result
+from ..render.pipeline import Job, Result, check_spread
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, idempotent, submit, wants_async
@@ -230,9 +230,11 @@ def parse_joints(raw: Any) -> list | None:
     from animator.photo_skeleton import skeleton_from_client
 
     try:
-        return skeleton_from_client(value)
+        joints = skeleton_from_client(value)
     except CharacterError as exc:
         raise BadRequest(f"'joints': {exc.message}") from None
+    check_spread(joints)  # 422 now, before a render slot (the image's bounds are checked once decoded)
+    return joints
 
 
 def parse_bbox(raw: Any) -> list[float] | None:

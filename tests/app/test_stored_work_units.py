@@ -90,3 +90,30 @@ def test_uploaded_clips_are_named_by_the_server(tmp_path):
     b = read_bvh_upload({}, {"bvh": clip, "end_frame": "10"}, settings, tmp_path)
     assert a.motion_cfg != b.motion_cfg and a.motion_cfg.exists() and b.motion_cfg.exists()
     assert a.sha256 != b.sha256 and a.motion_cfg.parent == tmp_path
+
+
+def test_a_16_bit_mask_keeps_its_black():
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from app.render.steps import read_mask
+
+    mask16 = np.zeros((20, 40), np.uint16)
+    mask16[:, :20] = 65535
+    buf = io.BytesIO()
+    Image.fromarray(mask16).save(buf, format="PNG")
+    got = read_mask(buf.getvalue(), (40, 20))
+    assert got[:, :20].all() and not got[:, 20:].any()
+
+
+def test_redis_errors_are_named_by_what_happened():
+    import redis
+
+    from app.jobs.queue import redis_trouble
+
+    assert "out of memory" in redis_trouble(redis.exceptions.OutOfMemoryError("command not allowed when used memory"))
+    assert "read-only" in redis_trouble(redis.exceptions.ReadOnlyError("You can't write against a read only replica."))
+    assert "password" in redis_trouble(redis.exceptions.AuthenticationError("invalid password"))
+    assert "not reachable" in redis_trouble(redis.exceptions.ConnectionError("refused"))
