@@ -111,8 +111,11 @@ SETTINGS: tuple[Setting, ...] = (
             "right-most address in it that is not itself a trusted proxy. Used by rate limits, idempotency keys "
             "and logs. Empty: the TCP peer is the client and X-Forwarded-For is ignored (as it is from any "
             "peer outside these networks).", _csv),
-    Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call except /ping, /healthz, /live and /metrics "
-            "needs the header 'Authorization: Bearer <token>'.", str),
+    Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call needs the header 'Authorization: Bearer "
+            "<token>'. Open without it: /ping, /healthz, /live, /metrics, the files of local storage (/files/...: "
+            "animation and character images, under keys that name no character), the studio page (/studio, and "
+            "GET /, which redirects to it; its API calls carry the person's token). Character documents are "
+            "API calls.", str),
     # --- limits ---
     Setting("DOODLEPOD_REQUEST_DEADLINE_S", "120", "Longest time one request may take end to end; past "
             "it the app answers 504. A client may ask for less with the header X-Deadline-Seconds.",
