@@ -45,27 +45,16 @@ from pathlib import Path
 
 import numpy as np
 import requests
+from common import REPO, pct, stack
 from PIL import Image
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
-
-sys.path.insert(0, str(REPO / "tests" / "jobs"))
-from jobstack import RedisServer, WorkerProcess  # noqa: E402
+from tests.jobs.jobstack import RedisServer, WorkerProcess  # after common, which puts the repository on sys.path
 
 BODY_TIMEOUT_S = 8
 #: The soak's rate limit per client (each client is one forwarded address); the flood goes past it.
 RATE_PER_MIN, RATE_BURST = 120, 20
 WEBHOOK_SECRET = "soak-secret"
 JJ = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "bvh" / "cmu1" / "jumping_jacks.bvh"
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, int(round(q / 100 * (len(values) - 1)))))]
 
 
 def descendants(pid: int) -> set[int]:
