@@ -117,3 +117,18 @@ def test_redis_errors_are_named_by_what_happened():
     assert "read-only" in redis_trouble(redis.exceptions.ReadOnlyError("You can't write against a read only replica."))
     assert "password" in redis_trouble(redis.exceptions.AuthenticationError("invalid password"))
     assert "not reachable" in redis_trouble(redis.exceptions.ConnectionError("refused"))
+
+
+def test_a_runtime_folder_made_by_the_app_is_in_memory_where_it_can_be():
+    import shutil
+    from pathlib import Path
+
+    from app import new_runtime_dir
+
+    made = Path(new_runtime_dir())
+    try:
+        if os.access("/dev/shm", os.W_OK):
+            assert made.parent == Path("/dev/shm")   # not beside the data a full disk would SIGBUS
+        assert made.is_dir() and made.name.startswith("doodlepod-")
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
