@@ -42,8 +42,8 @@ bench-soak: venv ## soak: 16 good, slow and hostile clients for 60 s against one
 bench-jobs: venv ## async jobs benchmark: 200 jobs by 16 clients on Redis + 2 render workers, then the same renders synchronously (bench/jobs.py --help)
 	$(PY) bench/jobs.py
 
-serve-worker: venv ## only the render worker (python -m app.worker) on DOODLEPOD_* settings; Redis and TorchServe must be running
-	$(PY) -m app.worker
+serve-worker: venv ## only the render worker (python -m app.jobs.worker) on DOODLEPOD_* settings; Redis and TorchServe must be running
+	$(PY) -m app.jobs.worker
 
 # --- model (issue 2) ---
 MODEL_STORE ?= build/model-store

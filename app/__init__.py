@@ -44,9 +44,9 @@ def create_app(**overrides: Any):
 
     # Imports that need PROMETHEUS_MULTIPROC_DIR set come after runtime_dir().
     from . import errors
-    from .hooks import install_hooks
+    from .http import register_blueprints
+    from .http.hooks import install_hooks
     from .loop import under_gevent
-    from .routes import register_blueprints
     from .services import EXTENSION, build_services
 
     app = Flask(__name__)
@@ -66,7 +66,7 @@ def create_app(**overrides: Any):
         import gevent
         gevent.spawn(_warm, pool, log)
         if storage.name == "local":  # S3 expires objects with a lifecycle rule (docs/api.md)
-            from . import sweep
+            from .storage import sweep
             gevent.spawn(sweep.run_forever, storage.root, settings.expiry_hours * 3600,
                          settings.sweep_interval_s, run_dir / "sweep.lock")
     log.info("app ready: storage=%s motions=%s render_processes=%d max_inflight=%d deadline=%gs",

@@ -225,7 +225,7 @@ SETTINGS: tuple[Setting, ...] = (
             "(never less than DOODLEPOD_IDEMPOTENCY_TTL_S: a repeated key must find its job).", _positive_int),
     Setting("DOODLEPOD_JOBS_POLL_AFTER_S", "2", "Retry-After sent with 202 and with unfinished jobs: how soon a "
             "client should poll.", _positive_int),
-    Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.worker) renders at "
+    Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.jobs.worker) renders at "
             "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
             "worker holds none).", _positive_int),
     Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
@@ -298,7 +298,7 @@ def default_max_inflight(motions_per_request: int, cpus: int | None = None) -> i
     renders its motions in parallel, so ceil(CPUs / motions) requests keep every CPU busy without
     queueing one request's motions behind another's (at least 1)."""
     if cpus is None:
-        from .render_pool import available_cpus
+        from .render.pool import available_cpus
 
         cpus = available_cpus()
     return max(1, -(-cpus // max(1, motions_per_request)))

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING
 from flask import current_app
 
 if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (see create_app)
-    from .characters import Characters
+    from .characters.resource import Characters
+    from .characters.torchserve import TorchServeClient
     from .config import Settings
-    from .idempotency import SyncIdempotency
-    from .jobs_queue import JobQueue
-    from .motions import Motion
-    from .pipeline import Pipeline
-    from .ratelimit import RateLimiter
-    from .render_pool import InflightSlots, RenderPool
-    from .storage import Storage
-    from .torchserve import TorchServeClient
+    from .jobs.idempotency import SyncIdempotency
+    from .jobs.queue import JobQueue
+    from .jobs.ratelimit import RateLimiter
+    from .render.motions import Motion
+    from .render.pipeline import Pipeline
+    from .render.pool import InflightSlots, RenderPool
+    from .storage.backends import Storage
 
 EXTENSION = "doodlepod"
 
@@ -53,12 +53,12 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     arguments and results into ``spill_name`` in a scratch folder of this process's own. Call after
     :func:`app.runtime_dir`, which points the metrics at that folder before they are imported.
     """
-    from .characters import Characters
-    from .motions import load_motions
-    from .pipeline import Pipeline
-    from .render_pool import InflightSlots, RenderPool
-    from .storage import from_settings
-    from .torchserve import TorchServeClient
+    from .characters.resource import Characters
+    from .characters.torchserve import TorchServeClient
+    from .render.motions import load_motions
+    from .render.pipeline import Pipeline
+    from .render.pool import InflightSlots, RenderPool
+    from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
     # clips go to a scratch folder in the temp folder, not to the runtime folder: that one holds only
@@ -83,9 +83,9 @@ def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | N
     They share one connection pool; nothing connects until the first call, so a Redis that is down
     at start only makes async requests answer 503.
     """
-    from .idempotency import SyncIdempotency
-    from .jobs_queue import JobQueue
-    from .ratelimit import RateLimiter
+    from .jobs.idempotency import SyncIdempotency
+    from .jobs.queue import JobQueue
+    from .jobs.ratelimit import RateLimiter
 
     queue = JobQueue.from_settings(settings)
     if queue is None:

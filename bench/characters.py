@@ -105,20 +105,20 @@ def main() -> int:
         stack.remove(workdir)
 
     # The same render in this process, for context on a loaded machine: wall and CPU time of
-    # jobs.render_stored (what the render process runs), without the pool's niceness or HTTP.
+    # steps.render_stored (what the render process runs), without the pool's niceness or HTTP.
     import animator
-    from app import jobs
     from app.config import load_settings
-    from app.motions import load_motions
+    from app.render import steps
+    from app.render.motions import load_motions
 
     char = animator.load_character(stack.CHARACTERS / args.character)
     motion = load_motions()[args.motion]
-    files = jobs.character_files([(j.name, j.loc, j.parent) for j in char.skeleton], texture=char.texture,
+    files = steps.character_files([(j.name, j.loc, j.parent) for j in char.skeleton], texture=char.texture,
                                  mask=char.mask)
     walls, cpus = [], []
     for _ in range(4):
         w0, c0 = time.perf_counter(), time.process_time()
-        jobs.render_stored(files["texture"], files["mask"], [(j.name, j.loc, j.parent) for j in char.skeleton],
+        steps.render_stored(files["texture"], files["mask"], [(j.name, j.loc, j.parent) for j in char.skeleton],
                            str(motion.motion_cfg), str(motion.retarget_cfg),
                            {"width": 256, "height": 256, "format": "gif", "fps": 15.0,
                             "threads": load_settings().render_threads})

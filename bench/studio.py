@@ -105,11 +105,11 @@ def main() -> int:
 
 
 def preview_ab(reps: int = 5) -> None:
-    """The preview's render (jobs.render_stored, as the app runs it) A/B in this process."""
+    """The preview's render (steps.render_stored, as the app runs it) A/B in this process."""
     import yaml
 
-    from app import jobs
-    from app.pipeline import THUMBNAIL_MESH_CELLS
+    from app.render import steps
+    from app.render.pipeline import THUMBNAIL_MESH_CELLS
 
     folder = stack.CHARACTERS / "char1"
     texture, mask = (folder / "texture.png").read_bytes(), (folder / "mask.png").read_bytes()
@@ -123,7 +123,7 @@ def preview_ab(reps: int = 5) -> None:
     for _ in range(reps):
         for name, options in variants.items():
             t0 = time.perf_counter()
-            jobs.render_stored(texture, mask, joints, str(configs / "motion" / "dab.yaml"),
+            steps.render_stored(texture, mask, joints, str(configs / "motion" / "dab.yaml"),
                                str(configs / "retarget" / "fair1_ppf.yaml"), options)
             ms[name].append((time.perf_counter() - t0) * 1e3)
     print("preview render, char1 + dab at 128 px, in-process, alternating A/B:")

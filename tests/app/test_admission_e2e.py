@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from app.config import default_max_inflight
-from app.render_pool import available_cpus
+from app.render.pool import available_cpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "torchserve_fake"))
 import stack  # noqa: E402

@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app import config, jobs
+from app import config
 from app.config import SETTINGS, SettingsError, load_settings, unknown_variables
-from app.deadline import Deadline
 from app.errors import DeadlineExceeded, StorageFailed, TooLarge, UnreadableImage, UnsupportedType
-from app.motions import BUILTIN_DIR, LibraryError, load_library, load_motions
-from app.render_pool import InflightSlots
-from app.storage import LocalStorage
+from app.render import steps
+from app.render.deadline import Deadline
+from app.render.motions import BUILTIN_DIR, LibraryError, load_library, load_motions
+from app.render.pool import InflightSlots
+from app.storage.backends import LocalStorage
 from tests.conftest import REPO
 
 # --- settings ---------------------------------------------------------------------------------
@@ -183,7 +184,7 @@ def test_prepare_image_honours_exif_orientation_and_downsizes() -> None:
     exif = Image.Exif()
     exif[0x0112] = 6
     data = _encode(stored, "JPEG", exif=exif, quality=95)
-    prepared = jobs.prepare_image(data, max_pixels=10**7, max_side=100)
+    prepared = steps.prepare_image(data, max_pixels=10**7, max_side=100)
     assert prepared.image_size == (200, 400)               # shown portrait
     assert prepared.rgb.shape == (100, 50, 3)              # downsized to a 100 px longest side
     assert prepared.scale == pytest.approx(0.25)
@@ -201,49 +202,49 @@ def test_prepare_image_reads_heic_with_its_orientation() -> None:
     exif[0x0112] = 6
     data = _encode(stored, "HEIF", exif=exif.tobytes(), quality=90)
     assert data[4:12] == b"ftypheic"
-    prepared = jobs.prepare_image(data, max_pixels=10**7, max_side=100)
+    prepared = steps.prepare_image(data, max_pixels=10**7, max_side=100)
     assert prepared.format == "HEIF"
     assert prepared.image_size == (200, 400)               # shown portrait
     assert prepared.rgb.shape == (100, 50, 3)
     assert prepared.rgb[2, -3].max() < 80                  # the square is now top-right
     assert prepared.rgb[2, 2].min() > 200
     with pytest.raises(TooLarge, match="0.1 MP"):          # the pixel limit holds, from the header
-        jobs.prepare_image(data, max_pixels=50_000, max_side=100)
+        steps.prepare_image(data, max_pixels=50_000, max_side=100)
     with pytest.raises(UnreadableImage):                   # a truncated HEIC is a clear 400
-        jobs.prepare_image(data[: len(data) // 2], max_pixels=10**7, max_side=100)
+        steps.prepare_image(data[: len(data) // 2], max_pixels=10**7, max_side=100)
 
 
 def test_prepare_image_flattens_transparency_onto_white() -> None:
     rgba = Image.new("RGBA", (20, 20), (0, 0, 0, 0))
     rgba.paste((10, 10, 10, 255), (5, 5, 10, 10))
-    prepared = jobs.prepare_image(_encode(rgba, "PNG"), 10**6, 1000)
+    prepared = steps.prepare_image(_encode(rgba, "PNG"), 10**6, 1000)
     assert prepared.rgb[0, 0].tolist() == [255, 255, 255] and prepared.rgb[6, 6].tolist() == [10, 10, 10]
 
 
 def test_prepare_image_rejections() -> None:
     big = _encode(Image.new("L", (3000, 2000), 255), "PNG")
     with pytest.raises(TooLarge, match="6.0 MP"):
-        jobs.prepare_image(big, max_pixels=5_000_000, max_side=1000)
+        steps.prepare_image(big, max_pixels=5_000_000, max_side=1000)
     with pytest.raises(UnsupportedType, match="GIF"):
-        jobs.prepare_image(_encode(Image.new("RGB", (8, 8)), "GIF"), 10**6, 1000)
+        steps.prepare_image(_encode(Image.new("RGB", (8, 8)), "GIF"), 10**6, 1000)
     with pytest.raises(UnsupportedType, match="BMP"):
-        jobs.prepare_image(_encode(Image.new("RGB", (8, 8)), "BMP"), 10**6, 1000)
+        steps.prepare_image(_encode(Image.new("RGB", (8, 8)), "BMP"), 10**6, 1000)
     with pytest.raises(UnsupportedType, match="AVIF"):
-        jobs.prepare_image(b"\x00\x00\x00\x18ftypavif\x00\x00\x00\x00" + b"\x00" * 64, 10**6, 1000)
+        steps.prepare_image(b"\x00\x00\x00\x18ftypavif\x00\x00\x00\x00" + b"\x00" * 64, 10**6, 1000)
     with pytest.raises(UnreadableImage):
-        jobs.prepare_image(b"", 10**6, 1000)
+        steps.prepare_image(b"", 10**6, 1000)
     with pytest.raises(UnreadableImage):
-        jobs.prepare_image(b"definitely not an image", 10**6, 1000)
+        steps.prepare_image(b"definitely not an image", 10**6, 1000)
     png = _encode(Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), np.uint8)), "PNG")
     with pytest.raises(UnreadableImage, match="corrupt or truncated"):
-        jobs.prepare_image(png[: len(png) // 2], 10**6, 1000)
+        steps.prepare_image(png[: len(png) // 2], 10**6, 1000)
 
 
 def test_clamp_box() -> None:
-    assert jobs.clamp_box([-5, -5, 50.4, 60.6], 40, 100) == (0, 0, 40, 61)
-    assert jobs.clamp_box([10, 10, 12, 12], 100, 100) is None
-    assert jobs.clamp_box(["a", 0, 1, 1], 100, 100) is None
-    assert jobs.clamp_box([float("nan"), 0, 50, 50], 100, 100) is None
+    assert steps.clamp_box([-5, -5, 50.4, 60.6], 40, 100) == (0, 0, 40, 61)
+    assert steps.clamp_box([10, 10, 12, 12], 100, 100) is None
+    assert steps.clamp_box(["a", 0, 1, 1], 100, 100) is None
+    assert steps.clamp_box([float("nan"), 0, 50, 50], 100, 100) is None
 
 
 # --- container ----------------------------------------------------------------------------------
@@ -289,7 +290,7 @@ def test_low_disk_refuses_work_and_fails_readiness(tmp_path: Path) -> None:
 
 
 def test_s3_url_modes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.storage import S3Storage
+    from app.storage.backends import S3Storage
 
     for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
         monkeypatch.setenv(k, v)
@@ -311,14 +312,14 @@ def test_s3_url_modes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_render_pool_recovers_from_a_dead_process_and_cleans_spill_files(tmp_path: Path) -> None:
     import time as _time
 
-    from app.render_pool import RenderFailed, RenderPool
+    from app.render.pool import RenderFailed, RenderPool
 
     pool = RenderPool(1, tmp_path / "spill")
     try:
-        assert pool.run(jobs.warm, 0.0, deadline=Deadline(120), stage="warm") > 0
+        assert pool.run(steps.warm, 0.0, deadline=Deadline(120), stage="warm") > 0
         with pytest.raises(RenderFailed, match="died during crash"):
             pool.run(os._exit, 3, deadline=Deadline(120), stage="crash")      # e.g. the OOM killer
-        pid = pool.run(jobs.warm, 0.0, deadline=Deadline(120), stage="after")  # a fresh pool serves again
+        pid = pool.run(steps.warm, 0.0, deadline=Deadline(120), stage="after")  # a fresh pool serves again
         assert pid > 0
         with pytest.raises(DeadlineExceeded, match="during slow"):
             pool.run(_time.sleep, 1.5, deadline=Deadline(0.3), stage="slow")
@@ -337,7 +338,7 @@ def test_render_pool_recovers_from_a_dead_process_and_cleans_spill_files(tmp_pat
     (1, 1, 1, 1),
 ])
 def test_processes_per_render_shares_the_cpus_among_admitted_motions(cpus, inflight, motions, want):
-    from app.pipeline import MAX_PROCESSES_PER_RENDER, processes_per_render
+    from app.render.pipeline import MAX_PROCESSES_PER_RENDER, processes_per_render
 
     assert MAX_PROCESSES_PER_RENDER == 4
     assert processes_per_render(cpus, inflight, motions) == want

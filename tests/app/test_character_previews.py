@@ -59,7 +59,7 @@ def test_max_frames_out_of_bounds_is_refused(character, bad):
 
 
 def test_max_frames_cannot_exceed_the_operators_cap(make_app):
-    from app.characters import parse_max_frames
+    from app.characters.resource import parse_max_frames
     from app.config import load_settings
     from app.errors import BadRequest
 
@@ -71,7 +71,7 @@ def test_max_frames_cannot_exceed_the_operators_cap(make_app):
 
 def test_thumbnails_are_rigged_on_a_coarser_mesh(app):
     """A 128 px preview needs no 300-cell mesh (its setup is most of a preview's time); 400 px does."""
-    from app.pipeline import THUMBNAIL_MESH_CELLS
+    from app.render.pipeline import THUMBNAIL_MESH_CELLS
 
     pipeline = app.extensions["doodlepod"].pipeline
     assert pipeline.render_options("gif", 128)["mesh_cells"] == THUMBNAIL_MESH_CELLS

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app import jobs
-from app.characters import Record, version_matches
+from app.characters.resource import Record, version_matches
 from app.config import load_settings
-from app.deadline import Deadline
 from app.errors import BadMask, InvalidCharacter, MaskWrongSize
-from app.storage import Conflict, LocalStorage, S3Storage
-from app.sweep import sweep_local
+from app.render import steps
+from app.render.deadline import Deadline
+from app.storage.backends import Conflict, LocalStorage, S3Storage
+from app.storage.sweep import sweep_local
 from tests.conftest import CHAR1, REPO
 
 
@@ -118,32 +118,32 @@ def _png(array: np.ndarray, mode: str | None = None) -> bytes:
 def test_masks_are_read_as_white_on_the_character() -> None:
     grey = np.zeros((20, 30), np.uint8)
     grey[5:15, 10:20] = 200
-    assert jobs.read_mask(_png(grey), (30, 20)).sum() == 100
+    assert steps.read_mask(_png(grey), (30, 20)).sum() == 100
     rgba = np.zeros((20, 30, 4), np.uint8)
     rgba[..., :3] = 255                                             # white everywhere ...
     rgba[5:15, 10:20, 3] = 255                                      # ... but opaque only in the middle
-    assert jobs.read_mask(_png(rgba), (30, 20)).sum() == 100
+    assert steps.read_mask(_png(rgba), (30, 20)).sum() == 100
     with pytest.raises(MaskWrongSize, match="30x20"):
-        jobs.read_mask(_png(grey), (31, 20))
+        steps.read_mask(_png(grey), (31, 20))
     with pytest.raises(BadMask):
-        jobs.read_mask(b"GIF89a nope", (30, 20))
+        steps.read_mask(b"GIF89a nope", (30, 20))
     buf = io.BytesIO()
     Image.fromarray(grey).save(buf, format="JPEG")
     with pytest.raises(BadMask, match="PNG"):
-        jobs.read_mask(buf.getvalue(), (30, 20))
+        steps.read_mask(buf.getvalue(), (30, 20))
 
 
 def test_rig_check_refuses_joints_off_the_drawing() -> None:
     import animator
     char = animator.load_character(CHAR1)
     joints = [(j.name, j.loc) for j in char.skeleton]
-    assert jobs.check_rig(char.mask, joints) == 16
+    assert steps.check_rig(char.mask, joints) == 16
     paper = [(name, (3.0 + i, 4.0)) for i, (name, _) in enumerate(joints)]   # the crop's paper corner
     assert not char.mask[:10, :30].any()
     with pytest.raises(InvalidCharacter, match="16 of 16 skeleton joints lie off the drawing"):
-        jobs.check_rig(char.mask, paper)
+        steps.check_rig(char.mask, paper)
     half = joints[:9] + paper[9:]
-    assert jobs.check_rig(char.mask, half) == 9
+    assert steps.check_rig(char.mask, half) == 9
 
 
 def test_document_coordinates_round_trip() -> None:
@@ -178,7 +178,7 @@ def test_s3_lifecycle_example_matches_the_defaults(moto) -> None:
 def test_render_cache_keys_name_everything_the_file_depends_on() -> None:
     from types import SimpleNamespace
 
-    from app.characters import Characters
+    from app.characters.resource import Characters
 
     chars = Characters(load_settings({}), None, None)
     rec = Record(id="b" * 32, version=2, created_at=0.0, expires_at=1.0, image={"width": 10, "height": 10},

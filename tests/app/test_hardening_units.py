@@ -9,8 +9,8 @@ import sys
 import numpy as np
 from PIL import Image
 
-from app import jobs
 from app.config import load_settings
+from app.render import steps
 from tests.conftest import REPO
 
 CHAR1 = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "characters" / "char1" / "texture.png"
@@ -23,7 +23,7 @@ def test_a_16_bit_greyscale_png_keeps_its_drawing() -> None:
     buf = io.BytesIO()
     Image.fromarray(grey16).save(buf, format="PNG")
     assert Image.open(io.BytesIO(buf.getvalue())).mode.startswith("I")
-    img = jobs.prepare_image(buf.getvalue(), 10**8, 4000)
+    img = steps.prepare_image(buf.getvalue(), 10**8, 4000)
     got = img.rgb[..., 0].astype(int)
     assert np.abs(got - grey8).max() <= 1
     assert (got < 128).mean() > 0.01  # the ink is still there
@@ -46,7 +46,7 @@ def test_json_fields_are_bounded_in_depth_and_number_length() -> None:
     import pytest
 
     from app.errors import BadRequest, TooLarge
-    from app.intake import MAX_JSON_DEPTH, json_depth, parse_json
+    from app.intake.body import MAX_JSON_DEPTH, json_depth, parse_json
 
     assert json_depth('{"a": [1, {"b": "[[[[ not nesting ]]]] \\" [["}]}') == 3  # brackets in strings skipped
     assert parse_json('{"root": [264, 397.5]}', "joints") == {"root": [264, 397.5]}
@@ -81,7 +81,7 @@ def test_log_records_take_one_line_whatever_the_client_sent() -> None:
 
 
 def test_only_trusted_peers_choose_the_urls_host() -> None:
-    from app.routes.api import _trusted
+    from app.http.api import _trusted
 
     loopback = ("127.0.0.1", "::1")
     assert _trusted("127.0.0.1", loopback) and _trusted("::1", loopback)

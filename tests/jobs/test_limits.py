@@ -1,4 +1,4 @@
-"""Token buckets (app/ratelimit.py) and idempotency records (app/idempotency.py) on a real Redis."""
+"""Token buckets (app/jobs/ratelimit.py) and idempotency records (app/jobs/idempotency.py) on a real Redis."""
 from __future__ import annotations
 
 import time
@@ -7,14 +7,14 @@ import pytest
 import redis
 
 from app.errors import BadRequest
-from app.idempotency import (
+from app.jobs.idempotency import (
     IdempotencyInProgress,
     IdempotencyKeyReused,
     SyncIdempotency,
     fingerprint,
     validate_key,
 )
-from app.ratelimit import RateLimiter, client_id
+from app.jobs.ratelimit import RateLimiter, client_id
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(60)]
 

@@ -1,4 +1,4 @@
-"""The queue engine (app/jobs_queue.py) against a real Redis server: the Lua state changes, the
+"""The queue engine (app/jobs/queue.py) against a real Redis server: the Lua state changes, the
 bound, redelivery after the visibility timeout, fencing of a worker that lost its job, dead letters."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from app.jobs_queue import JobQueue, JobsUnavailable, QueueFull
+from app.jobs.queue import JobQueue, JobsUnavailable, QueueFull
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(120)]
 

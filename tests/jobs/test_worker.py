@@ -1,4 +1,4 @@
-"""The render worker (``python -m app.worker``) end to end: a real Redis server, a real TorchServe
+"""The render worker (``python -m app.jobs.worker``) end to end: a real Redis server, a real TorchServe
 serving the fake models of tests/fixtures/torchserve_fake (the real weights cannot be downloaded
 here), the real pipeline and render processes, local storage on disk.
 
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake
 import stack
 from jobstack import WorkerProcess
 
-from app.jobs_queue import JobQueue
+from app.jobs.queue import JobQueue
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
 

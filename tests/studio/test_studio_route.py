@@ -85,7 +85,7 @@ def test_browser_root_redirects_to_studio_and_api_root_is_unchanged(locked):
 
 
 @pytest.mark.parametrize("path", ["/studio/../__init__.py", "/studio/%2e%2e/config.py",
-                                  "/studio/js/../../../routes/studio.py", "/studio/nope.js"])
+                                  "/studio/js/../../../http/studio.py", "/studio/nope.js"])
 def test_no_file_outside_the_page(locked, path):
     r = locked.get(path)
     assert r.status_code == 404

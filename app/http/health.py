@@ -8,7 +8,7 @@ from flask import Blueprint, Response, jsonify
 
 from .. import metrics
 from ..services import services
-from ..storage import free_disk_mb
+from ..storage.backends import free_disk_mb
 
 log = logging.getLogger("doodlepod.http")
 

@@ -15,8 +15,8 @@ import json
 import re
 from typing import Any
 
-from .errors import BadRequest, RequestTimeout, TooLarge
-from .loop import time_limit
+from ..errors import BadRequest, RequestTimeout, TooLarge
+from ..loop import time_limit
 
 #: Deepest nesting of arrays and objects accepted in a JSON field or body (the joints' skeleton
 #: list form needs 4).

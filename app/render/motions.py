@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "motions"
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "motions"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 

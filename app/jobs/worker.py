@@ -1,4 +1,4 @@
-"""The render worker: ``python -m app.worker`` takes async jobs from Redis and renders them.
+"""The render worker: ``python -m app.jobs.worker`` takes async jobs from Redis and renders them.
 
 It is a second process type of the app's image, run beside gunicorn in the same pod (the
 ``worker`` container of deploy/deployment.yaml, a second process of ``make run``). It builds the
@@ -9,7 +9,7 @@ together never exceed ``DOODLEPOD_MAX_INFLIGHT``.
 Threads: ``DOODLEPOD_WORKER_CONCURRENCY`` job threads (each: wait for TorchServe to be ready and for
 a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot),
 one heartbeat thread that renews the entries being worked on, and
-two callback threads (app/webhooks.py). SIGTERM stops taking work and lets running jobs finish
+two callback threads (app/jobs/webhooks.py). SIGTERM stops taking work and lets running jobs finish
 (bounded by the request deadline); a worker killed outright loses nothing: its jobs are taken over
 after ``DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S``.
 
@@ -17,7 +17,7 @@ A job that fails with a client-side error (4xx: no character, unreadable image .
 at once; a server-side one (5xx, a crash) is retried with backoff until ``DOODLEPOD_JOBS_MAX_ATTEMPTS``,
 then ends ``failed`` and is dead-lettered.
 
-``python -m app.worker --alive`` exits 0 if this pod's worker renewed its heartbeat file recently
+``python -m app.jobs.worker --alive`` exits 0 if this pod's worker renewed its heartbeat file recently
 (the container's liveness probe).
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .services import Services
+    from ..services import Services
 
 log = logging.getLogger("doodlepod.worker")
 
@@ -60,8 +60,8 @@ def handler(kind: str):
 @handler("animate")
 def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job_id: str, deadline) -> dict:
     """POST /animate's work: the photo pipeline, with the request's validated fields."""
-    from .errors import UnknownMotion
-    from .pipeline import Job
+    from ..errors import UnknownMotion
+    from ..render.pipeline import Job
 
     missing = [n for n in payload["motions"] if n not in ctx.motions]
     if missing:
@@ -80,10 +80,10 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
 @handler("character_animations")
 def run_character_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
                              deadline) -> dict:
-    """POST /characters/{id}/animations' work (app/characters.py), the render slot already held."""
+    """POST /characters/{id}/animations' work (app/characters/resource.py), the render slot already held."""
     from contextlib import nullcontext
 
-    from .errors import UnknownMotion
+    from ..errors import UnknownMotion
 
     missing = [n for n in payload["motions"] if n not in ctx.motions]
     if missing:
@@ -115,7 +115,7 @@ class Worker:
 
     # --- the threads ------------------------------------------------------------------------
     def run(self) -> None:
-        from . import metrics  # noqa: F401  (metrics files in the shared folder)
+        from .. import metrics  # noqa: F401  (metrics files in the shared folder)
 
         threads = [threading.Thread(target=self._job_loop, args=(f"{self.name}-{i}",), name=f"job-{i}", daemon=True)
                    for i in range(self.settings.worker_concurrency)]
@@ -186,7 +186,7 @@ class Worker:
             (ids.add if on else ids.discard)(entry_id)
 
     def _heartbeat_loop(self) -> None:
-        from .jobs_queue import WEBHOOKS_GROUP, WORKERS_GROUP
+        from .queue import WEBHOOKS_GROUP, WORKERS_GROUP
 
         period = max(0.2, self.queue.visibility_s / 3)
         alive = self.run_dir / HEARTBEAT_FILE
@@ -205,9 +205,9 @@ class Worker:
 
     # --- one job ---------------------------------------------------------------------------------
     def _run(self, taken, consumer: str, slot) -> None:
-        from . import metrics
-        from .deadline import Deadline
-        from .errors import ApiError
+        from .. import metrics
+        from ..errors import ApiError
+        from ..render.deadline import Deadline
 
         self._track(self.queue.stream, consumer, taken.entry_id, True)
         try:
@@ -245,7 +245,7 @@ class Worker:
             self._track(self.queue.stream, consumer, taken.entry_id, False)
 
     def _failed(self, taken, owner: str, job: dict, status: int, code: str, message: str, slot) -> None:
-        from . import metrics
+        from .. import metrics
 
         error = {"code": code, "status": status, "message": message}
         attempt = int(job["attempts"])
@@ -273,8 +273,8 @@ class Worker:
 
     # --- callbacks ---------------------------------------------------------------------------
     def _webhook_loop(self, consumer: str) -> None:
-        from . import metrics
-        from .jobs_queue import WEBHOOKS_GROUP, now_iso
+        from .. import metrics
+        from .queue import WEBHOOKS_GROUP, now_iso
         from .webhooks import deliver
 
         s = self.settings
@@ -326,14 +326,14 @@ def _age_s(job: dict) -> float:
 
 def build(settings) -> Worker | None:
     """The worker of ``settings``: the same pipeline as the web app, and the pod's render slots."""
-    from . import runtime_dir
-    from .logs import configure_logging
+    from .. import runtime_dir
+    from ..logs import configure_logging
 
     configure_logging(settings.log_level)
     run_dir = runtime_dir(settings)  # sets PROMETHEUS_MULTIPROC_DIR before metrics is imported
     if not settings.redis_url:
         return None
-    from .services import build_services
+    from ..services import build_services
 
     return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}"), run_dir)
 
@@ -366,7 +366,7 @@ def _idle(settings) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .config import load_settings
+    from ..config import load_settings
 
     argv = sys.argv[1:] if argv is None else argv
     settings = load_settings()

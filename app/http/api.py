@@ -1,6 +1,6 @@
 """The ``api`` blueprint: the parent of every authenticated endpoint, and what they share.
 
-Child blueprints (animate, motions, and the others registered in :mod:`app.routes`) are registered
+Child blueprints (animate, motions, and the others registered in :mod:`app.http`) are registered
 on :data:`api`, so its ``before_request`` hook, the bearer-token check, runs for each of them and
 for nothing else: probes, metrics, files and pages stay public without an allow-list.
 """
@@ -16,9 +16,10 @@ from typing import Any
 
 from flask import Blueprint, g, request
 
-from .. import intake, metrics
-from ..deadline import Deadline
+from .. import metrics
 from ..errors import ApiError, BadRequest, Overloaded, Unauthorized
+from ..intake import body
+from ..render.deadline import Deadline
 from ..services import services
 
 api = Blueprint("api", __name__)
@@ -57,20 +58,20 @@ def request_deadline() -> Deadline:
 
 def read_body(deadline: Deadline) -> bytes:
     """The request's whole body, read now: within DOODLEPOD_BODY_TIMEOUT_S (and the deadline) and
-    DOODLEPOD_MAX_UPLOAD_MB, declared or chunked (408 / 413 beyond, see :mod:`app.intake`).
+    DOODLEPOD_MAX_UPLOAD_MB, declared or chunked (408 / 413 beyond, see :mod:`app.intake.body`).
 
     Call it before :func:`render_slot`: a slow upload must hold no slot while it trickles in.
     """
     settings = services().settings
-    return intake.buffer_body(request.environ, int(settings.max_upload_mb * 2**20),
+    return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20),
                               min(settings.body_timeout_s, deadline.remaining()))
 
 
 def json_body() -> Any:
-    """The request's JSON body decoded within :func:`app.intake.parse_json`'s bounds (depth, number
+    """The request's JSON body decoded within :func:`app.intake.body.parse_json`'s bounds (depth, number
     length), or None when it is not JSON that fits them (as ``request.get_json(silent=True)``)."""
     try:
-        return intake.parse_json(request.get_data(), "body")
+        return body.parse_json(request.get_data(), "body")
     except ApiError:
         return None
 

@@ -10,7 +10,7 @@ one (``Idempotent-Replayed: true``). The same key with another request is 422
 "The same request" is a fingerprint of the method, path and *content*: form fields and JSON in a
 canonical order and each file's SHA-256, so two uploads of the same photo with different multipart
 boundaries match. Records live in Redis (``<prefix>idem:<client>:<sha256 of the key>``) with their
-TTL; async records are written by the same Lua script that queues the job (app/jobs_queue.py).
+TTL; async records are written by the same Lua script that queues the job (app/jobs/queue.py).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import BadRequest, ClientError
+from ..errors import BadRequest, ClientError
 
 log = logging.getLogger("doodlepod.idempotency")
 

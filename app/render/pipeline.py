@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from . import jobs, metrics
-from .deadline import Deadline
-from .errors import (
+from .. import metrics
+from ..errors import (
     ApiError,
     InsufficientStorage,
     InvalidCharacter,
@@ -34,8 +33,10 @@ from .errors import (
     NoSkeleton,
     from_animator,
 )
+from ..storage.backends import LocalStorage, free_disk_mb
+from . import steps
+from .deadline import Deadline
 from .motions import Motion
-from .storage import LocalStorage, free_disk_mb
 
 log = logging.getLogger("doodlepod.pipeline")
 
@@ -102,20 +103,20 @@ class Pipeline:
 
     # -- the steps -----------------------------------------------------------------------------
     # Each step is one stage of the data flow; /animate chains them all in memory (:meth:`run`),
-    # the characters API (:mod:`app.characters`) runs only those an edit needs and stores the rest.
+    # the characters API (:mod:`app.characters.resource`) runs only those an edit needs and stores the rest.
 
-    def decode(self, image: bytes, deadline: Deadline, timings: dict[str, float]) -> jobs.PreparedImage:
+    def decode(self, image: bytes, deadline: Deadline, timings: dict[str, float]) -> steps.PreparedImage:
         """Decode the upload, apply its EXIF orientation, downsize to work pixels (render process)."""
         s = self.settings
         self.check_disk()
         with self._stage(timings, "decode"):
-            img: jobs.PreparedImage = self.pool.run(jobs.prepare_image, image, s.max_image_pixels,
+            img: steps.PreparedImage = self.pool.run(steps.prepare_image, image, s.max_image_pixels,
                                                    s.detect_max_side, deadline=deadline, stage="decode")
         log.info("image %s %dx%d, work size %dx%d (scale %.3f)", img.format, *img.image_size,
                  img.rgb.shape[1], img.rgb.shape[0], img.scale)
         return img
 
-    def detect(self, img: jobs.PreparedImage, deadline: Deadline,
+    def detect(self, img: steps.PreparedImage, deadline: Deadline,
                timings: dict[str, float]) -> list[Detection]:
         """The detector's boxes (work pixels, clipped to the image) scoring at least the minimum,
         best first; raises :class:`NoCharacter` when none is left."""
@@ -124,19 +125,19 @@ class Pipeline:
             answer = self.torchserve.predict(self.settings.detector_model, img.png, deadline, "detect")
         return self._detections(answer, width, height)
 
-    def segment(self, img: jobs.PreparedImage, box: tuple[int, int, int, int], deadline: Deadline,
-                timings: dict[str, float]) -> jobs.SegmentedCrop:
+    def segment(self, img: steps.PreparedImage, box: tuple[int, int, int, int], deadline: Deadline,
+                timings: dict[str, float]) -> steps.SegmentedCrop:
         """Crop ``box`` (work pixels) and mask the character in it (render process)."""
         l, t, r, b = box
         with self._stage(timings, "segment"):
-            return self.pool.run(jobs.segment_crop, np.ascontiguousarray(img.rgb[t:b, l:r]), box,
+            return self.pool.run(steps.segment_crop, np.ascontiguousarray(img.rgb[t:b, l:r]), box,
                                  deadline=deadline, stage="segment")
 
     def segment_stored(self, work_png: bytes, box: tuple[int, int, int, int], deadline: Deadline,
-                       timings: dict[str, float]) -> jobs.SegmentedCrop:
+                       timings: dict[str, float]) -> steps.SegmentedCrop:
         """:meth:`segment` for a stored work image (a character's ``image.png``)."""
         with self._stage(timings, "segment"):
-            return self.pool.run(jobs.segment_png, work_png, box, deadline=deadline, stage="segment")
+            return self.pool.run(steps.segment_png, work_png, box, deadline=deadline, stage="segment")
 
     def pose(self, crop_png: bytes, deadline: Deadline, timings: dict[str, float]) -> list:
         """The skeleton the pose model finds in the crop (animator Joints, crop pixels)."""
@@ -157,15 +158,15 @@ class Pipeline:
         except animator.AnimatorError as exc:
             raise from_animator(exc, "the character cannot be rigged") from None
         with self._stage(timings, "rig"):  # about a millisecond of numpy: no render-process round trip
-            jobs.check_rig(character.mask, [(j.name, j.loc) for j in character.skeleton])
+            steps.check_rig(character.mask, [(j.name, j.loc) for j in character.skeleton])
         return character
 
     def render(self, character: tuple, motions: Sequence[Motion], options: dict[str, Any], deadline: Deadline,
                timings: dict[str, float], store: Callable[[Motion, dict[str, Any]], str],
-               job: Callable[..., dict[str, Any]] = jobs.render_motion) -> dict[str, str]:
+               job: Callable[..., dict[str, Any]] = steps.render_motion) -> dict[str, str]:
         """Render every motion in parallel in the process pool: ``job(*character, motion_cfg,
-        retarget_cfg, options)`` (:func:`jobs.render_motion` for an animator Character in memory,
-        :func:`jobs.render_stored` for a stored one's files). ``store(motion, out)`` saves each file
+        retarget_cfg, options)`` (:func:`steps.render_motion` for an animator Character in memory,
+        :func:`steps.render_stored` for a stored one's files). ``store(motion, out)`` saves each file
         as soon as it is rendered and answers its URL. Returns ``{motion name: url}``.
 
         CPUs that the admitted requests' motions leave idle are given to the renders: each makes
@@ -201,7 +202,7 @@ class Pipeline:
 
     def processes_per_render(self, motions: int) -> int:
         """:func:`processes_per_render` for this pod's CPUs and ``DOODLEPOD_MAX_INFLIGHT``."""
-        from .render_pool import available_cpus
+        from .pool import available_cpus
 
         return processes_per_render(available_cpus(), self.settings.max_inflight, motions)
 
@@ -270,7 +271,7 @@ class Pipeline:
                  f"{scored[0][0]:.3f}" if scored else "-")
         found = []
         for score, bbox in kept:
-            box = jobs.clamp_box(bbox, width, height)
+            box = steps.clamp_box(bbox, width, height)
             if box is not None:
                 found.append(Detection(box, score))
         if not found:
@@ -352,14 +353,14 @@ def _box_for_client(bbox: Sequence[float] | None, joints: list, scale: float, wi
     hands and feet, then clipped to the image.
     """
     if bbox is not None:
-        box = jobs.clamp_box([v * scale for v in bbox], width, height)
+        box = steps.clamp_box([v * scale for v in bbox], width, height)
         if box is None:
             raise InvalidCharacter("the bbox sent with the joints is empty or outside the image")
         return box
     xy = np.array([j.loc for j in joints], dtype=np.float64)
     lo, hi = xy.min(axis=0), xy.max(axis=0)
     pad = 0.25 * float((hi - lo).max()) + 8
-    box = jobs.clamp_box([lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad], width, height)
+    box = steps.clamp_box([lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad], width, height)
     if box is None:
         raise InvalidCharacter("the joints sent lie outside the image")
     return box

@@ -22,7 +22,7 @@ import numpy as np
 import pillow_heif
 from PIL import Image, ImageOps
 
-from .errors import (
+from ..errors import (
     BadMask,
     InvalidCharacter,
     MaskWrongSize,

@@ -1,15 +1,15 @@
 """Async requests and the job resource; the rate limit and Idempotency-Key of POSTs that create work.
 
 * ``Prefer: respond-async`` on POST /animate (and POST /characters/{id}/animations): the request is
-  checked as usual, then queued (app/jobs_queue.py) and answered ``202`` with ``Location: /jobs/{id}``
-  and ``Retry-After``; a worker (``python -m app.worker``) renders it.
+  checked as usual, then queued (app/jobs/queue.py) and answered ``202`` with ``Location: /jobs/{id}``
+  and ``Retry-After``; a worker (``python -m app.jobs.worker``) renders it.
 * ``GET /jobs/{id}``: ``{"id", "status": queued|running|succeeded|failed, "animations"?, "error"?,
   "timings_ms"?, "created", "updated", ...}``.
-* :func:`admit_work` (every request that queues work): the client's token bucket (app/ratelimit.py),
+* :func:`admit_work` (every request that queues work): the client's token bucket (app/jobs/ratelimit.py),
   429 with ``RateLimit-*`` and ``Retry-After`` when empty. Synchronous requests are bounded by the
   pod's render slots instead (503 at once), exactly as without Redis.
 * :func:`idempotent` (synchronous work) and :func:`submit` (async) honour ``Idempotency-Key``
-  (app/idempotency.py).
+  (app/jobs/idempotency.py).
 
 Without Redis (not configured, or down) async requests get a JSON 503 and GET /jobs too; synchronous
 requests go on exactly as without this module (an Idempotency-Key is then not honoured: logged).
@@ -25,10 +25,10 @@ from flask import Blueprint, Response, g, jsonify, request
 
 from .. import metrics
 from ..errors import ApiError, NotFound
-from ..idempotency import HEADER as IDEMPOTENCY_HEADER
-from ..idempotency import check_record, fingerprint, redis_key, validate_key
-from ..jobs_queue import REDIS_ERRORS, JobsUnavailable
-from ..ratelimit import client_id
+from ..jobs.idempotency import HEADER as IDEMPOTENCY_HEADER
+from ..jobs.idempotency import check_record, fingerprint, redis_key, validate_key
+from ..jobs.queue import REDIS_ERRORS, JobsUnavailable
+from ..jobs.ratelimit import client_id
 from ..services import services
 from .api import json_body
 
@@ -128,7 +128,7 @@ def _replay(record: dict[str, Any]) -> Response:
 
 
 def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callback_url: str = "") -> Response:
-    """Queue a job of ``kind`` (a handler of app/worker.py) and answer 202; or replay the key's first answer."""
+    """Queue a job of ``kind`` (a handler of app/jobs/worker.py) and answer 202; or replay the key's first answer."""
     svc = services()
     queue = _queue()
     key = validate_key(request.headers.get(IDEMPOTENCY_HEADER))
@@ -140,7 +140,7 @@ def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callbac
     if submitted.duplicate_of is not None:
         record = check_record(submitted.duplicate_of, fp, key)
         if record.get("state") == "running":
-            from ..idempotency import IdempotencyInProgress
+            from ..jobs.idempotency import IdempotencyInProgress
             raise IdempotencyInProgress(f"a request with {IDEMPOTENCY_HEADER} '{key[:64]}' is still running",
                                         svc.settings.retry_after_s or 5)
         log.info("idempotent replay of %s", record.get("job", "a stored response"))

@@ -11,8 +11,8 @@ import time
 
 from flask import Flask, Response, g, request
 
-from . import metrics
-from .pipeline import new_request_id
+from .. import metrics
+from ..render.pipeline import new_request_id
 
 log = logging.getLogger("doodlepod.http")
 

@@ -4,7 +4,7 @@ Both read the whole body first (under DOODLEPOD_BODY_TIMEOUT_S and the size limi
 field (sizes, JSON depth, joints), then take a render slot (503 at once when the pod is full) and
 run :class:`app.pipeline.Pipeline` under the request's deadline, so a slow upload or a bad field
 never holds a slot; an
-``Idempotency-Key`` makes a retry answer the first response (app/routes/jobs.py). With
+``Idempotency-Key`` makes a retry answer the first response (app/http/jobs.py). With
 ``Prefer: respond-async`` POST /animate takes a token from the client's rate limit, checks the
 fields the same way, then queues the work for a render worker and answers 202 at once.
 """
@@ -23,13 +23,13 @@ from flask import Blueprint, g, jsonify, request
 
 from animator import FORMATS
 
-from ..bvh_upload import read_bvh_upload
-from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
-from ..intake import parse_json
-from ..pipeline import Job, Result
+from ..intake.body import parse_json
+from ..intake.bvh import read_bvh_upload
+from ..jobs.webhooks import validate_callback_url
+from ..render.deadline import Deadline
+from ..render.pipeline import Job, Result
 from ..services import services
-from ..webhooks import validate_callback_url
 from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, idempotent, submit, wants_async
 
@@ -73,7 +73,7 @@ def _animate_async():
 def _check_image_header(data: bytes) -> None:
     """What an async request can be refused for before it is queued (type, pixel count: the header);
     the decode itself happens in the worker."""
-    from ..jobs import open_checked
+    from ..render.steps import open_checked
 
     open_checked(data, services().settings.max_image_pixels).close()
 
@@ -187,7 +187,7 @@ def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
 
 def uploaded_clip(deadline: Deadline | None = None):
     """The request's own BVH clip (form field ``bvh``, optional ``start_frame``/``end_frame``),
-    checked in a render process and saved for them (:mod:`app.bvh_upload`), or None. The caller
+    checked in a render process and saved for them (:mod:`app.intake.bvh`), or None. The caller
     removes it when the request ends."""
     svc = services()
     limit = deadline or request_deadline()
@@ -210,7 +210,7 @@ def _check_field_size(text: str, name: str) -> None:
 
 def _json_field(raw: Any, name: str) -> Any:
     """A form/JSON field: absent or empty -> _ABSENT; JSON text is decoded within the bounds of
-    :func:`app.intake.parse_json` and DOODLEPOD_MAX_FIELD_KB; decoded values (the old client's JSON
+    :func:`app.intake.body.parse_json` and DOODLEPOD_MAX_FIELD_KB; decoded values (the old client's JSON
     body, bounded already) pass."""
     if raw is None or raw == "":
         return _ABSENT
@@ -252,7 +252,7 @@ def _reject_if_not_image(data: bytes, declared: str) -> None:
     """A part declared as, say, text/plain: accept it only if it really is an image we read."""
     from PIL import Image
 
-    from ..jobs import ACCEPTED_FORMATS, ACCEPTED_TEXT
+    from ..render.steps import ACCEPTED_FORMATS, ACCEPTED_TEXT
 
     try:
         with Image.open(io.BytesIO(data)) as im:

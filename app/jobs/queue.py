@@ -29,7 +29,7 @@ from typing import Any
 
 import redis
 
-from .errors import Unavailable
+from ..errors import Unavailable
 
 log = logging.getLogger("doodlepod.jobs")
 
@@ -453,7 +453,7 @@ class JobQueue:
                             args=[WORKERS_GROUP, taken.entry_id, owner, taken.job_id, f"{created_epoch:.3f}", *flat])
         return _text(entry) if entry else None
 
-    # --- webhooks bookkeeping (delivery itself: app/webhooks.py) ------------------------------
+    # --- webhooks bookkeeping (delivery itself: app/jobs/webhooks.py) ------------------------------
     def webhook_done(self, taken: Taken, status: str, attempts: int) -> None:
         pipe = self.redis.pipeline(transaction=True)
         pipe.hset(self.job_key(taken.job_id), mapping={"webhook_status": status, "webhook_attempts": attempts})

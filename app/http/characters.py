@@ -1,6 +1,6 @@
 """HTTP endpoints of characters: POST/GET/PATCH/DELETE /characters, POST /characters/{id}/animations.
 
-The steps themselves are in :mod:`app.characters`; this module reads requests and writes answers.
+The steps themselves are in :mod:`app.characters.resource`; this module reads requests and writes answers.
 Every answer carrying a document has ``ETag: "<version>"``; PATCH and POST .../animations honour
 ``If-Match`` (412 ``version_mismatch`` when stale), GET honours ``If-None-Match`` (304).
 """
@@ -14,10 +14,10 @@ from flask import Blueprint, Response, jsonify, request
 
 from animator import FORMATS
 
-from ..characters import Edit, parse_max_frames, parse_size, version_matches
+from ..characters.resource import Edit, parse_max_frames, parse_size, version_matches
 from ..errors import BadMask, BadRequest, VersionMismatch
+from ..jobs.webhooks import validate_callback_url
 from ..services import services
-from ..webhooks import validate_callback_url
 from .animate import (
     _ABSENT,
     _json_field,
@@ -180,7 +180,7 @@ def animate_character(cid: str):
     the whole clip in at most that many frames, for quick previews): form fields or JSON; a
     multipart request may add the client's own clip (file ``bvh``, optional ``start_frame``,
     ``end_frame``), answered under ``upload``. With ``Prefer: respond-async``: 202 and a job
-    (app/routes/jobs.py), optional ``callback_url``; no ``bvh`` clip."""
+    (app/http/jobs.py), optional ``callback_url``; no ``bvh`` clip."""
     deadline = request_deadline()
     read_body(deadline)
     settings = services().settings

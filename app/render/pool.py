@@ -38,9 +38,9 @@ from typing import Any, Callable
 
 from animator.files import write_atomic
 
+from ..errors import DeadlineExceeded, RenderFailed
+from ..loop import wait_future
 from .deadline import Deadline
-from .errors import DeadlineExceeded, RenderFailed
-from .loop import wait_future
 
 log = logging.getLogger("doodlepod.render_pool")
 
@@ -268,7 +268,7 @@ class RenderPool:
 
     def warm(self) -> None:
         """Start every process now (imports included) instead of on the first request."""
-        from .jobs import warm
+        from .steps import warm
         futures = [self.submit(warm, 0.3) for _ in range(self.processes)]
         deadline = Deadline(300)
         pids = {self.wait(f, deadline, "warm-up") for f in futures}

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from .errors import BadRequest
+from ..errors import BadRequest
 
 log = logging.getLogger("doodlepod.webhooks")
 

@@ -15,7 +15,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 
-from .errors import ClientError
+from ..errors import ClientError
 
 # KEYS: bucket; ARGV: rate (tokens per second), burst, cost -> {allowed, tokens, retry_after_s, reset_s}
 _TAKE = """

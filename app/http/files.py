@@ -5,7 +5,7 @@ from flask import Blueprint, send_file
 
 from ..errors import NotFound
 from ..services import services
-from ..storage import LocalStorage
+from ..storage.backends import LocalStorage
 
 bp = Blueprint("files", __name__)
 

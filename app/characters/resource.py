@@ -35,9 +35,8 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any
 
-from . import jobs, metrics
-from .deadline import Deadline
-from .errors import (
+from .. import metrics
+from ..errors import (
     BadRequest,
     BoxOutsideImage,
     EditConflict,
@@ -45,9 +44,11 @@ from .errors import (
     NotFound,
     VersionMismatch,
 )
-from .motions import Motion
-from .pipeline import check_inside
-from .storage import Conflict
+from ..render import steps
+from ..render.deadline import Deadline
+from ..render.motions import Motion
+from ..render.pipeline import check_inside
+from ..storage.backends import Conflict
 
 log = logging.getLogger("doodlepod.characters")
 
@@ -188,7 +189,7 @@ class Characters:
         if bbox is not None:
             box = _client_box(bbox, img.scale, width, height)
         elif joints is not None:
-            from .pipeline import _box_for_client, _scale_joints
+            from ..render.pipeline import _box_for_client, _scale_joints
             box = _box_for_client(None, _scale_joints(joints, img.scale), img.scale, width, height)
         else:
             found = p.detect(img, deadline, timings)
@@ -220,9 +221,9 @@ class Characters:
 
     def _rig_files(self, record: Record, deadline: Deadline, timings: dict[str, float], **given: Any) -> dict[str, Any]:
         """The rig step for a stored character: check the skeleton on the mask, make the overlay and
-        encode what changed (:func:`jobs.character_files` in a render process)."""
+        encode what changed (:func:`steps.character_files` in a render process)."""
         with self.pipeline._stage(timings, "rig"):
-            out = self.pipeline.pool.run(partial(jobs.character_files, **given), record.joints(),
+            out = self.pipeline.pool.run(partial(steps.character_files, **given), record.joints(),
                                          deadline=deadline, stage="rig")
         record.texture_size = [int(out["size"][0]), int(out["size"][1])]
         return out
@@ -379,7 +380,7 @@ class Characters:
                     return self.storage.url(keys[motion.name], base_url)
 
                 urls.update(self.pipeline.render((texture_png, mask_bytes, record.joints()), misses, options,
-                                                 deadline, timings, store, job=jobs.render_stored))
+                                                 deadline, timings, store, job=steps.render_stored))
         return record, {m.name: urls[m.name] for m in motions}, hits
 
     # -- delete -------------------------------------------------------------------------------
@@ -394,7 +395,7 @@ class Characters:
 def _together(*calls: Callable[[], Any]) -> list[Any]:
     """Run storage calls (network round trips to S3) side by side on the gevent loop; plainly, one
     after the other, outside gevent. The first error raised is re-raised."""
-    from .loop import under_gevent
+    from ..loop import under_gevent
 
     if not under_gevent() or len(calls) < 2:
         return [call() for call in calls]
@@ -452,7 +453,7 @@ def _texture_joints(joints: list, work_scale: float, box: Sequence[int]) -> list
 
 
 def _client_box(bbox: Sequence[float], work_scale: float, width: int, height: int) -> tuple[int, int, int, int]:
-    box = jobs.clamp_box([v * work_scale for v in bbox], width, height)
+    box = steps.clamp_box([v * work_scale for v in bbox], width, height)
     if box is None or bbox[2] <= bbox[0] or bbox[3] <= bbox[1]:
         raise BoxOutsideImage("the bbox is empty, smaller than 8 px, or outside the image "
                               "([left, top, right, bottom] in image pixels)")

@@ -20,7 +20,7 @@ import shutil
 import time
 from pathlib import Path
 
-from . import metrics
+from .. import metrics
 
 log = logging.getLogger("doodlepod.sweep")
 

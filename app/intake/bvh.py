@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .errors import BadRequest, InvalidMotion, TooLarge
+from ..errors import BadRequest, InvalidMotion, TooLarge
 
 log = logging.getLogger("doodlepod.bvh")
 
