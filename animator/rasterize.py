@@ -431,7 +431,11 @@ def frame_kernel(sprite: Sprite, n_vertices: int, splat: Sequence[tuple[float, f
     """The compiled kernel (:class:`animator._raster.FrameKernel`) that draws ``sprite``'s frames
     from (``n_vertices``, 2) canvas-pixel meshes: its points, their runs of one triangle, and the
     spans of its body parts' joints in draw order."""
-    from ._raster import FrameKernel
+    try:
+        from ._raster import FrameKernel
+    except ImportError as e:  # a checkout used in place (PYTHONPATH) before anything compiled the kernel
+        raise ImportError("animator's compiled frame kernel is not built: `pip install -e .` or `python setup.py "
+                          "build_ext --inplace` in the checkout builds it") from e
 
     spans = [span for part in sprite.groups for span in part]
     part_spans = np.cumsum([0] + [len(part) for part in sprite.groups])
