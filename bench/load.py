@@ -47,7 +47,7 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
 import stack  # noqa: E402
-from worktree import Baseline, compile_tree, load_avg  # noqa: E402
+from worktree import Baseline, build_kernel, compile_tree, load_avg  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:
@@ -279,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {load_avg()} on {os.cpu_count()} CPUs", flush=True)
     try:
         if args.url is None:
+            build_kernel(REPO)
             compile_tree(REPO)  # bytecode for ours as for the baseline, as the app image holds it
             local = Stack(character)
             local.start_ts()
