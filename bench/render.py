@@ -39,9 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from worktree import Baseline, build_kernel, compile_tree, load_avg
+from common import REPO, load_avg
+from worktree import Baseline, build_kernel, compile_tree
 
-REPO = Path(__file__).resolve().parents[1]
 AD = REPO / "tests" / "fixtures" / "animated_drawings"
 RETARGET = {"dab": "fair1_ppf", "zombie": "fair1_ppf", "wave_hello": "fair1_ppf", "jumping": "fair1_ppf",
             "jumping_jacks": "cmu1_pfp"}

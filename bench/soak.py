@@ -35,20 +35,10 @@ from pathlib import Path
 
 import numpy as np
 import requests
+from common import pct, stack
 from PIL import Image
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
-
 BODY_TIMEOUT_S = 8
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, int(round(q / 100 * (len(values) - 1)))))]
 
 
 def descendants(pid: int) -> set[int]:

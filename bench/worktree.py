@@ -1,19 +1,13 @@
 """Our own code at a git ref, checked out into a temporary ``git worktree``, for same-run A/B benches."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def load_avg() -> str:
-    """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+from common import REPO
 
 
 def compile_tree(root: Path) -> None:
