@@ -45,7 +45,7 @@ HEARTBEAT_FILE = "worker.alive"
 #: Seconds an idle job thread waits before it looks for work again (the pickup latency of a job).
 IDLE_POLL_S = 0.2
 #: Seconds between two writes of a job's frames progress to its record in Redis.
-PROGRESS_EVERY_S = 0.25
+PROGRESS_EVERY_S = 0.2
 
 
 #: kind -> handler(services, payload, input bytes, job id, deadline, progress=None) -> result dict (merged

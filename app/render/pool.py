@@ -260,7 +260,7 @@ class RenderPool:
         return PoolJob(future, in_path, out_path)
 
     def wait(self, job: PoolJob, deadline: Deadline, stage: str, on_tick: Callable[[], None] | None = None,
-             tick_s: float = 0.2) -> Any:
+             tick_s: float = 0.1) -> Any:
         """The job's result, waited for without blocking the gevent loop; past the deadline the job
         is cancelled and :class:`DeadlineExceeded` raised. ``on_tick()`` is called every ``tick_s``
         while the job runs (to report its progress, or to raise and so abandon it)."""

@@ -41,7 +41,7 @@ class _Queue:
         return True
 
 
-def test_worker_writes_progress_at_most_every_quarter_second_and_each_new_stage(monkeypatch):
+def test_worker_writes_progress_at_most_every_fifth_of_a_second_and_each_new_stage(monkeypatch):
     clock = [0.0]
     monkeypatch.setattr(worker_module.time, "monotonic", lambda: clock[0])
     w = worker_module.Worker.__new__(worker_module.Worker)

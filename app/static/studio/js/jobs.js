@@ -6,9 +6,9 @@
 
 import { ApiError, request, retrySeconds, sleep } from "./api.js";
 
-// How often the page reads the job while it runs (the worker writes its progress at most 4 times a
+// How often the page reads the job while it runs (the worker writes its progress at most 5 times a
 // second, so this is what a person sees move).
-const POLL_S = 0.3;
+const POLL_S = 0.2;
 // Most seconds of waiting out 503s and 429s before the page gives up and shows the error.
 const MAX_WAIT_S = 300;
 // Answers worth waiting out: every render slot taken, the job queue full, the client's rate.

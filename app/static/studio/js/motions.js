@@ -83,15 +83,33 @@ export class MotionPicker {
     this.holds = 0; // > 0 while the person's own work (a render) runs: no preview is asked for
   }
 
-  /** Stop previews while the person's own work (a render) runs; the preview in flight is aborted. */
+  /**
+   * Stop previews while the person's own work (a render) runs: the preview in flight is aborted, and
+   * reference previews still loading are dropped for now (a fresh server makes each on its first
+   * request, one at a time: the browser's few connections to the server would otherwise wait on
+   * them, and the person's render behind them).
+   */
   hold() {
     this.holds += 1;
     this.inFlight?.abort();
+    for (const card of this.cards.values()) {
+      if (!card.own && card.reference && card.img.getAttribute("src") && !card.img.complete) {
+        card.img.removeAttribute("src");
+        card.deferred = true;
+      }
+    }
   }
 
-  /** The person's work is done: previews carry on. */
+  /** The person's work is done: previews carry on, the reference previews dropped by hold() too. */
   release() {
     this.holds = Math.max(0, this.holds - 1);
+    if (this.holds) return;
+    for (const card of this.cards.values()) {
+      if (card.deferred) {
+        card.deferred = false;
+        if (!card.own) card.img.src = card.reference;
+      }
+    }
     this.wake();
   }
 
