@@ -126,7 +126,8 @@ def write_config(folder: Path, ids: dict[str, list[str]]) -> Path:
 
 def run_schemathesis(url: str, config: Path, report_dir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.app.openapi_fuzz_hooks",
-           "DOODLEPOD_FUZZ_DEADLINE_S": str(DEADLINE_S), "PYTHONPATH": str(REPO)}
+           "DOODLEPOD_FUZZ_DEADLINE_S": str(DEADLINE_S),
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     args = [sys.executable, "-m", "schemathesis.cli", "--no-color", "--config-file", str(config), "run",
             f"{url}/openapi.json", "--url", url, "--checks", CHECKS, "--max-examples", str(MAX_EXAMPLES),
             "--max-time", str(MAX_TIME_S), "--seed", str(SEED), "--workers", "1",
