@@ -181,12 +181,14 @@ NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_MIN_DETECTION_SCORE",  # the detector's threshold
     "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
     "DOODLEPOD_JOBS_MAX_ATTEMPTS",   # the worker's retries
+    "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
 }
 #: MAX_* constants of the app that bound no client input.
 NOT_REQUEST_CONSTANTS = {
     "app.characters.torchserve:MAX_ANSWER_BYTES",         # TorchServe's answers
     "app.render.pipeline:MAX_PROCESSES_PER_RENDER",   # CPUs a render uses
     "app.jobs.queue:DEAD_STREAM_MAX",          # the dead-letter stream's length
+    "app.jobs.webhooks:MAX_ANSWER_HEAD",       # what a callback receiver answers
 }
 
 
@@ -284,9 +286,10 @@ def test_every_field_the_routes_read_is_documented_and_back():
 def test_every_header_the_routes_read_is_documented_and_back():
     _, headers = _read_in_code()
     documented = _documented_headers()
-    # Authorization is the bearer scheme (components.securitySchemes); Range of /files is read by werkzeug's
-    # send_file
-    assert headers - {"authorization"} == documented - {"range"}
+    # Authorization is the bearer scheme (components.securitySchemes); X-Forwarded-For is believed only from
+    # the proxies in front (DOODLEPOD_TRUSTED_PROXIES), not a client's to send; Range of /files is read by
+    # werkzeug's send_file
+    assert headers - {"authorization", "x-forwarded-for"} == documented - {"range"}
 
 
 def test_security_scheme_is_bearer_and_public_routes_say_so(app):

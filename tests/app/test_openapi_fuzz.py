@@ -73,7 +73,9 @@ def app(torchserve, redis_server):
                 "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_REDIS_URL": redis_server.url,
                 "DOODLEPOD_WEBHOOK_SECRET": "fuzz-secret", "DOODLEPOD_REQUEST_DEADLINE_S": str(DEADLINE_S),
                 "DOODLEPOD_RENDER_SIZE": "64", "DOODLEPOD_RENDER_MAX_FRAMES": "4", "DOODLEPOD_RENDER_PROCESSES": "1",
-                "DOODLEPOD_MAX_UPLOAD_MB": "2", "DOODLEPOD_TORCHSERVE_RETRIES": "0", "DOODLEPOD_LOG_LEVEL": "info"}
+                "DOODLEPOD_MAX_UPLOAD_MB": "2", "DOODLEPOD_TORCHSERVE_RETRIES": "0", "DOODLEPOD_LOG_LEVEL": "info",
+                # a bucket that lets most of the run through to the code behind it (some 429s still come)
+                "DOODLEPOD_RATE_LIMIT_PER_MIN": "3000", "DOODLEPOD_RATE_LIMIT_BURST": "100"}
 
     with stack.app_server("dp-openapi-fuzz-", env) as server:
         yield server
