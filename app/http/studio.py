@@ -63,8 +63,13 @@ def root() -> Response:
 
 
 def _static(name: str) -> Response:
+    return serve_static(STATIC, name)
+
+
+def serve_static(folder: Path, name: str) -> Response:
+    """A file of one of the app's static pages (the studio, the API reference), under their policy."""
     # no-cache: revalidated (ETag) on every load, so a deploy shows the new page at once
-    response = send_from_directory(STATIC, name, max_age=0)
+    response = send_from_directory(folder, name, max_age=0)
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Content-Type-Options"] = "nosniff"
     if response.mimetype == "text/html":

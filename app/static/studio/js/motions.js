@@ -9,7 +9,20 @@ export const PREVIEW_SIZE = 128; // px, the previews' side: small renders answer
 // a full clip's time (the mesh setup is the rest).
 export const PREVIEW_FRAMES = 40;
 const PREVIEW_FORMAT = "gif"; // every browser loops a GIF in an <img>
-const EXTENSIONS = { gif: "gif", webp: "webp", mp4: "mp4" };
+// The file each format downloads as, and how the page shows it: an <img>, a <video>, or (files a
+// browser does not play: zips, JSON, a 3D model) a line saying what the download holds.
+const EXTENSIONS = {
+  gif: "gif", webp: "webp", mp4: "mp4", apng: "png", webm: "webm",
+  sheet: "sheet.zip", frames: "frames.zip", joints: "joints.json", glb: "glb",
+};
+const VIDEOS = new Set(["mp4", "webm"]);
+const IMAGES = new Set(["gif", "webp", "apng"]);
+const DOWNLOADS = {
+  sheet: "Sprite sheet (PNG) and its JSON Hash atlas, for Phaser, PixiJS or Godot",
+  frames: "Every frame as a transparent PNG, with frames.json (size, durations, loop)",
+  joints: "Each joint's position per frame (JSON), with the skeleton's parent links",
+  glb: "The character as a rigged glTF model: textured mesh, skeleton, animation",
+};
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -210,9 +223,11 @@ export class Gallery {
     for (const name of motions) {
       const url = urls[name];
       if (!url) continue;
-      const media = format === "mp4"
+      const media = VIDEOS.has(format)
         ? el("video", { src: url, autoplay: true, loop: true, muted: true, playsinline: true, controls: true })
-        : el("img", { src: url, alt: `${name} animation` });
+        : IMAGES.has(format)
+          ? el("img", { src: url, alt: `${name} animation` })
+          : el("p", { class: "download-note", "data-testid": `download-note-${name}`, text: DOWNLOADS[format] || format });
       if (media.tagName === "VIDEO") media.muted = true; // the attribute alone does not mute in every browser
       const file = `${doc.id}-${name}.${EXTENSIONS[format] || format}`;
       this.root.append(el("figure", { class: "animation", "data-testid": `animation-${name}` }, media,
