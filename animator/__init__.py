@@ -38,7 +38,7 @@ from .retarget import Motion2D, retarget  # noqa: E402
 
 #: Names whose modules load on first use: most renders need neither, and a render process starts faster.
 _LAZY = {"derive_motion_config": "auto_retarget", "derive_retarget_config": "auto_retarget",
-         "load_scene": "scene", "render_scene": "scene"}
+         "load_scene": "scene", "render_scene": "scene", "RigCache": "rig_cache"}
 
 
 def __getattr__(name: str):
@@ -57,6 +57,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "AnimatorError", "BVHError", "Character", "CharacterError", "ConfigError", "DEFAULT_FPS", "FORMATS", "Joint",
     "Motion2D", "MotionConfig", "OutputTooLarge", "RenderError", "RenderOptions", "RenderResult", "RetargetConfig",
+    "RigCache",
     "derive_motion_config", "derive_retarget_config", "frame_indices_for", "load_character", "load_motion_config",
     "load_retarget_config", "load_scene", "render", "render_scene", "retarget",
 ]

@@ -229,7 +229,7 @@ def max_scale(mask: np.ndarray, width: int, height: int) -> float:
 
 
 def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
-           options: RenderOptions | None = None) -> RenderResult:
+           options: RenderOptions | None = None, rigs: Any = None) -> RenderResult:
     """Animate ``character`` with the clip of ``motion_cfg`` as ``retarget_cfg`` maps it.
 
     Args:
@@ -237,6 +237,8 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         motion_cfg: :func:`animator.load_motion_config` result (BVH clip and frame range).
         retarget_cfg: :func:`animator.load_retarget_config` result.
         options: :class:`RenderOptions` (defaults: 500x500 GIF at 25 fps).
+        rigs: an :class:`animator.rig_cache.RigCache` that keeps the character's rig and sprite for
+            later renders (and gives those of an earlier one); the file is the same with or without.
     Raises:
         ConfigError, BVHError, CharacterError: bad input (the message names the file and field).
         RenderError: the output cannot be produced (e.g. no MP4 codec, canvas too small).
@@ -248,7 +250,8 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     motion = pose_clip(character, motion_cfg, retarget_cfg, opts.fps, opts.max_frames)
     clock.lap("retarget")
 
-    rig = Rig.build(character, motion, opts.mesh_cells)
+    rig = rigs.rig(character, motion, opts.mesh_cells) if rigs is not None else \
+        Rig.build(character, motion, opts.mesh_cells)
     clock.lap("setup")
 
     verts, bounds = rig.deform(motion)
@@ -259,7 +262,9 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     if opts.format in RIG_FORMATS:  # the rig and its motion, no frames drawn
         return _rig_export(character, rig, motion, verts, placement, opts, clock, t_start)
 
-    sprite = rig.sprite(motion, placement.scale, opts, colours=_sprite_colours(opts))
+    colours = _sprite_colours(opts)
+    sprite = rig.sprite(motion, placement.scale, opts, colours) if rigs is None else \
+        rigs.sprite(rig, motion, placement.scale, opts, colours)
     palette, keep, fill = _palette_on_background(sprite, opts)
     clock.lap("sprite")
 
@@ -360,6 +365,9 @@ class Rig:
     character: Character
     mesh: Any
     arap: Any
+    #: the mask's outline points bound to the mesh (triangle vertices, barycentric weights), made by
+    #: the first :meth:`deform`
+    outline: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, character: Character, motion: Any, mesh_cells: int = 300) -> "Rig":
@@ -381,11 +389,11 @@ class Rig:
         from .rasterize import mask_outline
 
         mesh, F = self.mesh, motion.n_frames
-        outline = mask_outline(self.character.mask, max_points=1000)
-        tri, bary = mesh.locate(outline)
-        ok = tri >= 0
-        ov = mesh.triangles[tri[ok]]                             # (n, 3)
-        ob = bary[ok]
+        if self.outline is None:
+            tri, bary = mesh.locate(mask_outline(self.character.mask, max_points=1000))
+            ok = tri >= 0
+            self.outline = mesh.triangles[tri[ok]], bary[ok]     # (n, 3) vertices, (n, 3) weights
+        ov, ob = self.outline
         verts = np.empty((F, len(mesh.vertices), 2))
         lo = np.empty((F, 2))
         hi = np.empty((F, 2))

@@ -16,6 +16,8 @@ from werkzeug.exceptions import MethodNotAllowed
 bp = Blueprint("studio", __name__)
 
 STATIC = Path(__file__).resolve().parents[1] / "static" / "studio"
+#: The motion credits page (every clip's source, CMU trial, licence, loop measure), linked from the picker.
+CREDITS = Path(__file__).resolve().parents[2] / "docs" / "motions.md"
 
 #: The page loads only its own files; images and videos may come from S3 (presigned URLs), and
 #: fetch() reaches S3 for the mask it paints on.
@@ -35,6 +37,15 @@ def page() -> Response:
 def page_slash() -> Response:
     """``/studio/`` (a typed or pasted address) is the page too; its relative links need ``/studio``."""
     return redirect(url_for("studio.page"), code=301)
+
+
+@bp.get("/studio/credits")
+def credits() -> Response:
+    """docs/motions.md as plain text: the motions' credits and CMU's acknowledgement."""
+    response = send_from_directory(CREDITS.parent, CREDITS.name, mimetype="text/plain", max_age=0)
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 @bp.get("/studio/<path:name>")
