@@ -36,6 +36,7 @@ COPY animator/ animator/
 COPY --from=kernel /src/animator/*.so animator/
 COPY app/ app/
 COPY motions/ motions/
+COPY docs/motions.md docs/motions.md
 # Bytecode now: the workers and render processes cannot write it (PYTHONDONTWRITEBYTECODE, a
 # read-only tree), and would otherwise compile every module of app/ and animator/ at each start.
 RUN python -m compileall -q animator app

@@ -21,6 +21,9 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 # The browser for the studio page's tests is a system package: checked on every run (instant when
 # present), outside the venv stamp below.
 scripts/install_browser.sh
+# The Node tools the tests read our glTF files with (tools/node: gltf-validator, three.js): npm ci from
+# the lockfile, skipped when installed.
+scripts/install_node_tools.sh
 
 hashed=(requirements/*.txt scripts/bootstrap.sh)
 [[ -f scripts/install_model_stack.sh ]] && hashed+=(scripts/install_model_stack.sh)

@@ -143,12 +143,18 @@ def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
 _WIDE_GREY = ("I;16", "I;16L", "I;16B", "I;16N", "I")
 
 
+def _eight_bit_grey(im: Image.Image) -> Image.Image:
+    """``im`` as 8-bit "L" when it is 16-bit greyscale (values scaled, not clipped); else ``im``."""
+    if im.mode not in _WIDE_GREY:
+        return im
+    wide = np.asarray(im).astype(np.float64)
+    return Image.fromarray(np.clip(np.round(wide / 257.0), 0, 255).astype(np.uint8), "L")
+
+
 def _flatten(im: Image.Image) -> Image.Image:
     """RGB copy of ``im`` with any transparency composited onto white paper; 16-bit greyscale is
     scaled to 8 bits."""
-    if im.mode in _WIDE_GREY:
-        wide = np.asarray(im).astype(np.float64)
-        im = Image.fromarray(np.clip(np.round(wide / 257.0), 0, 255).astype(np.uint8), "L")
+    im = _eight_bit_grey(im)
     if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
         rgba = im.convert("RGBA")
         page = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
@@ -266,6 +272,20 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
             "timings_ms": timings, "pid": os.getpid()}
 
 
+def render_reference(character_dir: str, motion_path: str, retarget_path: str | None,
+                     options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`render_motion` for a character folder on disk (a motion preview's reference character;
+    read once per render process)."""
+    return render_motion(_character_from(character_dir), motion_path, retarget_path, options)
+
+
+@lru_cache(maxsize=4)
+def _character_from(folder: str) -> Any:
+    import animator
+
+    return animator.load_character(folder)
+
+
 def warm(seconds: float = 0.2) -> int:
     """Import what renders need, then linger so that the pool starts every process (returns the pid)."""
     import animator
@@ -342,6 +362,7 @@ def read_mask(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
                 raise MaskWrongSize(f"the mask is {im.size[0]}x{im.size[1]} but the texture is "
                                     f"{size[0]}x{size[1]}: send a mask of the texture's size")
             im.load()
+            im = _eight_bit_grey(im)   # a 16-bit mask: scaled, not clipped to all white
             if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
                 rgba = im.convert("RGBA")
                 grey = np.asarray(rgba.convert("L"), dtype=np.uint16) * np.asarray(rgba)[..., 3] // 255
