@@ -328,3 +328,21 @@ def test_document_names_no_unknown_schema():
         for part in ref.split("/"):
             assert part in target, ref
             target = target[part]
+
+
+def test_the_document_has_no_duplicate_keys():
+    """YAML keeps the last of two equal keys silently: two branches adding the same path must not merge
+    into one document that quietly lost an operation's answers."""
+    class Strict(yaml.SafeLoader):
+        pass
+
+    duplicates = []
+
+    def mapping(loader, node, deep=False):
+        keys = [loader.construct_object(key, deep=True) for key, _ in node.value]
+        duplicates.extend(f"{k} (line {node.start_mark.line + 1})" for k in set(keys) if keys.count(k) > 1)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    yaml.load(reference.SPEC_PATH.read_text(), Loader=Strict)  # noqa: S506 - a SafeLoader subclass
+    assert duplicates == []
