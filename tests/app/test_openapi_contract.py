@@ -177,6 +177,7 @@ def test_the_served_document_carries_the_running_settings(make_app):
 NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_MAX_INFLIGHT",        # capacity: 503 overloaded
     "DOODLEPOD_MIN_FREE_DISK_MB",    # operations: 503 low_disk_space, /ping
+    "DOODLEPOD_STORAGE_BUDGET_MB",   # operations: 503 storage_full (what the app stored, not one request)
     "DOODLEPOD_DETECT_MAX_SIDE",     # the image is downsized to it, not refused
     "DOODLEPOD_MIN_DETECTION_SCORE",  # the detector's threshold
     "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
@@ -188,7 +189,7 @@ NOT_REQUEST_CONSTANTS = {
     "app.characters.torchserve:MAX_ANSWER_BYTES",         # TorchServe's answers
     "app.render.pipeline:MAX_PROCESSES_PER_RENDER",   # CPUs a render uses
     "app.jobs.queue:DEAD_STREAM_MAX",          # the dead-letter stream's length
-    "app.jobs.webhooks:MAX_ANSWER_HEAD",       # what a callback receiver answers
+    "app.jobs.webhooks:MAX_ANSWER_HEAD",       # what a callback receiver's answer may hold
 }
 
 
