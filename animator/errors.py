@@ -38,3 +38,7 @@ class CharacterError(ConfigError):
 
 class RenderError(AnimatorError):
     """Rendering or encoding failed for a reason other than bad input (e.g. no codec for a format)."""
+
+
+class NoPersonError(AnimatorError):
+    """A video in which the pose model found no person (or too few frames with one) to make a motion."""
