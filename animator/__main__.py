@@ -17,7 +17,9 @@ from dataclasses import dataclass
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE = 0, 1, 2, 3
 
 DESCRIPTION = """\
-Animate a drawn character with a motion-capture clip and write a GIF, WebP or MP4.
+Animate a drawn character with a motion-capture clip and write a GIF, WebP or MP4, or export it for
+games, video edits and 3D tools: APNG, transparent WebM, PNG frames, a sprite sheet, joint tracks or
+a rigged glTF (--format).
 
 Reads AnimatedDrawings' formats unchanged: a character folder (char_cfg.yaml with the skeleton in
 the drawing's pixels, texture.png, mask.png), a motion config (BVH clip, frame range, up axis,
@@ -138,8 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     from animator.encode import FORMATS
 
     p.add_argument("--format", "-f", choices=tuple(FORMATS),
-                   help="gif (transparent, default), webp (animated, lossless, transparent) or mp4 "
-                        "(H.264 on a white background; needs imageio-ffmpeg)")
+                   help="gif (transparent, default), webp (animated, lossless, transparent), mp4 (H.264 on a "
+                        "white background; needs imageio-ffmpeg), apng (animated PNG, alpha, exact timing), "
+                        "webm (VP9 with alpha), frames (zip of RGBA PNGs + frames.json), sheet (zip of a "
+                        "sprite sheet + JSON Hash atlas), joints (per-frame joints, JSON, as --dump-joints) "
+                        "or glb (glTF 2.0: textured mesh, skin, animation). From -o's extension: .png apng, "
+                        ".json joints; .zip needs --format")
     p.add_argument("--size", type=_size, default=None, metavar="WxH",
                    help="canvas size in pixels: WIDTHxHEIGHT, or one number for a square (default 500x500; "
                         "a scene's is its WINDOW_DIMENSIONS)")
@@ -162,9 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="free border around the character in canvas pixels (default 4%% of the shorter "
                         "side); larger: a smaller character and a smaller file")
     p.add_argument("--dump-joints", metavar="FILE.json",
-                   help='also write the posed skeleton per output frame: {"joints": [names], "frames": '
-                        '[[[x, y], ...], ...]} in the drawing\'s pixels (y down); a scene: {"characters": '
-                        '[{"character": char_cfg, "joints": ..., "frames": ...}, ...]}')
+                   help='also write the posed skeleton per output frame (the joints format): {"joints": '
+                        '[names], "parents": [...], "frames": [[[x, y], ...], ...], "canvas": ...} in the '
+                        'drawing\'s pixels (y down); a scene: {"characters": [{"character": char_cfg, '
+                        '"joints": ..., "frames": ...}, ...]}')
     p.add_argument("--stats", metavar="FILE.json",
                    help="also write frames, duration, bytes and per-stage timings (ms) as JSON")
     p.add_argument("--processes", "-j", type=_positive_int, default=None, metavar="N",
@@ -216,6 +223,8 @@ class _Run:
     result: object  # animator.RenderResult, or the scene's result
     load_ms: float  # reading the configs, the BVH and the drawings
     scene: object | None = None  # animator.scene.Scene when the input was a scene file
+    character: object | None = None  # animator.Character when the input was a character folder
+    canvas: tuple[int, int] = (0, 0)  # the frames' width and height in pixels
 
 
 def _logger(verbose: int):
@@ -277,7 +286,8 @@ def _render_character(args: argparse.Namespace) -> _Run:
     character = animator.load_character(args.character)
     motion_cfg, retarget_cfg = configs_for(args.motion, args.retarget)
     load_ms = (time.perf_counter() - t) * 1e3
-    return _Run(args.output, fmt, animator.render(character, motion_cfg, retarget_cfg, options), load_ms)
+    return _Run(args.output, fmt, animator.render(character, motion_cfg, retarget_cfg, options), load_ms,
+                character=character, canvas=(options.width, options.height))
 
 
 def _write_outputs(args: argparse.Namespace, run: _Run, t0: float) -> None:
@@ -287,8 +297,12 @@ def _write_outputs(args: argparse.Namespace, run: _Run, t0: float) -> None:
     result = run.result
     write_atomic(run.output, result.data)
     if args.dump_joints:
-        doc = result.motion.to_json() if run.scene is None else {"characters": [
-            {"character": sc.source, **m.to_json()} for sc, m in zip(run.scene.characters, result.motion)]}
+        from animator.export.joints import joints_document
+
+        doc = joints_document(result.motion, run.character.skeleton, result.scale, result.offsets, *run.canvas) \
+            if run.scene is None else {"characters": [
+                {"character": sc.source, **joints_document(m, sc.character.skeleton)}
+                for sc, m in zip(run.scene.characters, result.motion)]}
         write_atomic(args.dump_joints, json.dumps(doc).encode())
     if args.stats:
         stats = {"frames": result.frame_count, "duration_s": result.duration_s, "bytes": len(result.data),
@@ -307,10 +321,18 @@ def _log_summary(log, run: _Run, t0: float) -> None:
 
 
 def _format_of(path: str) -> str:
+    """The format an output file's extension names (``.png``: apng, ``.json``: joints), else gif; exits
+    with a usage error where the extension fits several (``.zip``)."""
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     from animator.encode import FORMATS
 
-    return ext if ext in FORMATS else "gif"
+    if ext in FORMATS:
+        return ext
+    named = [name for name, (_, e) in FORMATS.items() if e == ext]
+    if len(named) > 1:  # .zip: PNG frames or a sprite sheet
+        print(f"error: a .{ext} output can be {' or '.join(named)}: say which with --format", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    return named[0] if named else "gif"
 
 
 def _options(args: argparse.Namespace, fmt: str, scene_size: tuple[int, int] | None):

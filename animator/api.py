@@ -11,7 +11,9 @@ Stages (each timed, in milliseconds, in :attr:`RenderResult.timings_ms`):
 ``sprite``    the texture downsized to the output scale, one palette for the clip, the sample points
               and their body parts (:func:`animator.rasterize.prepare_sprite`);
 ``rasterize`` the frames (:func:`animator.rasterize.rasterize`);
-``encode``    GIF / WebP / MP4 bytes (:mod:`animator.encode`).
+``encode``    GIF / WebP / MP4 bytes (:mod:`animator.encode`), or APNG, WebM, PNG frames, a sprite
+              sheet (:mod:`animator.export`). The ``joints`` and ``glb`` formats draw no frames: they
+              are written from the rig and the motion after ``deform`` (no ``sprite``/``rasterize``).
 
 Frames are rasterised and encoded as a stream, so memory stays flat whatever the clip's length.
 """
@@ -27,6 +29,7 @@ import numpy as np
 from .character import Character
 from .encode import FORMATS
 from .errors import ConfigError
+from .export import FRAME_FORMATS, RIG_FORMATS, encode_rgba, encode_rig
 
 log = logging.getLogger("animator")
 
@@ -53,7 +56,8 @@ class RenderOptions:
         fps: output frames per second (default 25: 4 cs per GIF frame, true speed), or ``'native'``
             to keep every BVH frame of the clip.
         max_frames: optional cap on the number of frames (the duration is kept, frames get longer).
-        format: ``'gif'``, ``'webp'`` or ``'mp4'``.
+        format: one of :data:`animator.FORMATS`: ``'gif'``, ``'webp'``, ``'mp4'``, ``'apng'``,
+            ``'webm'``, ``'frames'``, ``'sheet'``, ``'joints'`` or ``'glb'`` (:mod:`animator.export`).
         colours: palette size for the whole clip, 2..255 (fewer: smaller GIFs, flatter shading).
         smooth: median filter size applied to the downsized texture before quantising (0: off).
         flatten: majority filter size over the quantised texture (0: off; it erases 1-pixel lines).
@@ -225,7 +229,7 @@ def max_scale(mask: np.ndarray, width: int, height: int) -> float:
 
 
 def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
-           options: RenderOptions | None = None) -> RenderResult:
+           options: RenderOptions | None = None, rigs: Any = None) -> RenderResult:
     """Animate ``character`` with the clip of ``motion_cfg`` as ``retarget_cfg`` maps it.
 
     Args:
@@ -233,6 +237,8 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         motion_cfg: :func:`animator.load_motion_config` result (BVH clip and frame range).
         retarget_cfg: :func:`animator.load_retarget_config` result.
         options: :class:`RenderOptions` (defaults: 500x500 GIF at 25 fps).
+        rigs: an :class:`animator.rig_cache.RigCache` that keeps the character's rig and sprite for
+            later renders (and gives those of an earlier one); the file is the same with or without.
     Raises:
         ConfigError, BVHError, CharacterError: bad input (the message names the file and field).
         RenderError: the output cannot be produced (e.g. no MP4 codec, canvas too small).
@@ -244,7 +250,8 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     motion = pose_clip(character, motion_cfg, retarget_cfg, opts.fps, opts.max_frames)
     clock.lap("retarget")
 
-    rig = Rig.build(character, motion, opts.mesh_cells)
+    rig = rigs.rig(character, motion, opts.mesh_cells) if rigs is not None else \
+        Rig.build(character, motion, opts.mesh_cells)
     clock.lap("setup")
 
     verts, bounds = rig.deform(motion)
@@ -252,8 +259,12 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     canvas_verts = placement.to_canvas(verts)
     clock.lap("deform")
     log.info("deform: %d frames; scale %.3f canvas px per drawing px", motion.n_frames, placement.scale)
+    if opts.format in RIG_FORMATS:  # the rig and its motion, no frames drawn
+        return _rig_export(character, rig, motion, verts, placement, opts, clock, t_start)
 
-    sprite = rig.sprite(motion, placement.scale, opts, colours=_sprite_colours(opts))
+    colours = _sprite_colours(opts)
+    sprite = rig.sprite(motion, placement.scale, opts, colours) if rigs is None else \
+        rigs.sprite(rig, motion, placement.scale, opts, colours)
     palette, keep, fill = _palette_on_background(sprite, opts)
     clock.lap("sprite")
 
@@ -265,6 +276,21 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     mime, ext = FORMATS[opts.format]
     log.info("rasterize: %.1f ms (%.2f ms/frame); encode: %.1f ms; %s %d bytes",
              timed.ms, timed.ms / motion.n_frames, clock.ms["encode"], opts.format.upper(), len(data))
+    return RenderResult(data=data, mime=mime, extension=ext, frame_count=motion.n_frames,
+                        duration_s=motion.duration_s, timings_ms=dict(clock.ms), motion=motion,
+                        scale=placement.scale, offsets=placement.offsets)
+
+
+def _rig_export(character: Character, rig: "Rig", motion: Any, verts: np.ndarray, placement: Any,
+                opts: RenderOptions, clock: "_Clock", t_start: float) -> "RenderResult":
+    """The ``joints`` or ``glb`` file (:func:`animator.export.encode_rig`) after the deform step:
+    the skeleton per frame, or the skinned mesh with skin weights fitted to ARAP's ``verts``."""
+    data = encode_rig(opts.format, character, rig.mesh, motion, placement.scale, placement.offsets,
+                      opts.width, opts.height, deformed=verts)
+    clock.lap("encode")
+    clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
+    mime, ext = FORMATS[opts.format]
+    log.info("encode: %.1f ms; %s %d bytes (no frames drawn)", clock.ms["encode"], opts.format.upper(), len(data))
     return RenderResult(data=data, mime=mime, extension=ext, frame_count=motion.n_frames,
                         duration_s=motion.duration_s, timings_ms=dict(clock.ms), motion=motion,
                         scale=placement.scale, offsets=placement.offsets)
@@ -339,6 +365,9 @@ class Rig:
     character: Character
     mesh: Any
     arap: Any
+    #: the mask's outline points bound to the mesh (triangle vertices, barycentric weights), made by
+    #: the first :meth:`deform`
+    outline: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, character: Character, motion: Any, mesh_cells: int = 300) -> "Rig":
@@ -360,11 +389,11 @@ class Rig:
         from .rasterize import mask_outline
 
         mesh, F = self.mesh, motion.n_frames
-        outline = mask_outline(self.character.mask, max_points=1000)
-        tri, bary = mesh.locate(outline)
-        ok = tri >= 0
-        ov = mesh.triangles[tri[ok]]                             # (n, 3)
-        ob = bary[ok]
+        if self.outline is None:
+            tri, bary = mesh.locate(mask_outline(self.character.mask, max_points=1000))
+            ok = tri >= 0
+            self.outline = mesh.triangles[tri[ok]], bary[ok]     # (n, 3) vertices, (n, 3) weights
+        ov, ob = self.outline
         verts = np.empty((F, len(mesh.vertices), 2))
         lo = np.empty((F, 2))
         hi = np.empty((F, 2))
@@ -459,14 +488,20 @@ class _TimedFrames:
 
 def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, frame_time_s: float,
                   opts: RenderOptions) -> bytes:
-    """Step 6: GIF / WebP / MP4 bytes of the palette-index frames (``keep``: transparent / unchanged index)."""
-    from .encode import encode_gif, encode_mp4, encode_webp, gif_delays
+    """Step 6: the file of the palette-index frames (``keep``: transparent / unchanged index) in a
+    frame format: GIF, WebP, MP4 here, the others from RGBA frames (:mod:`animator.export`)."""
+    from .encode import encode_gif, encode_mp4, encode_webp, gif_delays, rgba_frames
+
+    if opts.format in FRAME_FORMATS:
+        return encode_rgba(opts.format, rgba_frames(frames, palette, keep), n_frames, frame_time_s)
 
     if opts.format == "gif":
         return encode_gif(frames, palette, keep, gif_delays(n_frames, frame_time_s), tolerance=_gif_tolerance(opts),
                           threads=opts.threads)
     if opts.format == "webp":
         return encode_webp(frames, palette, keep, frame_time_s, n_frames)
+    if opts.format != "mp4":
+        raise ValueError(f"{opts.format} is not made from frames")
     return encode_mp4(frames, palette, keep, frame_time_s, opts.background or (255, 255, 255))
 
 

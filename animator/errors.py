@@ -54,3 +54,8 @@ class VideoError(AnimatorError):
 
     def __reduce__(self):  # keep (path, message) across process-pool pickling
         return (type(self), (self.path, self.message))
+
+
+class OutputTooLarge(AnimatorError):
+    """The file asked for would pass a bound of its format (e.g. a sprite sheet's pixels): bad input
+    (the request's, not the renderer's fault); fewer frames or a smaller size fit."""

@@ -43,6 +43,7 @@ from .api import RenderOptions, RenderResult, Rig, encode_frames
 from .character import Character
 from .config import MotionConfig, RetargetConfig, read_yaml, resolve_bvh_path
 from .errors import ConfigError
+from .export import RIG_FORMATS
 
 log = logging.getLogger("animator")
 
@@ -275,6 +276,9 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
     from .encode import FORMATS
 
     base = options or RenderOptions()
+    if base.format in RIG_FORMATS:
+        raise ConfigError(scene.path, "format", f"{base.format} exports one character's rig: render the character "
+                          "(CHARACTER_DIR --motion ...), or use --dump-joints for a scene's joint tracks")
     opts = RenderOptions(**{**base.__dict__, "width": scene.width, "height": scene.height,
                             "background": _opaque_background(scene)})
     clock = _Clock()

@@ -44,7 +44,7 @@ import numpy as np
 import requests
 from common import REPO, load_avg, pct, run_clients, stack
 from PIL import Image
-from worktree import Baseline, compile_tree
+from worktree import Baseline, build_kernel, compile_tree
 
 
 def phone_photo(name: str) -> tuple[bytes, dict]:
@@ -262,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {load_avg()} on {os.cpu_count()} CPUs", flush=True)
     try:
         if args.url is None:
+            build_kernel(REPO)
             compile_tree(REPO)  # bytecode for ours as for the baseline, as the app image holds it
             local = Stack(character)
             local.start_ts()

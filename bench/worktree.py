@@ -18,6 +18,14 @@ def compile_tree(root: Path) -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], check=True, stdout=subprocess.DEVNULL)
 
 
+def build_kernel(root: Path) -> None:
+    """Compile the frame kernel in place in ``root`` when its code has one (setup.py) and it is not
+    built yet: a checkout of a ref has none (build outputs are not committed)."""
+    if (root / "setup.py").is_file() and not list((root / "animator").glob("_raster*.so")):
+        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
 class Baseline:
     """The repository at ``ref`` in a temporary worktree (detached HEAD); :meth:`close` removes it."""
 
@@ -28,6 +36,7 @@ class Baseline:
                        check=True)
         self.commit = subprocess.run(["git", "-C", str(self.dir), "rev-parse", "--short", "HEAD"], check=True,
                                      capture_output=True, text=True).stdout.strip()
+        build_kernel(self.dir)
         compile_tree(self.dir)
 
     def close(self) -> None:

@@ -26,13 +26,16 @@ import numpy as np
 from .. import metrics
 from ..errors import (
     ApiError,
+    DegenerateSkeleton,
     InsufficientStorage,
     InvalidCharacter,
     ModelServerError,
     NoCharacter,
     NoSkeleton,
+    StorageFull,
     from_animator,
 )
+from ..loop import off_loop
 from ..storage.backends import LocalStorage, free_disk_mb
 from . import steps
 from .deadline import Deadline
@@ -96,10 +99,19 @@ class Pipeline:
         return str(self.storage.root) if isinstance(self.storage, LocalStorage) else self.scratch_dir
 
     def check_disk(self) -> None:
+        """Refuse new work (503) when the disk is low or the stored files reached the storage budget."""
         free = free_disk_mb(self.disk_path())
         if free < self.settings.min_free_disk_mb:
             raise InsufficientStorage(f"only {free:.0f} MiB free on {self.disk_path()} (need "
                                       f"{self.settings.min_free_disk_mb:.0f} MiB); try again later")
+        budget = getattr(self.storage, "budget", None)
+        if budget is not None and budget.enabled:
+            left = off_loop(budget.left_bytes)
+            if left is not None and left <= 0:
+                wait = int(min(3600, max(60, self.settings.sweep_interval_s)))
+                raise StorageFull(f"the stored files reached the storage budget of "
+                                  f"{budget.budget_bytes / 2**20:.0f} MiB (DOODLEPOD_STORAGE_BUDGET_MB); expired "
+                                  f"files are swept every {self.settings.sweep_interval_s:g} s: retry later", wait)
 
     # -- the steps -----------------------------------------------------------------------------
     # Each step is one stage of the data flow; /animate chains them all in memory (:meth:`run`),
@@ -246,7 +258,7 @@ class Pipeline:
         set_id = new_storage_id()
 
         def store(motion: Motion, out: dict[str, Any]) -> str:
-            key = f"{set_id}/{motion.name}.{out['extension']}"
+            key = f"{set_id}/{motion.name}.{file_suffix(job.format)}"
             self.storage.put(key, out["data"], out["mime"], job.deadline)
             return self.storage.url(key, job.base_url)
 
@@ -326,6 +338,16 @@ def new_storage_id() -> str:
     return uuid.uuid4().hex
 
 
+def file_suffix(fmt: str) -> str:
+    """A stored animation's name ending: the format, then its file extension where they differ
+    (``gif``, ``glb``; ``sheet.zip``, ``frames.zip``, ``apng.png``, ``joints.json``), so the cache
+    key names the format and the name's extension the file's type (what local storage serves it as)."""
+    import animator
+
+    ext = animator.FORMATS[fmt][1]
+    return fmt if ext == fmt else f"{fmt}.{ext}"
+
+
 def check_inside(joints: list, image_size: tuple[int, int], error: type[ApiError] = InvalidCharacter) -> None:
     """Client joints must lie on the uploaded image (image pixels): ``error`` names the first that
     does not (and how many more). (A joint far off the drawing made the render's work grow with its
@@ -337,6 +359,26 @@ def check_inside(joints: list, image_size: tuple[int, int], error: type[ApiError
         more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
         raise error(f"joint '{j.name}' at ({j.loc[0]:g}, {j.loc[1]:g}) lies outside the {width}x{height} "
                     f"image{more}; coordinates are image pixels, x right, y down")
+    check_spread(joints)
+
+
+#: A client skeleton must span at least this many image pixels (its joints' box, longer side) ...
+MIN_SKELETON_EXTENT_PX = 16
+#: ... and have at least this many joints at distinct spots (1 px apart; root and hip may share one).
+MIN_DISTINCT_JOINTS = 8
+
+
+def check_spread(joints: list) -> None:
+    """422 ``degenerate_skeleton`` for client joints piled on (nearly) one spot: such a skeleton
+    cannot bend a drawing, and its crop (the joints' box) is a few pixels blown up to the render size."""
+    xs = [float(j.loc[0]) for j in joints]
+    ys = [float(j.loc[1]) for j in joints]
+    extent = max(max(xs) - min(xs), max(ys) - min(ys)) if joints else 0.0
+    distinct = len({(round(x), round(y)) for x, y in zip(xs, ys)})
+    if extent < MIN_SKELETON_EXTENT_PX or distinct < MIN_DISTINCT_JOINTS:
+        raise DegenerateSkeleton(f"the joints span {extent:g} px at {distinct} distinct spots; a skeleton needs "
+                                 f"at least {MIN_SKELETON_EXTENT_PX} px and {MIN_DISTINCT_JOINTS} distinct joints "
+                                 "(image pixels)")
 
 
 def _scale_joints(joints: list, scale: float) -> list:
