@@ -179,6 +179,12 @@ SETTINGS: tuple[Setting, ...] = (
             "beyond), checked before its frames are read.", int),
     Setting("DOODLEPOD_BVH_MAX_SECONDS", "120", "Longest stretch of an uploaded clip (its start_frame to "
             "end_frame) that is rendered, in seconds (422 invalid_motion beyond).", _positive_float),
+    Setting("DOODLEPOD_VIDEO_MAX_MB", "32", "Largest video POST /motions accepts (form field 'video'), in MiB "
+            "(413 beyond).", _positive_float),
+    Setting("DOODLEPOD_VIDEO_MAX_SECONDS", "20", "Longest video POST /motions accepts, in seconds (the job fails "
+            "422 invalid_video beyond, checked before any frame is decoded).", _positive_float),
+    Setting("DOODLEPOD_CLIENT_MOTION_TTL_S", "604800", "How long a motion made from a client's video can be "
+            "named in their renders, in seconds.", _positive_int),
     # --- TorchServe ---
     Setting("DOODLEPOD_TORCHSERVE_URL", "http://127.0.0.1:8080", "TorchServe inference API."),
     Setting("DOODLEPOD_TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", "TorchServe management API "
