@@ -183,8 +183,6 @@ SETTINGS: tuple[Setting, ...] = (
             "(413 beyond).", _positive_float),
     Setting("DOODLEPOD_VIDEO_MAX_SECONDS", "20", "Longest video POST /motions accepts, in seconds (the job fails "
             "422 invalid_video beyond, checked before any frame is decoded).", _positive_float),
-    Setting("DOODLEPOD_CLIENT_MOTION_TTL_S", "604800", "How long a motion made from a client's video can be "
-            "named in their renders, in seconds.", _positive_int),
     # --- TorchServe ---
     Setting("DOODLEPOD_TORCHSERVE_URL", "http://127.0.0.1:8080", "TorchServe inference API."),
     Setting("DOODLEPOD_TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", "TorchServe management API "
@@ -205,8 +203,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_PUBLIC_URL", "", "Base URL clients reach the app at (e.g. https://doodles.example.com), "
             "used for local-storage URLs; empty: the host the request reached through a trusted proxy "
             "(DOODLEPOD_FORWARDED_ALLOW_IPS), else URLs relative to the server."),
-    Setting("DOODLEPOD_EXPIRY_HOURS", "24", "Characters and animations are deleted this many hours after "
-            "they are made (a character: after its upload; GET answers 404 from then on). Local storage "
+    Setting("DOODLEPOD_EXPIRY_HOURS", "24", "Characters, animations and motions made from videos are deleted "
+            "this many hours after they are made (a character: after its upload; GET answers 404 from then on). Local storage "
             "sweeps them; with S3 give the bucket a lifecycle rule (deploy/examples/s3-lifecycle.json).",
             _positive_float),
     Setting("DOODLEPOD_SWEEP_INTERVAL_S", "600", "How often the local storage is swept of expired files, "

@@ -75,7 +75,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     own = None
     if jobs is not None:
         from .render.own_motions import OwnMotions
-        own = OwnMotions(jobs.redis, settings.redis_prefix, storage, settings.client_motion_ttl_s)
+        own = OwnMotions(jobs.redis, settings.redis_prefix, storage, int(settings.expiry_hours * 3600))
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=Characters(settings, pipeline, storage),

@@ -6,7 +6,8 @@ exactly like library motions, until they expire.
   job's ``progress`` follows the frames), and the clip is stored.
 * Where it lives: the clip in the storage at ``motions/own/<client digest>/<name>.bvh``; its record
   in Redis at ``<prefix>own-motion:<client digest>:<name>`` (frames, fps, seconds, expiry), with a
-  TTL of DOODLEPOD_CLIENT_MOTION_TTL_S. Once the record is gone the name no longer resolves.
+  TTL of DOODLEPOD_EXPIRY_HOURS, the storage's own expiry (its sweep, or the bucket's lifecycle
+  rule, removes the clip like any animation). Once the record is gone the name no longer resolves.
 * Rendering (:meth:`OwnMotions.resolve`): a name that is not in the library is looked up for the
   asking client only; its clip is copied to the scratch folder as an :class:`app.intake.bvh.UploadedMotion`
   (retarget config derived from the clip's skeleton, as for an uploaded BVH) and removed after the request.
