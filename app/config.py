@@ -204,8 +204,8 @@ SETTINGS: tuple[Setting, ...] = (
             "used for local-storage URLs; empty: the host the request reached through a trusted proxy "
             "(DOODLEPOD_FORWARDED_ALLOW_IPS), else URLs relative to the server."),
     Setting("DOODLEPOD_EXPIRY_HOURS", "24", "Characters, animations and motions made from videos are deleted "
-            "this many hours after they are made (a character: after its upload; GET answers 404 from then on). Local storage "
-            "sweeps them; with S3 give the bucket a lifecycle rule (deploy/examples/s3-lifecycle.json).",
+            "this many hours after they are made (a character: after its upload; GET answers 404 from then on). "
+            "Local storage sweeps them; with S3 give the bucket a lifecycle rule (deploy/examples/s3-lifecycle.json).",
             _positive_float),
     Setting("DOODLEPOD_SWEEP_INTERVAL_S", "600", "How often the local storage is swept of expired files, "
             "in seconds (one worker of the pod sweeps at a time).", _positive_float),
