@@ -1,11 +1,14 @@
 """A person's pose track (BlazePose's 33 landmarks per frame) -> a BVH clip on a fixed humanoid skeleton.
 
-Skeleton: 22 joints, named as FAIR / Mixamo clips name them so :mod:`animator.auto_retarget`
+Skeleton: 23 joints and 5 end sites, named as FAIR / Mixamo clips name them so :mod:`animator.auto_retarget`
 recognises it (``Hips`` root; ``Spine`` -> ``Chest`` -> ``Neck`` -> ``Head``; per side a collar
-``LeftShoulder`` -> ``LeftArm`` -> ``LeftForeArm`` -> ``LeftHand``, and ``LeftUpLeg`` -> ``LeftLeg``
--> ``LeftFoot``; end sites at the fingers, toes and nose). The topology is fixed; each bone's length
-is the median over the clip of the person's own landmark distance (left and right averaged), so
-the root motion the retargeter scales by the legs' length is in the person's own proportions.
+``LeftShoulder`` -> ``LeftArm`` -> ``LeftForeArm`` -> ``LeftHand`` -> ``LeftHandEnd``, and
+``LeftUpLeg`` -> ``LeftLeg`` -> ``LeftFoot`` -> ``LeftToeBase``; an end site at the nose).
+``LeftHandEnd`` and ``LeftToeBase`` are real joints (at the fingers and toes) because the
+retargeter's projection planes are chosen from every joint of a limb, ends included. The topology
+is fixed; each bone's length is the median over the clip of the person's own landmark distance
+(left and right averaged), so the root motion the retargeter scales by the legs' length is in the
+person's own proportions.
 Rest pose: a T-pose, y up, facing +z, the person's left at +x. Units: centimetres.
 
 Per frame (all frames at once, vectorised):

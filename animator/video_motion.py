@@ -45,7 +45,7 @@ def cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m animator motion-from-video",
         description="Find the person in a short video (MP4, MOV, WebM) and write their movement as a BVH clip "
-                    "(22-joint humanoid, centimetres, y up) that animates a drawing like any humanoid clip.")
+                    "(23-joint humanoid, centimetres, y up) that animates a drawing like any humanoid clip.")
     parser.add_argument("video", help="the video file")
     parser.add_argument("-o", "--output", required=True, help="the BVH file to write")
     parser.add_argument("--max-seconds", type=float, default=VideoLimits.max_seconds,

@@ -113,11 +113,12 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
         raise InvalidVideo(exc.message) from None
     finally:
         path.unlink(missing_ok=True)
-    from animator.pose_bvh import JOINT_NAMES
+    from animator.pose_bvh import SKELETON
 
     name = f"video-{job_id[:12]}"
     info = {"frames": clip.n_frames, "fps": clip.fps, "seconds": round(clip.n_frames / clip.fps, 3),
-            "first_frame": clip.first_frame, "bridged_frames": clip.bridged, "joints": len(JOINT_NAMES)}
+            "first_frame": clip.first_frame, "bridged_frames": clip.bridged,
+            "joints": sum(not b.end_site for b in SKELETON)}
     motion = ctx.own_motions.save(payload["client"], name, clip.text, info, deadline)
     log.info("own motion %s: %d frames at %g fps in %.0f ms", name, clip.n_frames, clip.fps,
              (time.perf_counter() - t0) * 1e3)
