@@ -118,6 +118,16 @@ def test_a_video_becomes_a_motion_the_client_renders_by_name(pod, page, person_m
     gif.seek(gif.n_frames - 1)
     assert np.abs(np.asarray(gif.convert("RGB")).astype(int) - first).sum() > 0
 
+    # a stored character (the studio's path) renders it by name too
+    made = requests.post(f"{pod.url}/characters", files={"image": ("drawing.png", drawing, "image/png")}, timeout=120)
+    assert made.status_code == 201, made.text
+    cid = made.json()["id"]
+    anim = requests.post(f"{pod.url}/characters/{cid}/animations", json={"motions": [motion["name"]], "size": 96},
+                         timeout=120)
+    assert anim.status_code == 200, anim.text
+    gif = Image.open(io.BytesIO(requests.get(anim.json()["animations"][motion["name"]], timeout=10).content))
+    assert gif.format == "GIF" and gif.n_frames > 1
+
 
 def test_a_blank_video_fails_the_job_with_no_person(pod, tmp_path):
     blank = [np.full((240, 320, 3), 128, np.uint8)] * 10
