@@ -346,7 +346,8 @@ class Characters:
     # -- render -------------------------------------------------------------------------------
     def animation_key(self, record: Record, motion: Motion, options: dict[str, Any]) -> str:
         """Where the animation of ``motion`` for ``record``'s version is stored: the render cache's
-        key names everything the file depends on (a client's own clip by its content's hash)."""
+        key names everything the file depends on (a client's own clip by its content's hash, a library
+        motion by its files' hash: a changed clip or cut renders anew)."""
         fps = options.get("fps", "default")
         fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
         cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
