@@ -52,7 +52,7 @@ function firstFrame(img) {
   });
 }
 
-const CATEGORY_TITLES = { dance: "Dance", funny: "Funny", jumping: "Jumping", walking: "Walking" };
+const CATEGORY_TITLES = { yours: "Your motions", dance: "Dance", funny: "Funny", jumping: "Jumping", walking: "Walking" };
 
 /** Resolves after `ms` milliseconds. */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
