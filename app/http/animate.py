@@ -26,6 +26,7 @@ from animator import FORMATS
 from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
 from ..intake.body import parse_json
 from ..intake.bvh import read_bvh_upload
+from ..jobs.queue import REDIS_ERRORS
 from ..jobs.webhooks import validate_callback_url
 from ..render.deadline import Deadline
 from ..render.pipeline import Job, Result, check_spread
@@ -99,14 +100,16 @@ def _animate(deadline: Deadline):
     fmt = _format()
     joints, bbox = parse_joints(request.form.get("joints")), parse_bbox(request.form.get("bbox"))
     clip = uploaded_clip(deadline)
+    named: list = []
     try:
-        named = motion_list(request.form.getlist("motions"), defaults=clip is None)
+        named = motion_list(request.form.getlist("motions"), defaults=clip is None, own=deadline)
         with render_slot():  # only now: the body is in and every field checked
             result = _run({"image": image, "motions": named + ([clip] if clip else []), "format": fmt,
                            "joints": joints, "bbox": bbox, "deadline": deadline})
     finally:
-        if clip is not None:
-            clip.remove()
+        for motion in named + ([clip] if clip else []):
+            if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request
+                motion.remove()
     return jsonify(id=result.id, animations=result.animations, character=result.character,
                    timings_ms=result.timings_ms)
 
@@ -167,9 +170,13 @@ def _run(job_kwargs: dict[str, Any]) -> Result:
 
 # --- the request's fields -------------------------------------------------------------------------
 
-def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
+def motion_list(raw: list[str] | None, defaults: bool = True, own: Deadline | None = None) -> list:
     """The motions asked for (repeated fields and/or comma lists), duplicates dropped; the default
-    motions when none is named and ``defaults`` (False: the request brings its own clip)."""
+    motions when none is named and ``defaults`` (False: the request brings its own clip).
+
+    ``own``: a deadline, to also look names up among the asking client's own motions (made from
+    their videos by POST /motions; synchronous requests only). Those come back as files copied for
+    this request: the caller calls their ``remove()`` when it ends."""
     svc = services()
     library = svc.motions
     names: list[str] = []
@@ -179,11 +186,38 @@ def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
     if not names and defaults:
         names = list(svc.settings.default_motions)
     unknown = [n for n in names if n not in library]
+    found = _own_motions(unknown, own) if own is not None and unknown else {}
+    unknown = [n for n in unknown if n not in found]
     if unknown:
+        for motion in found.values():
+            motion.remove()
         shown = ", ".join(repr(n[:40]) for n in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise UnknownMotion(f"unknown motion(s): {shown}; GET /motions lists the {len(library)} available")
     seen: dict[str, None] = dict.fromkeys(names)
-    return [library[n] for n in seen]
+    return [library[n] if n in library else found[n] for n in seen]
+
+
+def _own_motions(names: list[str], deadline: Deadline) -> dict[str, Any]:
+    """The asking client's own motions among ``names``, copied to the scratch folder (name -> motion)."""
+    from .jobs import client
+
+    svc = services()
+    if svc.own_motions is None:
+        return {}
+    folder = Path(svc.pipeline.scratch_dir) / "uploads"
+    found: dict[str, Any] = {}
+    try:
+        for n in dict.fromkeys(names):
+            motion = svc.own_motions.resolve(client(), n, folder, deadline)
+            if motion is not None:
+                found[n] = motion
+    except REDIS_ERRORS as exc:  # the library still works without Redis; own motions are then unknown
+        log.warning("own motions not looked up: Redis unavailable (%s)", type(exc).__name__)
+    except BaseException:
+        for motion in found.values():
+            motion.remove()
+        raise
+    return found
 
 
 def uploaded_clip(deadline: Deadline | None = None):
