@@ -24,7 +24,7 @@ import stack  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
-SLOW = "dab,jumping,zombie,wave_hello,jumping_jacks"  # several CPU-seconds at 160 px on any machine
+SLOW = "dab,jumping,zombie,wave_hello,jumping_jacks"  # several CPU-seconds at 512 px on any machine
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def app():
 
     def env(workdir: Path) -> dict[str, str]:
         return {"DOODLEPOD_TORCHSERVE_URL": closed, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": closed,
-                "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RENDER_SIZE": "160"}
+                "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RENDER_SIZE": "512"}
 
     with stack.app_server("dp-admission-", env) as server:
         yield server
@@ -78,7 +78,10 @@ def test_admits_what_the_cpus_can_run_and_retry_after_is_measured(app, page):
         stack.wait_for(lambda: _in_flight(app) == slots, 60, f"{slots} renders in flight")
         t1 = time.monotonic()
         busy += [pool.submit(_post, app, page, SLOW) for _ in range(waiters)]
-        stack.wait_for(lambda: _gauge(app, "doodlepod_renders_waiting") == waiters, 30, f"{waiters} waiting")
+        t_end = time.monotonic() + 30
+        while _gauge(app, "doodlepod_renders_waiting") != waiters:
+            assert time.monotonic() < t_end, f"{waiters} requests not waiting"
+            time.sleep(0.02)
         t2 = time.monotonic()
         resp = _post(app, page, "dab")
         answered = time.monotonic() - t2

@@ -20,9 +20,9 @@ const RETRYABLE = new Set(["overloaded", "queue_full", "rate_limited"]);
  * {stage: "queued" | "running" | "waiting" | "rendering" | "storing", fraction?, framesDone?,
  * framesTotal?, secondsLeft?, retryIn?}. Rejects with an ApiError (a failed job's error too).
  */
-export async function renderJob(path, body, onState, { signal } = {}) {
+export async function renderJob(path, body, onState, { signal, sync: synchronous = false } = {}) {
   const started = performance.now();
-  let sync = false;
+  let sync = synchronous; // true: no job (e.g. a motion the server resolves on synchronous requests only)
   for (;;) {
     try {
       if (sync) {

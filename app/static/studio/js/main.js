@@ -335,8 +335,10 @@ async function render() {
   let done;
   try {
     done = await busy(async () => {
+      // a motion made from the person's video resolves on synchronous requests only
+      const sync = motions.some((n) => state.motions.find((m) => m.name === n)?.category === OWN);
       await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null,
-        (s) => { ui.renderState.textContent = renderStatus(what, s); });
+        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync });
       return true;
     });
   } finally {

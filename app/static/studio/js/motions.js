@@ -280,10 +280,10 @@ export class Gallery {
    * Ask the API for `motions` of `doc` in `format` (at `size` px, or the server's default) and show
    * them; `onState` gets the render's progress (jobs.js).
    */
-  async render(doc, motions, format, size, onState = () => {}) {
+  async render(doc, motions, format, size, onState = () => {}, { sync = false } = {}) {
     const body = { motions, format };
     if (size) body.size = size;
-    const urls = urlsOf(await renderJob(animationsPath(doc), body, onState));
+    const urls = urlsOf(await renderJob(animationsPath(doc), body, onState, { sync }));
     this.clear();
     for (const name of motions) {
       const url = urls[name];
