@@ -157,21 +157,6 @@ def _flatten(im: Image.Image) -> Image.Image:
     return im.convert("RGB")
 
 
-def clamp_box(box: Any, width: int, height: int) -> tuple[int, int, int, int] | None:
-    """``[l, t, r, b]`` rounded and clipped to the image; None when nothing is left."""
-    try:
-        l, t, r, b = (float(v) for v in box)
-    except (TypeError, ValueError):
-        return None
-    if not all(np.isfinite([l, t, r, b])):
-        return None
-    l, t = max(0, int(round(l))), max(0, int(round(t)))
-    r, b = min(width, int(round(r))), min(height, int(round(b)))
-    if r - l < 8 or b - t < 8:
-        return None
-    return l, t, r, b
-
-
 @dataclass
 class SegmentedCrop:
     box: tuple[int, int, int, int]  # work pixels

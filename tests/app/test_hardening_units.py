@@ -81,10 +81,10 @@ def test_log_records_take_one_line_whatever_the_client_sent() -> None:
 
 
 def test_only_trusted_peers_choose_the_urls_host() -> None:
-    from app.http.api import _trusted
+    from app.http.api import trusted_peer
 
     loopback = ("127.0.0.1", "::1")
-    assert _trusted("127.0.0.1", loopback) and _trusted("::1", loopback)
-    assert not _trusted("203.0.113.9", loopback)
-    assert _trusted("10.1.2.3", ("10.0.0.0/8",)) and not _trusted("11.1.2.3", ("10.0.0.0/8",))
-    assert _trusted("203.0.113.9", ("*",)) and not _trusted("not an address", loopback)
+    assert trusted_peer("127.0.0.1", loopback) and trusted_peer("::1", loopback)
+    assert not trusted_peer("203.0.113.9", loopback)
+    assert trusted_peer("10.1.2.3", ("10.0.0.0/8",)) and not trusted_peer("11.1.2.3", ("10.0.0.0/8",))
+    assert trusted_peer("203.0.113.9", ("*",)) and not trusted_peer("not an address", loopback)
