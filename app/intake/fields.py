@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BadRequest, TooLarge, UnknownMotion
+from ..errors import BadRequest, TooLarge, UnknownMotion, animator_boundary
 from ..services import services
 from .body import parse_json
 
@@ -57,17 +57,15 @@ def json_field(raw: Any, name: str) -> Any:
 
 
 def parse_joints(raw: Any) -> list | None:
-    """Client joints: JSON text or an already decoded value, in uploaded-image pixels (see docs)."""
+    """Client joints: JSON text or an already decoded value, in uploaded-image pixels (see docs). Joints
+    that make no skeleton (missing names, coordinates that are not numbers) are ``invalid_character``."""
     value = json_field(raw, "joints")
     if value is ABSENT:
         return None
-    from animator import CharacterError
     from animator.photo_skeleton import skeleton_from_client
 
-    try:
+    with animator_boundary():
         return skeleton_from_client(value)
-    except CharacterError as exc:
-        raise BadRequest(f"'joints': {exc.message}") from None
 
 
 def parse_bbox(raw: Any) -> list[float] | None:

@@ -30,7 +30,7 @@ from ..errors import (
     ModelServerError,
     NoCharacter,
     NoSkeleton,
-    from_animator,
+    animator_boundary,
 )
 from ..storage.backends import LocalStorage, free_disk_mb
 from . import steps
@@ -152,10 +152,8 @@ class Pipeline:
         (e.g. joints placed on blank paper), instead of a render failing later.
         """
         import animator
-        try:
+        with animator_boundary("the character cannot be rigged"):
             character = animator.Character(texture, mask, skeleton)
-        except animator.AnimatorError as exc:
-            raise from_animator(exc, "the character cannot be rigged") from None
         with self.stage(timings, "rig"):  # about a millisecond of numpy: no render-process round trip
             steps.check_rig(character.mask, [(j.name, j.loc) for j in character.skeleton])
         return character

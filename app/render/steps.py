@@ -30,7 +30,7 @@ from ..errors import (
     TooLarge,
     UnreadableImage,
     UnsupportedType,
-    from_animator,
+    animator_boundary,
 )
 
 #: Formats Pillow reports for the images we accept (MPO: the multi-picture JPEG some phones write;
@@ -172,7 +172,8 @@ def segment_crop(crop: np.ndarray, box: tuple[int, int, int, int]) -> SegmentedC
     from animator.segment import segment_drawing
 
     t0 = time.perf_counter()
-    mask = segment_drawing(crop)
+    with animator_boundary("the character cannot be separated from the paper"):
+        mask = segment_drawing(crop)
     t1 = time.perf_counter()
     if not mask.any():
         raise NoCharacter("no drawn character could be separated from the paper in the detected box")
@@ -216,18 +217,16 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
 
     ``motion_path``/``retarget_path``: a library motion's configs, or a client's .bvh clip and None.
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
-    The animator's errors (e.g. a skeleton it cannot rig) become API errors by
-    :func:`app.errors.from_animator` (422 for bad input).
+    The animator's errors (e.g. a skeleton it cannot rig) become API errors at
+    :func:`app.errors.animator_boundary` (422 for bad input).
     """
     import animator
 
     t0 = time.perf_counter()
-    try:
+    with animator_boundary("the character cannot be animated"):
         motion_cfg, retarget_cfg = _configs(motion_path, retarget_path)
         t1 = time.perf_counter()
         result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options))
-    except animator.AnimatorError as exc:
-        raise from_animator(exc, "the character cannot be animated") from None
     t2 = time.perf_counter()
     timings = {"load_configs": (t1 - t0) * 1e3, **{k: float(v) for k, v in result.timings_ms.items()},
                "total": (t2 - t0) * 1e3}
@@ -426,8 +425,6 @@ def render_stored(texture_png: bytes, mask_png_bytes: bytes, joints: list[tuple[
 
     texture = read_texture(texture_png)
     mask = read_mask(mask_png_bytes)
-    try:
+    with animator_boundary("the character cannot be animated"):
         character = animator.Character(texture, mask, [animator.Joint(n, tuple(loc), p) for n, loc, p in joints])
-    except animator.AnimatorError as exc:
-        raise from_animator(exc, "the character cannot be animated") from None
     return render_motion(character, motion_path, retarget_path, options)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ import yaml
 from PIL import Image
 
 from app import errors
-from tests.conftest import CHAR1
+from tests.conftest import CHAR1, REPO
 
 TOKEN = "in-process-token"
 
@@ -105,7 +106,8 @@ def test_bad_requests_are_400(client, page) -> None:
     assert "moonwalk" in body["message"]
     _error(_post(client, data, format="avi"), 400, "bad_request")
     _error(_post(client, data, joints="{not json"), 400, "bad_request")
-    body = _error(_post(client, data, joints=json.dumps({"root": [1, 2]})), 400, "bad_request")
+    # joints that make no skeleton are the animator's CharacterError: invalid_character, as everywhere
+    body = _error(_post(client, data, joints=json.dumps({"root": [1, 2]})), 422, "invalid_character")
     assert "missing" in body["message"]
     _error(_post(client, data, bbox="[1, 2, 3]"), 400, "bad_request")
     _error(_post(client, data, headers={"X-Deadline-Seconds": "soon"}), 400, "bad_request")
@@ -198,9 +200,34 @@ def test_every_api_error_belongs_to_one_family_with_a_matching_status() -> None:
         owners = [f for f in families if issubclass(cls, f)]
         assert len(owners) == 1, f"{cls.__name__} is in {owners}"
         assert cls.status in families[owners[0]], cls.__name__
-        assert cls.retryable == issubclass(cls, errors.Unavailable), cls.__name__
+        assert cls.retryable == (issubclass(cls, (errors.Unavailable, errors.UpstreamError))
+                                 or cls.code in RETRYABLE_CLIENT_ERRORS), cls.__name__
     codes = [c.code for c in _all_subclasses(errors.ApiError) if c not in families]
     assert len(codes) == len(set(codes)), "each error code names one class"
+
+
+#: Client errors that a later attempt may get past unchanged (a lost race, a rate limit, a key in use).
+RETRYABLE_CLIENT_ERRORS = {"edit_conflict", "rate_limited", "idempotency_in_progress"}
+
+
+def test_the_error_table_in_the_docs_says_which_errors_are_retryable() -> None:
+    """docs/api.md's error table has a Retryable column: it agrees with every class's ``retryable``."""
+    import app.jobs.idempotency  # noqa: F401  (their error classes join ApiError's subclasses)
+    import app.jobs.queue  # noqa: F401
+    import app.jobs.ratelimit  # noqa: F401
+
+    by_code = {cls.code: cls for cls in _all_subclasses(errors.ApiError)}
+    table = (REPO / "docs" / "api.md").read_text().split("| Status | `error` | Retryable | When |", 1)[1]
+    rows = [line.split(" | ") for line in table.split("\n\n", 1)[0].splitlines()[2:]]
+    seen = set()
+    for _status, codes, said, _when in rows:
+        only = re.fullmatch(r"`(\w+)` only", said)
+        for code in re.findall(r"`(\w+)`", codes):
+            if code in by_code:  # not werkzeug's own (method_not_allowed)
+                seen.add(code)
+                retryable = (code == only.group(1)) if only else said == "yes"
+                assert by_code[code].retryable == retryable, (code, said)
+    assert {"render_failed", "deadline_exceeded", "model_server_error", "edit_conflict", "rate_limited"} <= seen
 
 
 def test_from_animator_maps_every_animator_error() -> None:
@@ -209,7 +236,8 @@ def test_from_animator_maps_every_animator_error() -> None:
     for cls in [ae.AnimatorError, *_all_subclasses(ae.AnimatorError)]:
         exc = cls(None, "field", "what went wrong") if issubclass(cls, ae.ConfigError) else cls("what went wrong")
         mapped = errors.from_animator(exc, "while testing")
-        assert mapped.message == "while testing: what went wrong"
+        named = ", field" if issubclass(cls, ae.ConfigError) else ""   # the field the animator names
+        assert mapped.message == f"while testing{named}: what went wrong"
         if issubclass(cls, ae.RenderError):
             assert mapped.status == 500, cls.__name__          # the renderer failed on input it accepted
         else:

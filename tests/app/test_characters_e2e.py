@@ -326,8 +326,8 @@ def test_errors_have_stable_codes(pods, page) -> None:
     _error(requests.patch(url, data="joints", headers={"Content-Type": "text/plain"}, timeout=30), 400, "bad_request")
     _error(requests.patch(url, json={"joints": {"tail": [1, 2]}}, timeout=30), 400, "bad_request")
     _error(requests.patch(url, json={"joints": {"root": "here"}}, timeout=30), 400, "bad_request")
-    _error(requests.patch(url, json={"joints": [{"name": "root", "loc": [1, 2], "parent": None}]}, timeout=30), 400,
-           "bad_request")                                                   # a whole skeleton must be whole
+    _error(requests.patch(url, json={"joints": [{"name": "root", "loc": [1, 2], "parent": None}]}, timeout=30), 422,
+           "invalid_character")                                             # a whole skeleton must be whole
     _error(requests.post(f"{url}/animations", json={"size": 4096}, timeout=30), 400, "bad_request")
     _error(requests.post(f"{url}/animations", json={"size": 32}, timeout=30), 400, "bad_request")
     _error(requests.post(f"{url}/animations", json={"size": 101, "format": "mp4"}, timeout=30), 400, "bad_request")
