@@ -26,8 +26,8 @@ from pathlib import Path
 import requests
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402 - the test stack's helpers, found through the path set just above
+sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stack here too
+from tests.support import stack  # noqa: E402
 
 TARGETS_MS = {"patch joints": 150.0, "render 1 motion 256px": 400.0, "cache hit": 30.0}
 

@@ -32,10 +32,8 @@ import redis
 import requests
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
-sys.path.insert(0, str(REPO / "tests" / "jobs"))
-import jobstack  # noqa: E402 - tests/jobs' stack helpers, found through the paths set just above
-import stack  # noqa: E402
+sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stack here too
+from tests.support import jobstack, stack  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:

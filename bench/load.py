@@ -45,9 +45,10 @@ import requests
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
+sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stack here too
 from worktree import Baseline, compile_tree, load_avg  # noqa: E402
+
+from tests.support import stack  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float:

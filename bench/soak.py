@@ -38,8 +38,8 @@ import requests
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
+sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stack here too
+from tests.support import procs, stack  # noqa: E402
 
 BODY_TIMEOUT_S = 8
 
@@ -49,32 +49,6 @@ def pct(values: list[float], q: float) -> float:
         return float("nan")
     values = sorted(values)
     return values[min(len(values) - 1, max(0, int(round(q / 100 * (len(values) - 1)))))]
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid``."""
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children[int(stat.rsplit(")", 1)[1].split()[1])].append(int(entry))
-    out, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _closed(s: socket.socket) -> bool:
@@ -289,12 +263,12 @@ class Soak:
                 t.start()
             end = time.monotonic() + self.args.duration
             while time.monotonic() < end:
-                tracked |= descendants(app.proc.pid) | descendants(ts.server.proc.pid)
+                tracked |= procs.descendants(app.proc.pid, ts.server.proc.pid)
                 time.sleep(1.0)
             self.stop.set()
             for t in threads:
                 t.join(90)
-            tracked |= descendants(app.proc.pid) | descendants(ts.server.proc.pid)
+            tracked |= procs.descendants(app.proc.pid, ts.server.proc.pid)
             log = app.log_text()
             restarts = log.count("Booting worker") - booted
             timeouts = log.count("WORKER TIMEOUT")
@@ -304,7 +278,7 @@ class Soak:
                 app.stop()
             ts.stop()
         time.sleep(2)
-        left = sorted(p for p in tracked if alive(p))
+        left = sorted(p for p in tracked if procs.alive(p))
         stack.remove(workdir)
         return self.report(restarts, timeouts, left, load)
 

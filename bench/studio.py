@@ -29,7 +29,7 @@ from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.fixtures.torchserve_fake import stack  # noqa: E402
+from tests.support import stack  # noqa: E402
 
 TARGET_MS = 1000.0
 TOKEN = "bench-token"

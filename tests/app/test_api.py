@@ -19,6 +19,7 @@ from PIL import Image
 
 from app import errors
 from tests.conftest import CHAR1, REPO
+from tests.support.answers import assert_error
 
 TOKEN = "in-process-token"
 
@@ -33,15 +34,6 @@ def _post(client, data: bytes, mime: str = "image/png", headers=None, **form):
     return client.post("/animate", data={"image": (io.BytesIO(data), "drawing", mime), **form},
                        headers=headers or {})
 
-
-def _error(resp, status: int, code: str) -> dict:
-    assert resp.status_code == status, resp.get_data(as_text=True)
-    assert resp.headers["Content-Type"].startswith("application/json")
-    body = resp.json
-    assert body["error"] == code, body
-    assert isinstance(body["message"], str) and body["message"] and "Traceback" not in body["message"]
-    assert resp.headers.get("X-Request-ID")
-    return body
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +60,13 @@ def test_bearer_token_guards_every_api_endpoint_and_nothing_else(make_app) -> No
         resp = client.open(path, method=method)
         if rule.endpoint.startswith("api."):
             guarded.append(rule.rule)
-            _error(resp, 401, "unauthorized")
+            assert_error(resp, 401, "unauthorized")
             assert resp.headers["WWW-Authenticate"].startswith("Bearer")
         else:                                               # probes, metrics and files need no token
             assert resp.status_code != 401, rule.rule
     assert {"/animate", "/", "/motions"} <= set(guarded)
-    _error(client.get("/motions", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
-    _error(client.get("/motions", headers={"Authorization": TOKEN}), 401, "unauthorized")
+    assert_error(client.get("/motions", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
+    assert_error(client.get("/motions", headers={"Authorization": TOKEN}), 401, "unauthorized")
     assert client.get("/motions", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
@@ -102,48 +94,48 @@ def test_request_id_is_echoed_or_made(client) -> None:
 
 def test_bad_requests_are_400(client, page) -> None:
     data, _ = page
-    body = _error(_post(client, data, motions="dab,moonwalk"), 400, "unknown_motion")
+    body = assert_error(_post(client, data, motions="dab,moonwalk"), 400, "unknown_motion")
     assert "moonwalk" in body["message"]
-    _error(_post(client, data, format="avi"), 400, "bad_request")
-    _error(_post(client, data, joints="{not json"), 400, "bad_request")
+    assert_error(_post(client, data, format="avi"), 400, "bad_request")
+    assert_error(_post(client, data, joints="{not json"), 400, "bad_request")
     # joints that make no skeleton are the animator's CharacterError: invalid_character, as everywhere
-    body = _error(_post(client, data, joints=json.dumps({"root": [1, 2]})), 422, "invalid_character")
+    body = assert_error(_post(client, data, joints=json.dumps({"root": [1, 2]})), 422, "invalid_character")
     assert "missing" in body["message"]
-    _error(_post(client, data, bbox="[1, 2, 3]"), 400, "bad_request")
-    _error(_post(client, data, headers={"X-Deadline-Seconds": "soon"}), 400, "bad_request")
-    _error(_post(client, data, headers={"X-Deadline-Seconds": "0"}), 400, "bad_request")
-    _error(client.post("/animate", data={"x": "1"}), 400, "bad_request")
-    _error(client.post("/", json={"image": "x"}), 400, "bad_request")
-    _error(client.post("/", json={"file": "!!! not base64 !!!"}), 400, "bad_request")
-    _error(client.get("/nope"), 404, "not_found")
-    _error(client.get("/animate"), 405, "method_not_allowed")
-    _error(client.get("/files/x.gif"), 404, "not_found")
+    assert_error(_post(client, data, bbox="[1, 2, 3]"), 400, "bad_request")
+    assert_error(_post(client, data, headers={"X-Deadline-Seconds": "soon"}), 400, "bad_request")
+    assert_error(_post(client, data, headers={"X-Deadline-Seconds": "0"}), 400, "bad_request")
+    assert_error(client.post("/animate", data={"x": "1"}), 400, "bad_request")
+    assert_error(client.post("/", json={"image": "x"}), 400, "bad_request")
+    assert_error(client.post("/", json={"file": "!!! not base64 !!!"}), 400, "bad_request")
+    assert_error(client.get("/nope"), 404, "not_found")
+    assert_error(client.get("/animate"), 405, "method_not_allowed")
+    assert_error(client.get("/files/x.gif"), 404, "not_found")
 
 
 def test_unreadable_images_are_400(client) -> None:
-    _error(_post(client, b""), 400, "unreadable_image")
-    _error(_post(client, b"\x89PNG\r\n\x1a\n this is not really a png"), 400, "unreadable_image")
+    assert_error(_post(client, b""), 400, "unreadable_image")
+    assert_error(_post(client, b"\x89PNG\r\n\x1a\n this is not really a png"), 400, "unreadable_image")
     png = _encode(Image.fromarray(np.random.default_rng(1).integers(0, 255, (300, 300, 3), np.uint8)))
-    _error(_post(client, png[: len(png) // 3]), 400, "unreadable_image")
-    _error(client.post("/", json={"file": base64.b64encode(b"not an image").decode()}), 400, "unreadable_image")
+    assert_error(_post(client, png[: len(png) // 3]), 400, "unreadable_image")
+    assert_error(client.post("/", json={"file": base64.b64encode(b"not an image").decode()}), 400, "unreadable_image")
 
 
 def test_too_large_is_413(make_app) -> None:
     client = make_app(max_upload_mb=1.0, max_image_pixels=6_000_000).test_client()
-    body = _error(_post(client, b"\xff\xd8" + bytes(2 * 2**20)), 413, "too_large")
+    body = assert_error(_post(client, b"\xff\xd8" + bytes(2 * 2**20)), 413, "too_large")
     assert "MiB" in body["message"]
     bomb = _encode(Image.new("L", (3000, 2500), 255))           # a small file, 7.5 MP > 6 MP
     assert len(bomb) < 2**20
-    body = _error(_post(client, bomb), 413, "too_large")
+    body = assert_error(_post(client, bomb), 413, "too_large")
     assert "7.5 MP" in body["message"]
 
 
 def test_unsupported_types_are_415(client) -> None:
-    _error(_post(client, _encode(Image.new("RGB", (64, 64), "white"), "GIF"), "image/gif"), 415, "unsupported_type")
-    _error(_post(client, b"hello, I am a text file", "text/plain"), 415, "unsupported_type")
-    _error(_post(client, b"%PDF-1.4\n" + bytes(100), "application/pdf"), 415, "unsupported_type")
+    assert_error(_post(client, _encode(Image.new("RGB", (64, 64), "white"), "GIF"), "image/gif"), 415, "unsupported_type")
+    assert_error(_post(client, b"hello, I am a text file", "text/plain"), 415, "unsupported_type")
+    assert_error(_post(client, b"%PDF-1.4\n" + bytes(100), "application/pdf"), 415, "unsupported_type")
     avif = b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf" + bytes(200)
-    _error(_post(client, avif, "image/avif"), 415, "unsupported_type")
+    assert_error(_post(client, avif, "image/avif"), 415, "unsupported_type")
 
 
 def test_heic_photo_from_a_phone_is_accepted_upright(client, page) -> None:
@@ -164,7 +156,7 @@ def test_heic_photo_from_a_phone_is_accepted_upright(client, page) -> None:
 
 def test_model_server_down_is_503_with_retry_after(client, page) -> None:
     data, _ = page
-    body = _error(_post(client, data), 503, "model_server_unavailable")
+    body = assert_error(_post(client, data), 503, "model_server_unavailable")
     assert "TorchServe" in body["message"]
     assert int(_post(client, data).headers["Retry-After"]) >= 1
 
@@ -176,12 +168,12 @@ def test_client_joints_off_the_drawing_are_422_not_500(client, page) -> None:
     wide.paste(texture, (40, 30))
     # inside the crop (the box is the whole page) but on the blank paper right of the drawing
     off = {name: [x + texture.width + 20, y] for name, (x, y) in joints.items()}
-    body = _error(_post(client, _encode(wide), motions="dab", joints=json.dumps(off),
+    body = assert_error(_post(client, _encode(wide), motions="dab", joints=json.dumps(off),
                         bbox=json.dumps([0, 0, wide.width, wide.height])), 422, "invalid_character")
     assert "skeleton joint" in body["message"]
     # far outside the drawing and the page
     far = {name: [x + 400, y + 300] for name, (x, y) in joints.items()}
-    _error(_post(client, data, motions="dab", joints=json.dumps(far)), 422, "invalid_character")
+    assert_error(_post(client, data, motions="dab", joints=json.dumps(far)), 422, "invalid_character")
 
 
 # --- the error families ------------------------------------------------------------------------------

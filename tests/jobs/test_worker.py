@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,15 +16,14 @@ from types import SimpleNamespace
 import pytest
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
-import stack
-from jobstack import WorkerProcess
-
 from app.errors import ApiError, DeadlineExceeded, ModelServerUnavailable, NoCharacter, RenderFailed
 from app.jobs import worker as worker_module
 from app.jobs.queue import JobQueue
+from tests.support import procs, stack, wait
+from tests.support.jobstack import WorkerProcess
 
-pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600),
+              pytest.mark.usefixtures("models_find_the_drawing")]
 
 MOTIONS = ["dab", "jumping", "zombie"]
 
@@ -34,13 +32,6 @@ MOTIONS = ["dab", "jumping", "zombie"]
 def page():
     return stack.page_with_character("char1", (1000, 800), (250, 120))
 
-
-@pytest.fixture(autouse=True)
-def models_find_the_drawing(torchserve, page):
-    image, joints = page
-    torchserve.set_control(detector={"mode": "nonwhite"},
-                           pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
-    yield
 
 
 @pytest.fixture
@@ -81,12 +72,7 @@ def _wait_status(q: JobQueue, job_id: str, statuses: set[str], timeout: float) -
 
 
 def _wait_log(worker: WorkerProcess, text: str, timeout: float) -> None:
-    t_end = time.monotonic() + timeout
-    while time.monotonic() < t_end:
-        if text in worker.log_text():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{text!r} not in the worker's log after {timeout} s:\n{worker.log_text()[-3000:]}")
+    wait.until(lambda: text in worker.log_text(), timeout, f"{text!r} in the worker's log:\n{worker.log_text()[-3000:]}")
 
 
 def test_a_worker_killed_mid_render_loses_nothing(redis_server, torchserve, workdir, page):
@@ -98,7 +84,8 @@ def test_a_worker_killed_mid_render_loses_nothing(redis_server, torchserve, work
     try:
         job_id = _submit(q, page[0])
         _wait_log(first, "stage=pose", 120)        # detection and pose done: the renders are starting
-        time.sleep(0.3)
+        wait.until(lambda: any(procs.state(p) == "R" for p in procs.descendants(first.proc.pid)), 30,
+                   "a render process at work")
         assert q.get(job_id)["status"] == "running"
         first.kill(signal.SIGKILL)
     finally:
@@ -227,7 +214,7 @@ def test_a_retryable_failure_is_requeued_with_a_delay_while_the_thread_takes_oth
     monkeypatch.setitem(worker_module.HANDLERS, "test_quick", quick)
     with _Jobs(redis_server, torchserve, tmp_path, retry_delay_s=delay) as jobs:
         a = jobs.submit("test_flaky")
-        _wait_until(lambda: "a_failed" in events, 60)
+        wait.until(lambda: "a_failed" in events, 60, "job A failed once")
         b = jobs.submit("test_quick")
         done_b = _wait_status(jobs.queue, b, {"succeeded", "failed"}, 60)
         waiting_a = jobs.queue.get(a)
@@ -239,9 +226,3 @@ def test_a_retryable_failure_is_requeued_with_a_delay_while_the_thread_takes_oth
     assert done_a["status"] == "succeeded" and done_a["attempts"] == 2 and done_a["done"] == "a", done_a
     assert events["a_again"] >= events["a_failed"] + delay - 0.5
 
-
-def _wait_until(condition, timeout: float) -> None:
-    t_end = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < t_end, f"not true after {timeout} s"
-        time.sleep(0.05)
