@@ -138,8 +138,7 @@ class VersionMismatch(ClientError):
 
 class EditConflict(ClientError):
     """Without ``If-Match``, an edit lost every race to concurrent edits of the character; retry."""
-    status, code = 409, "edit_conflict"
-    retryable = True
+    status, code, retryable = 409, "edit_conflict", True
 
 
 class InvalidMotion(ClientError):
@@ -176,8 +175,7 @@ class Unavailable(ApiError):
 
     Without an explicit ``retry_after`` the error handler sends DOODLEPOD_RETRY_AFTER_S.
     """
-    status, code = 503, "unavailable"
-    retryable = True
+    status, code, retryable = 503, "unavailable", True
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         headers = {"Retry-After": str(max(1, int(retry_after)))} if retry_after is not None else None

@@ -36,15 +36,15 @@ sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stac
 from tests.support import jobstack, stack  # noqa: E402
 
 
+def epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     values = sorted(values)
     return values[min(len(values) - 1, max(0, int(round(q / 100 * (len(values) - 1)))))]
-
-
-def epoch(iso: str) -> float:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def sync_phase(args, workdir: Path, common: dict[str, str], photo: bytes) -> None:

@@ -21,8 +21,7 @@ from .scripts import lua
 
 class RateLimited(ClientError):
     """The client used up its token bucket (DOODLEPOD_RATE_LIMIT_PER_MIN, DOODLEPOD_RATE_LIMIT_BURST)."""
-    status, code = 429, "rate_limited"
-    retryable = True
+    status, code, retryable = 429, "rate_limited", True
 
 
 @dataclass

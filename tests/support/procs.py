@@ -6,6 +6,9 @@ and :func:`matching` see only live processes, and :func:`wait_gone` waits for ex
 """
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -86,3 +89,18 @@ def wait_gone(pids: Iterable[int], timeout: float, every: float = 0.05) -> list[
         time.sleep(every)
         left = [p for p in left if alive(p)]
     return left
+
+
+def stop_group(proc: subprocess.Popen | None, grace: float = 10.0) -> None:
+    """Stop the process group ``proc`` leads: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(grace)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(5)
