@@ -4,6 +4,21 @@
 #   docker run -p 8000:8000 -e DOODLEPOD_TORCHSERVE_URL=http://host:8080 doodlepod-app
 # Settings: DOODLEPOD_* environment variables (app/config.py; `python -m app.config` lists them).
 # No HEALTHCHECK: Kubernetes probes /healthz (liveness) and /ping (readiness) itself.
+
+# The animator's frame kernel (animator/_raster.pyx) is compiled in a stage of its own: the runtime
+# image below gets the built module and holds no compiler.
+FROM python:3.11.11-slim-bookworm AS kernel
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY requirements/build.txt requirements/
+RUN pip install --no-cache-dir --disable-pip-version-check -r requirements/build.txt
+COPY setup.py ./
+COPY animator/_raster.pyx animator/
+RUN python setup.py build_ext --inplace
+
 FROM python:3.11.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -18,8 +33,10 @@ COPY requirements/animator.txt requirements/app.txt requirements/
 RUN pip install --no-cache-dir -r requirements/app.txt
 
 COPY animator/ animator/
+COPY --from=kernel /src/animator/*.so animator/
 COPY app/ app/
 COPY motions/ motions/
+COPY docs/motions.md docs/motions.md
 # Bytecode now: the workers and render processes cannot write it (PYTHONDONTWRITEBYTECODE, a
 # read-only tree), and would otherwise compile every module of app/ and animator/ at each start.
 RUN python -m compileall -q animator app

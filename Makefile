@@ -22,12 +22,12 @@ FAST_TESTS := not e2e and not model_stack and not browser and not redis
 test-fast: venv ## only the tests that need no server, model stack, browser or Redis (under a minute)
 	$(PY) -m pytest -q -n auto -m "$(FAST_TESTS)" tests
 
-# --- deploy (issue 4) ---
+# --- run the whole kit locally ---
 .PHONY: run
 run: venv ## start TorchServe (CPU) + the app locally on embedded defaults; Ctrl-C stops both
 	@scripts/run_local.sh
 
-# --- app (issue 3) ---
+# --- the app: its servers and load benchmarks ---
 .PHONY: serve-app bench-load bench-soak
 serve-app: venv ## only the app (gunicorn, gevent workers) on DOODLEPOD_* settings; TorchServe must be running
 	$(VENV)/bin/gunicorn -c app/gunicorn_conf.py "app:create_app()"
@@ -45,7 +45,7 @@ bench-jobs: venv ## async jobs benchmark: 200 jobs by 16 clients on Redis + 2 re
 serve-worker: venv ## only the render worker (python -m app.jobs.worker) on DOODLEPOD_* settings; Redis and TorchServe must be running
 	$(PY) -m app.jobs.worker
 
-# --- model (issue 2) ---
+# --- the model server: archives, weights, TorchServe ---
 MODEL_STORE ?= build/model-store
 WEIGHTS_DIR ?= $(DOODLEPOD_CACHE)/weights
 .PHONY: archives archives-released fetch-weights serve-models lint-model-image
@@ -64,7 +64,7 @@ serve-models: venv ## only TorchServe (CPU) on 127.0.0.1:8080-8082 with the arch
 lint-model-image: venv ## hadolint Dockerfile.model
 	$(VENV)/bin/hadolint Dockerfile.model
 
-# --- render (issue 5) ---
+# --- rendering: benchmark and the docs' example GIF ---
 .PHONY: bench-render example-gif
 bench-render: venv ## render benchmark: char1 + dab, every frame, 500x500, whole processes, beside Pillow's own GIF writing; BASELINE=REF also times our code at that git ref, A/B (bench/render.py --help)
 	$(PY) bench/render.py $(if $(BASELINE),--baseline-ref $(BASELINE) --stages)

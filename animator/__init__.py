@@ -1,4 +1,6 @@
-"""animator: turn a rigged drawing and a BVH clip into an animation (GIF, WebP, MP4).
+"""animator: turn a rigged drawing and a BVH clip into an animation (GIF, WebP, MP4), or export it
+for games, video edits and 3D tools (APNG, WebM with alpha, PNG frames, a sprite sheet, joint
+tracks, a rigged glTF: :mod:`animator.export`).
 
 A plain library (numpy + Pillow; no Flask, no torch, no OpenGL) used by the app and the CLI
 (``python -m animator --help``). Data flows one way:
@@ -30,13 +32,13 @@ from .api import RenderOptions, RenderResult, render  # noqa: E402
 from .character import Character, Joint, load_character  # noqa: E402
 from .config import MotionConfig, RetargetConfig, load_motion_config, load_retarget_config  # noqa: E402
 from .encode import FORMATS  # noqa: E402
-from .errors import AnimatorError, BVHError, CharacterError, ConfigError, RenderError  # noqa: E402
+from .errors import AnimatorError, BVHError, CharacterError, ConfigError, OutputTooLarge, RenderError  # noqa: E402
 from .prune import DEFAULT_FPS, frame_indices_for  # noqa: E402
 from .retarget import Motion2D, retarget  # noqa: E402
 
 #: Names whose modules load on first use: most renders need neither, and a render process starts faster.
 _LAZY = {"derive_motion_config": "auto_retarget", "derive_retarget_config": "auto_retarget",
-         "load_scene": "scene", "render_scene": "scene"}
+         "load_scene": "scene", "render_scene": "scene", "RigCache": "rig_cache"}
 
 
 def __getattr__(name: str):
@@ -54,7 +56,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AnimatorError", "BVHError", "Character", "CharacterError", "ConfigError", "DEFAULT_FPS", "FORMATS", "Joint",
-    "Motion2D", "MotionConfig", "RenderError", "RenderOptions", "RenderResult", "RetargetConfig",
+    "Motion2D", "MotionConfig", "OutputTooLarge", "RenderError", "RenderOptions", "RenderResult", "RetargetConfig",
+    "RigCache",
     "derive_motion_config", "derive_retarget_config", "frame_indices_for", "load_character", "load_motion_config",
     "load_retarget_config", "load_scene", "render", "render_scene", "retarget",
 ]

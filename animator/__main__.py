@@ -7,14 +7,18 @@ cannot be produced (one line on stderr), 2 bad command line, 3 the output file c
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE = 0, 1, 2, 3
 
 DESCRIPTION = """\
-Animate a drawn character with a motion-capture clip and write a GIF, WebP or MP4.
+Animate a drawn character with a motion-capture clip and write a GIF, WebP or MP4, or export it for
+games, video edits and 3D tools: APNG, transparent WebM, PNG frames, a sprite sheet, joint tracks or
+a rigged glTF (--format).
 
 Reads AnimatedDrawings' formats unchanged: a character folder (char_cfg.yaml with the skeleton in
 the drawing's pixels, texture.png, mask.png), a motion config (BVH clip, frame range, up axis,
@@ -134,8 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     from animator.encode import FORMATS
 
     p.add_argument("--format", "-f", choices=tuple(FORMATS),
-                   help="gif (transparent, default), webp (animated, lossless, transparent) or mp4 "
-                        "(H.264 on a white background; needs imageio-ffmpeg)")
+                   help="gif (transparent, default), webp (animated, lossless, transparent), mp4 (H.264 on a "
+                        "white background; needs imageio-ffmpeg), apng (animated PNG, alpha, exact timing), "
+                        "webm (VP9 with alpha), frames (zip of RGBA PNGs + frames.json), sheet (zip of a "
+                        "sprite sheet + JSON Hash atlas), joints (per-frame joints, JSON, as --dump-joints) "
+                        "or glb (glTF 2.0: textured mesh, skin, animation). From -o's extension: .png apng, "
+                        ".json joints; .zip needs --format")
     p.add_argument("--size", type=_size, default=None, metavar="WxH",
                    help="canvas size in pixels: WIDTHxHEIGHT, or one number for a square (default 500x500; "
                         "a scene's is its WINDOW_DIMENSIONS)")
@@ -158,9 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="free border around the character in canvas pixels (default 4%% of the shorter "
                         "side); larger: a smaller character and a smaller file")
     p.add_argument("--dump-joints", metavar="FILE.json",
-                   help='also write the posed skeleton per output frame: {"joints": [names], "frames": '
-                        '[[[x, y], ...], ...]} in the drawing\'s pixels (y down); a scene: {"characters": '
-                        '[{"character": char_cfg, "joints": ..., "frames": ...}, ...]}')
+                   help='also write the posed skeleton per output frame (the joints format): {"joints": '
+                        '[names], "parents": [...], "frames": [[[x, y], ...], ...], "canvas": ...} in the '
+                        'drawing\'s pixels (y down); a scene: {"characters": [{"character": char_cfg, '
+                        '"joints": ..., "frames": ...}, ...]}')
     p.add_argument("--stats", metavar="FILE.json",
                    help="also write frames, duration, bytes and per-stage timings (ms) as JSON")
     p.add_argument("--processes", "-j", type=_positive_int, default=None, metavar="N",
@@ -174,22 +183,61 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     parser = build_parser()
     args = parser.parse_args(argv)
-    import logging
-
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    log = logging.getLogger("animator")
-    log.setLevel(logging.DEBUG if args.verbose > 1 else logging.INFO if args.verbose else logging.WARNING)
-
-    from animator.errors import AnimatorError
-    from animator.files import write_atomic as _write
-
-    # a YAML file is a scene, unless --motion is given: then it is a character's char_cfg.yaml
-    is_scene = args.character is not None and os.path.isfile(args.character) \
-        and args.character.lower().endswith((".yaml", ".yml")) and not args.motion
+    log = _logger(args.verbose)
     if args.print_retarget:
         if not args.motion:
             parser.error("--print-retarget needs --motion")
         return _print_retarget(args.motion)
+    is_scene = _names_a_scene(args)
+    _check_arguments(parser, args, is_scene)
+
+    from animator.errors import AnimatorError
+
+    try:
+        run = _render_scene_file(args, log) if is_scene else _render_character(args)
+    except AnimatorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        _write_outputs(args, run, t0)
+    except OSError as exc:
+        print(f"error: cannot write {exc.filename or run.output}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_WRITE
+    _log_summary(log, run, t0)
+    return EXIT_OK
+
+
+@dataclass
+class _Run:
+    """One rendering done by the command: where it goes, in which format, and what it made."""
+
+    output: str
+    format: str
+    result: object  # animator.RenderResult, or the scene's result
+    load_ms: float  # reading the configs, the BVH and the drawings
+    scene: object | None = None  # animator.scene.Scene when the input was a scene file
+    character: object | None = None  # animator.Character when the input was a character folder
+    canvas: tuple[int, int] = (0, 0)  # the frames' width and height in pixels
+
+
+def _logger(verbose: int):
+    """The ``animator`` logger at the level -v/-vv ask for (default: warnings only)."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("animator")
+    log.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    return log
+
+
+def _names_a_scene(args: argparse.Namespace) -> bool:
+    """A YAML file is a scene, unless --motion is given: then it is a character's char_cfg.yaml."""
+    return args.character is not None and os.path.isfile(args.character) \
+        and args.character.lower().endswith((".yaml", ".yml")) and not args.motion
+
+
+def _check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, is_scene: bool) -> None:
+    """Stop with a usage error (exit 2) on options that are missing or that the input kind does not take."""
     if args.character is None:
         parser.error("CHARACTER_DIR or SCENE.yaml is required")
     if is_scene:
@@ -205,64 +253,79 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("the following arguments are required: --motion/-m")
         if not args.output:
             parser.error("the following arguments are required: --output/-o")
-    try:
-        t = time.perf_counter()
-        if is_scene:
-            from animator.scene import load_scene
 
-            scene = load_scene(args.character)
-            output = args.output or _scene_output(scene, log)
-        else:
-            output = args.output
-        fmt = args.format or _format_of(output)
-        options = _options(args, fmt, scene_size=(scene.width, scene.height) if is_scene else None)
-        if is_scene:
-            from animator.scene import render_scene
 
-            load_ms = (time.perf_counter() - t) * 1e3
-            result = render_scene(scene, options)
-        else:
-            import animator
-            from animator.auto_retarget import configs_for
+def _render_scene_file(args: argparse.Namespace, log) -> _Run:
+    """Load the scene file named on the command line and render it (raises AnimatorError on bad input)."""
+    from animator.scene import load_scene, render_scene
 
-            character = animator.load_character(args.character)
-            motion_cfg, retarget_cfg = configs_for(args.motion, args.retarget)
-            load_ms = (time.perf_counter() - t) * 1e3
-            result = animator.render(character, motion_cfg, retarget_cfg, options)
-    except AnimatorError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    try:
-        _write(output, result.data)
-        if args.dump_joints:
-            import json
+    t = time.perf_counter()
+    scene = load_scene(args.character)
+    output = args.output or _scene_output(scene, log)
+    fmt = args.format or _format_of(output)
+    options = _options(args, fmt, scene_size=(scene.width, scene.height))
+    load_ms = (time.perf_counter() - t) * 1e3
+    return _Run(output, fmt, render_scene(scene, options), load_ms, scene)
 
-            doc = result.motion.to_json() if not is_scene else {"characters": [
-                {"character": sc.source, **m.to_json()} for sc, m in zip(scene.characters, result.motion)]}
-            _write(args.dump_joints, json.dumps(doc).encode())
-        if args.stats:
-            import json
 
-            stats = {"frames": result.frame_count, "duration_s": result.duration_s, "bytes": len(result.data),
-                     "format": fmt, "scale": result.scale,
-                     "timings_ms": {"load": load_ms, **result.timings_ms},
-                     "process_ms": (time.perf_counter() - t0) * 1e3}
-            _write(args.stats, json.dumps(stats, indent=1).encode())
-    except OSError as exc:
-        print(f"error: cannot write {exc.filename or output}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_WRITE
-    timings = {"load": load_ms, **result.timings_ms}
-    log.info("wrote %s: %d frames, %.2f s, %d bytes; %s; whole run %.0f ms", output, result.frame_count,
+def _render_character(args: argparse.Namespace) -> _Run:
+    """Load the character folder, motion and retarget configs and render (raises AnimatorError on bad input)."""
+    import animator
+    from animator.auto_retarget import configs_for
+
+    t = time.perf_counter()
+    fmt = args.format or _format_of(args.output)
+    options = _options(args, fmt, scene_size=None)
+    character = animator.load_character(args.character)
+    motion_cfg, retarget_cfg = configs_for(args.motion, args.retarget)
+    load_ms = (time.perf_counter() - t) * 1e3
+    return _Run(args.output, fmt, animator.render(character, motion_cfg, retarget_cfg, options), load_ms,
+                character=character, canvas=(options.width, options.height))
+
+
+def _write_outputs(args: argparse.Namespace, run: _Run, t0: float) -> None:
+    """Write the animation, then the --dump-joints and --stats files asked for (raises OSError)."""
+    from animator.files import write_atomic
+
+    result = run.result
+    write_atomic(run.output, result.data)
+    if args.dump_joints:
+        from animator.export.joints import joints_document
+
+        doc = joints_document(result.motion, run.character.skeleton, result.scale, result.offsets, *run.canvas) \
+            if run.scene is None else {"characters": [
+                {"character": sc.source, **joints_document(m, sc.character.skeleton)}
+                for sc, m in zip(run.scene.characters, result.motion)]}
+        write_atomic(args.dump_joints, json.dumps(doc).encode())
+    if args.stats:
+        stats = {"frames": result.frame_count, "duration_s": result.duration_s, "bytes": len(result.data),
+                 "format": run.format, "scale": result.scale,
+                 "timings_ms": {"load": run.load_ms, **result.timings_ms},
+                 "process_ms": (time.perf_counter() - t0) * 1e3}
+        write_atomic(args.stats, json.dumps(stats, indent=1).encode())
+
+
+def _log_summary(log, run: _Run, t0: float) -> None:
+    result = run.result
+    timings = {"load": run.load_ms, **result.timings_ms}
+    log.info("wrote %s: %d frames, %.2f s, %d bytes; %s; whole run %.0f ms", run.output, result.frame_count,
              result.duration_s, len(result.data), ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()),
              (time.perf_counter() - t0) * 1e3)
-    return EXIT_OK
 
 
 def _format_of(path: str) -> str:
+    """The format an output file's extension names (``.png``: apng, ``.json``: joints), else gif; exits
+    with a usage error where the extension fits several (``.zip``)."""
     ext = os.path.splitext(path)[1].lower().lstrip(".")
     from animator.encode import FORMATS
 
-    return ext if ext in FORMATS else "gif"
+    if ext in FORMATS:
+        return ext
+    named = [name for name, (_, e) in FORMATS.items() if e == ext]
+    if len(named) > 1:  # .zip: PNG frames or a sprite sheet
+        print(f"error: a .{ext} output can be {' or '.join(named)}: say which with --format", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    return named[0] if named else "gif"
 
 
 def _options(args: argparse.Namespace, fmt: str, scene_size: tuple[int, int] | None):

@@ -11,7 +11,9 @@ Stages (each timed, in milliseconds, in :attr:`RenderResult.timings_ms`):
 ``sprite``    the texture downsized to the output scale, one palette for the clip, the sample points
               and their body parts (:func:`animator.rasterize.prepare_sprite`);
 ``rasterize`` the frames (:func:`animator.rasterize.rasterize`);
-``encode``    GIF / WebP / MP4 bytes (:mod:`animator.encode`).
+``encode``    GIF / WebP / MP4 bytes (:mod:`animator.encode`), or APNG, WebM, PNG frames, a sprite
+              sheet (:mod:`animator.export`). The ``joints`` and ``glb`` formats draw no frames: they
+              are written from the rig and the motion after ``deform`` (no ``sprite``/``rasterize``).
 
 Frames are rasterised and encoded as a stream, so memory stays flat whatever the clip's length.
 """
@@ -27,6 +29,7 @@ import numpy as np
 from .character import Character
 from .encode import FORMATS
 from .errors import ConfigError
+from .export import FRAME_FORMATS, RIG_FORMATS, encode_rgba, encode_rig
 
 log = logging.getLogger("animator")
 
@@ -53,7 +56,8 @@ class RenderOptions:
         fps: output frames per second (default 25: 4 cs per GIF frame, true speed), or ``'native'``
             to keep every BVH frame of the clip.
         max_frames: optional cap on the number of frames (the duration is kept, frames get longer).
-        format: ``'gif'``, ``'webp'`` or ``'mp4'``.
+        format: one of :data:`animator.FORMATS`: ``'gif'``, ``'webp'``, ``'mp4'``, ``'apng'``,
+            ``'webm'``, ``'frames'``, ``'sheet'``, ``'joints'`` or ``'glb'`` (:mod:`animator.export`).
         colours: palette size for the whole clip, 2..255 (fewer: smaller GIFs, flatter shading).
         smooth: median filter size applied to the downsized texture before quantising (0: off).
         flatten: majority filter size over the quantised texture (0: off; it erases 1-pixel lines).
@@ -100,33 +104,13 @@ class RenderOptions:
 
     def __post_init__(self) -> None:
         for name in ("width", "height"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 16 <= int(v) <= 4096:
-                raise ConfigError("options", name, f"must be an integer from 16 to 4096, got {v!r}")
-        fmt = str(self.format).lower().lstrip(".")
-        if fmt not in FORMATS:
-            raise ConfigError("options", "format", f"must be one of {', '.join(FORMATS)}, got {self.format!r}")
-        self.format = fmt
-        if isinstance(self.fps, str) and self.fps.strip().lower() == "native":
-            self.fps = "native"
-        elif self.fps is not None:
-            try:
-                fps = float(self.fps)
-            except (TypeError, ValueError):
-                raise ConfigError("options", "fps",
-                                  f"must be a positive number or 'native', got {self.fps!r}") from None
-            if not (0 < fps <= 1000):
-                raise ConfigError("options", "fps", "must be a positive number (at most 1000) or 'native', got "
-                                                    f"{self.fps!r}")
-            self.fps = fps
+            _require_int(name, getattr(self, name), 16, 4096)
+        self.format = _format_option(self.format)
+        self.fps = _fps_option(self.fps)
         if self.max_frames is not None and not _is_int(self.max_frames, 1):
             raise ConfigError("options", "max_frames", f"must be a positive integer, got {self.max_frames!r}")
-        if not _is_int(self.colours, 2, 255):
-            raise ConfigError("options", "colours", f"must be an integer from 2 to 255, got {self.colours!r}")
-        if isinstance(self.merge, bool) or not isinstance(self.merge, (int, float, np.integer, np.floating)) \
-                or not 0 <= float(self.merge) <= 100:
-            raise ConfigError("options", "merge", f"must be a colour difference from 0 to 100, got {self.merge!r}")
-        self.merge = float(self.merge)
+        _require_int("colours", self.colours, 2, 255)
+        self.merge = _merge_option(self.merge)
         if self.tolerance is not None and (isinstance(self.tolerance, bool)
                                            or not isinstance(self.tolerance, (int, float))
                                            or not 0 <= self.tolerance <= 442):
@@ -135,22 +119,59 @@ class RenderOptions:
                                         or 2 * self.margin >= min(self.width, self.height) - 8):
             raise ConfigError("options", "margin",
                               f"must be >= 0 and leave room for the character, got {self.margin!r}")
-        if not _is_int(self.mesh_cells, 8, 5000):
-            raise ConfigError("options", "mesh_cells",
-                              f"must be an integer from 8 to 5000, got {self.mesh_cells!r}")
-        if not _is_int(self.threads, 1, 64):
-            raise ConfigError("options", "threads", f"must be an integer from 1 to 64, got {self.threads!r}")
-        if not _is_int(self.processes, 1, 64):
-            raise ConfigError("options", "processes", f"must be an integer from 1 to 64, got {self.processes!r}")
+        _require_int("mesh_cells", self.mesh_cells, 8, 5000)
+        _require_int("threads", self.threads, 1, 64)
+        _require_int("processes", self.processes, 1, 64)
         if self.background is not None:
-            try:
-                bg = tuple(self.background)
-            except TypeError:
-                bg = ()
-            if len(bg) != 3 or not all(isinstance(c, (int, np.integer)) and 0 <= c <= 255 for c in bg):
-                raise ConfigError("options", "background", "must be None or three integers 0..255, got "
-                                                           f"{self.background!r}")
-            self.background = tuple(int(c) for c in bg)  # type: ignore[assignment]
+            self.background = _background_option(self.background)
+
+
+def _require_int(name: str, value: Any, lo: int, hi: int) -> None:
+    """Raise ConfigError unless option ``name`` is an integer (not a bool) in ``lo..hi``."""
+    if not _is_int(value, lo, hi):
+        raise ConfigError("options", name, f"must be an integer from {lo} to {hi}, got {value!r}")
+
+
+def _format_option(value: Any) -> str:
+    """The output format's name, lower case, without a leading dot (``'.GIF'`` -> ``'gif'``)."""
+    fmt = str(value).lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ConfigError("options", "format", f"must be one of {', '.join(FORMATS)}, got {value!r}")
+    return fmt
+
+
+def _fps_option(value: Fps) -> Fps:
+    """``'native'``, None (the default rate) or frames per second as a float in (0, 1000]."""
+    if isinstance(value, str) and value.strip().lower() == "native":
+        return "native"
+    if value is None:
+        return None
+    try:
+        fps = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError("options", "fps", f"must be a positive number or 'native', got {value!r}") from None
+    if not (0 < fps <= 1000):
+        raise ConfigError("options", "fps", f"must be a positive number (at most 1000) or 'native', got {value!r}")
+    return fps
+
+
+def _merge_option(value: Any) -> float:
+    """The palette merge distance (CIE76 delta E) as a float in 0..100."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0 <= float(value) <= 100:
+        raise ConfigError("options", "merge", f"must be a colour difference from 0 to 100, got {value!r}")
+    return float(value)
+
+
+def _background_option(value: Any) -> tuple[int, int, int]:
+    """A background colour as three ints 0..255."""
+    try:
+        bg = tuple(value)
+    except TypeError:
+        bg = ()
+    if len(bg) != 3 or not all(isinstance(c, (int, np.integer)) and 0 <= c <= 255 for c in bg):
+        raise ConfigError("options", "background", f"must be None or three integers 0..255, got {value!r}")
+    return tuple(int(c) for c in bg)  # type: ignore[return-value]
 
 
 @dataclass
@@ -208,7 +229,7 @@ def max_scale(mask: np.ndarray, width: int, height: int) -> float:
 
 
 def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
-           options: RenderOptions | None = None) -> RenderResult:
+           options: RenderOptions | None = None, rigs: Any = None) -> RenderResult:
     """Animate ``character`` with the clip of ``motion_cfg`` as ``retarget_cfg`` maps it.
 
     Args:
@@ -216,12 +237,12 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         motion_cfg: :func:`animator.load_motion_config` result (BVH clip and frame range).
         retarget_cfg: :func:`animator.load_retarget_config` result.
         options: :class:`RenderOptions` (defaults: 500x500 GIF at 25 fps).
+        rigs: an :class:`animator.rig_cache.RigCache` that keeps the character's rig and sprite for
+            later renders (and gives those of an earlier one); the file is the same with or without.
     Raises:
         ConfigError, BVHError, CharacterError: bad input (the message names the file and field).
         RenderError: the output cannot be produced (e.g. no MP4 codec, canvas too small).
     """
-    from .canvas import place
-
     opts = _check_options(options)
     clock = _Clock()
     t_start = time.perf_counter()
@@ -229,34 +250,25 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     motion = pose_clip(character, motion_cfg, retarget_cfg, opts.fps, opts.max_frames)
     clock.lap("retarget")
 
-    rig = Rig.build(character, motion, opts.mesh_cells)
+    rig = rigs.rig(character, motion, opts.mesh_cells) if rigs is not None else \
+        Rig.build(character, motion, opts.mesh_cells)
     clock.lap("setup")
 
     verts, bounds = rig.deform(motion)
-    root = motion.positions[:, motion.joint_names.index("root")] if "root" in motion.joint_names \
-        else (bounds[:, :2] + bounds[:, 2:]) / 2
-    placement = place(bounds, root, opts.width, opts.height, opts.margin,
-                      max_scale=max_scale(character.mask, opts.width, opts.height))
+    placement = _placement(character, motion, bounds, opts)
     canvas_verts = placement.to_canvas(verts)
     clock.lap("deform")
     log.info("deform: %d frames; scale %.3f canvas px per drawing px", motion.n_frames, placement.scale)
+    if opts.format in RIG_FORMATS:  # the rig and its motion, no frames drawn
+        return _rig_export(character, rig, motion, verts, placement, opts, clock, t_start)
 
-    opaque = opts.background is not None
-    sprite = rig.sprite(motion, placement.scale, opts, colours=min(opts.colours, 254) if opaque else opts.colours)
-    palette, keep, fill = sprite.palette, sprite.transparent, None
-    if opaque and opts.format != "mp4":
-        # the background becomes one more palette colour; the index after it means "unchanged"
-        fill = len(palette)
-        palette = np.vstack([palette, np.array(opts.background, np.uint8)[None]])
-        keep = fill + 1
+    colours = _sprite_colours(opts)
+    sprite = rig.sprite(motion, placement.scale, opts, colours) if rigs is None else \
+        rigs.sprite(rig, motion, placement.scale, opts, colours)
+    palette, keep, fill = _palette_on_background(sprite, opts)
     clock.lap("sprite")
 
-    data = None
-    if opts.processes > 1 and opts.format == "gif" and not opaque:
-        data, timed = _gif_in_processes(sprite, canvas_verts, motion, opts, palette, keep)
-    if data is None:
-        timed = _TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill))
-        data = encode_frames(timed, palette, keep, motion.n_frames, motion.frame_time_s, opts)
+    data, timed = _frames_to_bytes(sprite, canvas_verts, motion, opts, palette, keep, fill)
     both = clock.lap("encode")
     clock.ms["rasterize"] = timed.ms
     clock.ms["encode"] = both - timed.ms
@@ -267,6 +279,61 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     return RenderResult(data=data, mime=mime, extension=ext, frame_count=motion.n_frames,
                         duration_s=motion.duration_s, timings_ms=dict(clock.ms), motion=motion,
                         scale=placement.scale, offsets=placement.offsets)
+
+
+def _rig_export(character: Character, rig: "Rig", motion: Any, verts: np.ndarray, placement: Any,
+                opts: RenderOptions, clock: "_Clock", t_start: float) -> "RenderResult":
+    """The ``joints`` or ``glb`` file (:func:`animator.export.encode_rig`) after the deform step:
+    the skeleton per frame, or the skinned mesh with skin weights fitted to ARAP's ``verts``."""
+    data = encode_rig(opts.format, character, rig.mesh, motion, placement.scale, placement.offsets,
+                      opts.width, opts.height, deformed=verts)
+    clock.lap("encode")
+    clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
+    mime, ext = FORMATS[opts.format]
+    log.info("encode: %.1f ms; %s %d bytes (no frames drawn)", clock.ms["encode"], opts.format.upper(), len(data))
+    return RenderResult(data=data, mime=mime, extension=ext, frame_count=motion.n_frames,
+                        duration_s=motion.duration_s, timings_ms=dict(clock.ms), motion=motion,
+                        scale=placement.scale, offsets=placement.offsets)
+
+
+def _placement(character: Character, motion: Any, bounds: np.ndarray, opts: RenderOptions):
+    """One scale and per-frame offsets that keep every deformed pose on the canvas (:func:`canvas.place`);
+    the view follows the root joint (or the bounds' centre without one) on a clip that travels far."""
+    from .canvas import place
+
+    root = motion.positions[:, motion.joint_names.index("root")] if "root" in motion.joint_names \
+        else (bounds[:, :2] + bounds[:, 2:]) / 2
+    return place(bounds, root, opts.width, opts.height, opts.margin,
+                 max_scale=max_scale(character.mask, opts.width, opts.height))
+
+
+def _sprite_colours(opts: RenderOptions) -> int:
+    """The drawing's palette size: one index fewer with an opaque background, which takes a palette entry."""
+    return min(opts.colours, 254) if opts.background is not None else opts.colours
+
+
+def _palette_on_background(sprite: Any, opts: RenderOptions) -> tuple[np.ndarray, int, int | None]:
+    """(palette, keep, fill): the sprite's palette and its "unchanged" index; with an opaque background
+    (not MP4) the background becomes one more palette colour ``fill`` and the index after it means
+    "unchanged"."""
+    palette, keep, fill = sprite.palette, sprite.transparent, None
+    if opts.background is not None and opts.format != "mp4":
+        fill = len(palette)
+        palette = np.vstack([palette, np.array(opts.background, np.uint8)[None]])
+        keep = fill + 1
+    return palette, keep, fill
+
+
+def _frames_to_bytes(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: RenderOptions,
+                     palette: np.ndarray, keep: int, fill: int | None) -> tuple[bytes, "_TimedFrames"]:
+    """Rasterise and encode the frames: a transparent GIF over several processes where asked, else as one
+    stream here. Returns the file and the rasteriser's timer."""
+    if opts.processes > 1 and opts.format == "gif" and opts.background is None:
+        data, timed = _gif_in_processes(sprite, canvas_verts, motion, opts, palette, keep)
+        if data is not None:
+            return data, timed
+    timed = _TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill))
+    return encode_frames(timed, palette, keep, motion.n_frames, motion.frame_time_s, opts), timed
 
 
 def _check_options(options: RenderOptions | None) -> RenderOptions:
@@ -298,6 +365,9 @@ class Rig:
     character: Character
     mesh: Any
     arap: Any
+    #: the mask's outline points bound to the mesh (triangle vertices, barycentric weights), made by
+    #: the first :meth:`deform`
+    outline: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, character: Character, motion: Any, mesh_cells: int = 300) -> "Rig":
@@ -319,11 +389,11 @@ class Rig:
         from .rasterize import mask_outline
 
         mesh, F = self.mesh, motion.n_frames
-        outline = mask_outline(self.character.mask, max_points=1000)
-        tri, bary = mesh.locate(outline)
-        ok = tri >= 0
-        ov = mesh.triangles[tri[ok]]                             # (n, 3)
-        ob = bary[ok]
+        if self.outline is None:
+            tri, bary = mesh.locate(mask_outline(self.character.mask, max_points=1000))
+            ok = tri >= 0
+            self.outline = mesh.triangles[tri[ok]], bary[ok]     # (n, 3) vertices, (n, 3) weights
+        ov, ob = self.outline
         verts = np.empty((F, len(mesh.vertices), 2))
         lo = np.empty((F, 2))
         hi = np.empty((F, 2))
@@ -418,14 +488,20 @@ class _TimedFrames:
 
 def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, frame_time_s: float,
                   opts: RenderOptions) -> bytes:
-    """Step 6: GIF / WebP / MP4 bytes of the palette-index frames (``keep``: transparent / unchanged index)."""
-    from .encode import encode_gif, encode_mp4, encode_webp, gif_delays
+    """Step 6: the file of the palette-index frames (``keep``: transparent / unchanged index) in a
+    frame format: GIF, WebP, MP4 here, the others from RGBA frames (:mod:`animator.export`)."""
+    from .encode import encode_gif, encode_mp4, encode_webp, gif_delays, rgba_frames
+
+    if opts.format in FRAME_FORMATS:
+        return encode_rgba(opts.format, rgba_frames(frames, palette, keep), n_frames, frame_time_s)
 
     if opts.format == "gif":
         return encode_gif(frames, palette, keep, gif_delays(n_frames, frame_time_s), tolerance=_gif_tolerance(opts),
                           threads=opts.threads)
     if opts.format == "webp":
         return encode_webp(frames, palette, keep, frame_time_s, n_frames)
+    if opts.format != "mp4":
+        raise ValueError(f"{opts.format} is not made from frames")
     return encode_mp4(frames, palette, keep, frame_time_s, opts.background or (255, 255, 255))
 
 

@@ -24,7 +24,7 @@ import logging
 import numpy as np
 
 from .errors import CharacterError, RenderError
-from .mesh import Mesh, unique_ints
+from .mesh import Mesh, graph_components
 
 log = logging.getLogger("animator")
 
@@ -140,17 +140,8 @@ def _edges_with_neighbours(tris: np.ndarray, V: int) -> tuple[np.ndarray, np.nda
 
 def _check_every_piece_has_a_handle(V: int, edges: np.ndarray, handle_vertices: np.ndarray) -> None:
     """Every connected piece of the mesh needs a handle, or nothing fixes where it goes."""
-    comp = np.arange(V)
-    while True:
-        lo = np.minimum(comp[edges[:, 0]], comp[edges[:, 1]])
-        new = comp.copy()
-        np.minimum.at(new, edges[:, 0], lo)
-        np.minimum.at(new, edges[:, 1], lo)
-        new = new[new]
-        if np.array_equal(new, comp):
-            break
-        comp = new
-    loose = set(unique_ints(comp).tolist()) - set(unique_ints(comp[handle_vertices]).tolist())
+    _, piece = graph_components(V, edges[:, 0], edges[:, 1])
+    loose = set(np.unique(piece).tolist()) - set(np.unique(piece[handle_vertices]).tolist())
     if loose:
         raise RenderError(f"{len(loose)} piece(s) of the character's mesh hold no skeleton joint: "
                           "build the mesh with the joints as keep_points")

@@ -6,17 +6,24 @@ AnimatedDrawings ships it (``LeftShoulder``, ``LeftElbow``, ``LeftHip``, ``LeftK
 Daz/Poser conversion (``lShldr``, ``lForeArm``, ``lThigh``, ``lShin``), Unreal (``upperarm_l``,
 ``lowerarm_l``, ``thigh_l``, ``calf_l``), 3ds Max Biped (``Bip01 L Forearm``, ``Bip01 L Calf``) and
 Blender (``forearm.L``, ``shin.L``), often behind a namespace prefix (``mixamorig:``,
-``Armature|``, ``Character1_``). :func:`find_body` reads the body from such a skeleton:
+``Armature|``, ``Character1_``, ``CC_Base_``). :func:`find_body` reads the body from such a
+skeleton, in named steps:
 
-1. names lose the prefix every joint shares and any namespace (up to the last ``:`` or ``|``);
-   the rest splits into a side (left, right or none) and a part word (``forearm``, ``shin``, ...);
-2. per side, the forearm is the shallowest joint whose word means forearm (``forearm``,
-   ``lowerarm``, ``elbow``); the upper arm is its parent (twist and roll joints skipped), the
-   collar the upper arm's parent if it is on the same side, the hand the forearm's first
-   descendant called hand or wrist. The legs likewise (shin / knee / calf / leg; thigh; foot or
-   ankle; toe);
-3. the chest is where the two arms meet, the hips where the two legs meet, the head the end of
-   the chain that leaves the chest between the arms (``neck`` and ``head`` by name where they are).
+1. :class:`_Tree`: names lose the prefix most joints share (:func:`shared_prefix`; prop joints may
+   lack it) and any namespace (up to the last ``:`` or ``|``); the rest splits into a side (left,
+   right or none) and a part word (``forearm``, ``shin``, ...). Twist, roll and share bones
+   (``ForearmTwist01``, ``KneeShareBone``) are *helpers*: never a part of the body;
+2. :func:`_find_limbs`: per side, the forearm is the shallowest joint whose word means forearm
+   (``forearm``, ``lowerarm``, ``elbow``); the upper arm is its nearest non-helper ancestor, the
+   collar the next one if it is on the same side, the hand the forearm's first descendant called
+   hand or wrist, the tip the end of the hand's chain on its side (past fingers, not into a held
+   prop). The legs likewise (shin / knee / calf / leg; thigh; foot or ankle; toe);
+3. :func:`_find_hips_and_chest`: the chest is where the two arms meet; the hips where the legs'
+   branch and the spine meet, which is the legs' meeting joint in most rigs and the joint above
+   both branches in Character Creator's (legs under ``CC_Base_Pelvis``, spine under
+   ``CC_Base_Waist``, both under ``CC_Base_Hip``). Legs that hang below the arms are no humanoid;
+4. :func:`_find_head_chain`: the head is the end of the centre chain that leaves the chest between
+   the arms (cut at a joint called ``head`` where there is one; face bones below it are ignored).
 
 :func:`derive_retarget_config` then writes what AnimatedDrawings' hand-written configs say for the
 16-joint drawn humanoid: limbs projected by PCA, the trunk on the frontal plane, one draw group per
@@ -54,7 +61,7 @@ _FAMILIES = {
     ("elbow", "knee"): "CMU (AnimatedDrawings' cmu1)",
     ("forearm", "shin"): "CMU Daz/Poser or Blender",
     ("lowerarm", "calf"): "Unreal",
-    ("forearm", "calf"): "3ds Max Biped",
+    ("forearm", "calf"): "3ds Max Biped or Character Creator",
 }
 
 #: Char joints of the 16-joint drawn humanoid, by body role (side ``{s}``: left / right).
@@ -90,44 +97,249 @@ def split_name(name: str, prefix: str = "") -> tuple[str | None, str]:
     """(side, part word) of a joint name: side 'left', 'right' or None; part lowercase alphanumerics.
 
     ``prefix`` (shared by every joint) and any namespace up to the last ':' or '|' are dropped first.
+    A name whose side is not at its start or end (``CC_Base_L_Thigh``, ``Rig_LeftArm`` when a prop
+    joint spoils the shared prefix) is read from the first separated word that carries a side.
     """
     n = name[len(prefix):] if prefix and name.startswith(prefix) else name
     n = re.split(r"[:|]", n)[-1].strip()
-    side, rest = None, n
+    side, rest = _side_and_rest(n)
+    if side is None:
+        words = [w for w in re.split(r"[\s_.\-]+", n) if w]
+        for k in range(1, len(words)):
+            if words[k].lower() in ("l", "r", "left", "right") and k + 1 < len(words):
+                side, rest = ("left" if words[k][0] in "lL" else "right"), "_".join(words[k + 1:])
+                break
+            side, rest = _side_and_rest("_".join(words[k:]))
+            if side is not None:
+                break
+        else:
+            side, rest = None, n
+    return side, re.sub(r"[^a-z0-9]", "", rest.lower())
+
+
+def _side_and_rest(n: str) -> tuple[str | None, str]:
+    """(side, rest of the name) when ``n`` starts or ends with a side (``Left``, ``r_``, ``.L``, ``lShldr``)."""
     for pattern in (r"^(left|right)[\s_.\-]*(.+)$", r"^(.+?)[\s_.\-]*(left|right)$"):
         m = re.match(pattern, n, re.IGNORECASE)
         if m:
             k = 1 if m.group(1).lower() in ("left", "right") else 2
-            side, rest = m.group(k).lower(), m.group(3 - k)
-            break
+            return m.group(k).lower(), m.group(3 - k)
+    m = (re.match(r"^([lr])[\s_.\-]+(.+)$", n, re.IGNORECASE) or re.match(r"^([lLrR])([A-Z].*)$", n))
+    if m:
+        side, rest = m.group(1), m.group(2)
     else:
-        m = (re.match(r"^([lr])[\s_.\-]+(.+)$", n, re.IGNORECASE) or re.match(r"^([lLrR])([A-Z].*)$", n))
+        m = re.match(r"^(.+?)[\s_.\-]+([lr])$", n, re.IGNORECASE)
         if m:
-            side, rest = m.group(1), m.group(2)
+            side, rest = m.group(2), m.group(1)
         else:
-            m = re.match(r"^(.+?)[\s_.\-]+([lr])$", n, re.IGNORECASE)
-            if m:
-                side, rest = m.group(2), m.group(1)
-            else:
-                m = re.match(r"^([lr])([a-z]+)$", n)
-                if m and m.group(2) in _WORDS:
-                    side, rest = m.group(1), m.group(2)
-        if side is not None:
-            side = "left" if side.lower() == "l" else "right"
-    return side, re.sub(r"[^a-z0-9]", "", rest.lower())
+            m = re.match(r"^([lr])([a-z]+)$", n)
+            if not (m and m.group(2) in _WORDS):
+                return None, n
+            side, rest = m.group(1), m.group(2)
+    return ("left" if side.lower() == "l" else "right"), rest
 
 
-def shared_prefix(names: list[str]) -> str:
-    """The prefix every name shares, up to and including its last separator (``_ : | . -`` or space)."""
+def shared_prefix(names: list[str], share: float = 0.75) -> str:
+    """The longest prefix, up to and including a separator (``_ : | . -`` or space), that at least
+    ``share`` of the names start with: a rig's own prefix even when a few prop or helper joints
+    (``Sword``, ``Camera``) lack it. Empty when there is none."""
     if len(names) < 2:
         return ""
-    first, last = min(names), max(names)
-    k = 0
-    while k < min(len(first), len(last)) and first[k] == last[k]:
-        k += 1
-    common = first[:k]
-    cut = max(common.rfind(c) for c in "_:|. -")
-    return common[:cut + 1] if cut >= 0 else ""
+    counts: dict[str, int] = {}
+    for name in set(names):
+        for k, ch in enumerate(name[:-1]):
+            if ch in "_:|. -":
+                counts[name[:k + 1]] = counts.get(name[:k + 1], 0) + names.count(name)
+    need = share * len(names)
+    best = [p for p, c in counts.items() if c >= need]
+    return max(best, key=len) if best else ""
+
+
+class _Tree:
+    """A BVH skeleton's hierarchy as :func:`find_body` reads it: each real joint's (side, part word),
+    children (End Sites left out), depth and helper status. Indices are the BVH's joint indices."""
+
+    def __init__(self, bvh: BVH):
+        self.bvh = bvh
+        self.names = list(bvh.joint_names)
+        self.parents = [int(p) for p in bvh.parents]
+        self.real = [i for i in range(bvh.n_joints) if not bvh.end_site[i]]
+        prefix = shared_prefix([self.names[i] for i in self.real[1:]])
+        self.side: dict[int, str | None] = {}
+        self.part: dict[int, str] = {}
+        for i in self.real:
+            self.side[i], self.part[i] = split_name(self.names[i], prefix)
+        self.children: list[list[int]] = [[] for _ in self.names]
+        for i, p in enumerate(self.parents):
+            if p >= 0 and not bvh.end_site[i]:
+                self.children[p].append(i)
+        self.depth = [0] * len(self.names)
+        for i in range(1, len(self.names)):
+            self.depth[i] = self.depth[self.parents[i]] + 1
+
+    def helper(self, j: int) -> bool:
+        """A twist, roll or share bone: it rides along a limb bone and is never one of the body's parts."""
+        return bool(_TWIST.search(self.part.get(j, "")))
+
+    def ancestors(self, j: int) -> list[int]:
+        """``j`` and every joint above it, up to the root."""
+        out = []
+        while j >= 0:
+            out.append(j)
+            j = self.parents[j]
+        return out
+
+    def descendants(self, j: int) -> list[int]:
+        """Every joint below ``j``, breadth first."""
+        out, todo = [], list(self.children[j])
+        while todo:
+            k = todo.pop(0)
+            out.append(k)
+            todo.extend(self.children[k])
+        return out
+
+    def meet(self, a: int, b: int) -> int:
+        """The deepest joint above (or at) both ``a`` and ``b``."""
+        up = set(self.ancestors(a))
+        return next(j for j in self.ancestors(b) if j in up)
+
+    def upward(self, j: int) -> int:
+        """The nearest proper ancestor of ``j`` that is not a helper bone."""
+        p = self.parents[j]
+        while p > 0 and self.helper(p):
+            p = self.parents[p]
+        return p
+
+    def tip(self, j: int, avoid: str) -> int | None:
+        """The outermost joint of ``j``'s main chain: each step takes a child on ``j``'s side that is
+        no helper (a prop or helper bone only when there is nothing else), one whose word lacks
+        ``avoid`` first."""
+        out, side = None, self.side.get(j)
+        while self.children[j]:
+            kids = self.children[j]
+            kids = [c for c in kids if self.side.get(c) == side and not self.helper(c)] or kids
+            j = out = ([c for c in kids if avoid not in self.part[c]] or kids)[0]
+        return out
+
+    def joint_list(self, limit: int = 40) -> str:
+        names = [self.names[i] for i in self.real[:limit]]
+        return ", ".join(names) + (" ..." if len(self.real) > limit else "")
+
+
+@dataclass(frozen=True)
+class _LimbKind:
+    """What an arm or a leg looks like by name: its middle joint's words (forearm / shin), its end
+    joint's words (hand / foot), the word its tip chain avoids, and how an error describes them."""
+
+    kind: str
+    middles: frozenset[str]
+    ends: frozenset[str]
+    avoid: str
+    middle_like: str
+    end_name: str
+    end_like: str
+
+
+_ARM = _LimbKind("arm", frozenset(_FOREARM), frozenset(_HAND), "thumb",
+                 "forearm (a joint like {Side}ForeArm, {Side}Elbow, lowerarm_{s})", "hand", "{Side}Hand or {Side}Wrist")
+_LEG = _LimbKind("leg", frozenset(_SHIN), frozenset(_FOOT), "_none_",
+                 "shin (a joint like {Side}Leg, {Side}Knee, calf_{s})", "foot", "{Side}Foot or {Side}Ankle")
+
+
+def _find_limb(tree: _Tree, side: str, kind: _LimbKind, missing: list[str]) -> tuple[Limb, str] | None:
+    """``side``'s arm or leg and its middle joint's word: the shallowest non-helper joint on that side
+    whose word is a middle word (forearm, shin), the nearest non-helper joint above it (upper arm,
+    thigh), the first joint below it with an end word (hand, foot; else its first child), that end's
+    outermost tip and, for an arm, the collar above the upper arm when it is on the same side.
+    None, with what is missing appended to ``missing``, when a part is not found."""
+    fmt = {"Side": side.title(), "s": side[0]}
+    found = sorted((i for i in tree.real if tree.side[i] == side and tree.part[i] in kind.middles
+                    and not tree.helper(i)), key=lambda i: tree.depth[i])
+    if not found:
+        missing.append(f"{side} {kind.middle_like.format(**fmt)}")
+        return None
+    middle = found[0]
+    kids = [c for c in tree.children[middle] if not tree.helper(c)] or tree.children[middle]
+    end = next((d for d in tree.descendants(middle) if tree.part[d] in kind.ends), kids[0] if kids else None)
+    if end is None:
+        like = kind.end_like.format(**fmt)
+        missing.append(f"{side} {kind.end_name} (a joint below {tree.names[middle]} like {like})")
+        return None
+    upper = tree.upward(middle)
+    base = None
+    if kind is _ARM:
+        collar = tree.upward(upper)
+        base = tree.names[collar] if collar > 0 and tree.side.get(collar) == side else None
+    tip = tree.tip(end, kind.avoid)
+    limb = Limb(base, tree.names[upper], tree.names[middle], tree.names[end], None if tip is None else tree.names[tip])
+    return limb, tree.part[middle]
+
+
+def _find_limbs(tree: _Tree) -> tuple[dict[str, Limb], dict[str, Limb], str]:
+    """Both arms and both legs, and the family their middle joints' words name.
+
+    Raises:
+        BVHError: a limb is missing (the message lists every one, and the joints seen).
+    """
+    missing: list[str] = []
+    arms: dict[str, Limb] = {}
+    legs: dict[str, Limb] = {}
+    words: dict[str, str] = {}
+    for side in ("left", "right"):
+        for kind, out in ((_ARM, arms), (_LEG, legs)):
+            found = _find_limb(tree, side, kind, missing)
+            if found is not None:
+                out[side], words[kind.kind] = found
+    if missing:
+        raise BVHError(tree.bvh.path, None, "not a humanoid skeleton this animator recognises: no "
+                       + "; no ".join(missing) + f". Its joints: {tree.joint_list()}. "
+                       "Write a retarget config for it (see --print-retarget for the format)")
+    family = _FAMILIES.get((words["arm"], words["leg"]), f"generic humanoid ({words['arm']} / {words['leg']})")
+    return arms, legs, family
+
+
+def _find_hips_and_chest(tree: _Tree, arms: dict[str, Limb], legs: dict[str, Limb]) -> tuple[int, int]:
+    """(hips, chest): the chest is where the two arms meet; the hips where the legs' branch and the
+    spine meet: the legs' meeting joint when the spine grows from it or above it (most rigs), else
+    the joint both branch from (Character Creator: legs under ``Pelvis``, spine under ``Waist``,
+    both under ``Hip``).
+
+    Raises:
+        BVHError: the arms meet inside a leg, or the legs meet below the arms (not a humanoid).
+    """
+    idx = {n: i for i, n in enumerate(tree.names)}
+    chest = tree.meet(idx[arms["left"].upper], idx[arms["right"].upper])
+    legs_meet = tree.meet(idx[legs["left"].upper], idx[legs["right"].upper])
+    hips = tree.meet(legs_meet, chest)
+    thighs = {idx[legs[s].upper] for s in legs}
+    if hips == chest or thighs & set(tree.ancestors(chest)):
+        raise BVHError(tree.bvh.path, None, f"not a humanoid skeleton this animator recognises: the arms meet at "
+                       f"'{tree.names[chest]}', which is not above the hips '{tree.names[legs_meet]}' where the "
+                       "legs meet")
+    return hips, chest
+
+
+def _find_head_chain(tree: _Tree, chest: int, arms: dict[str, Limb]) -> list[int]:
+    """The joints from the chest's child towards the head, up to the head: the centre branch that
+    leaves the chest between the arms (towards a joint called head where there is one; helper bones
+    such as ``NeckTwist`` stay in the chain, face bones below the head do not). Empty when the
+    chest has no such child (the chest is then the head)."""
+    idx = {n: i for i, n in enumerate(tree.names)}
+    arm_roots = set(tree.ancestors(idx[arms["left"].upper])) | set(tree.ancestors(idx[arms["right"].upper]))
+
+    def leads_to_head(j: int) -> bool:
+        return any("head" in tree.part[d] for d in [j, *tree.descendants(j)])
+
+    centre = [c for c in tree.children[chest] if c not in arm_roots and tree.side[c] is None]
+    chain: list[int] = []
+    while centre:
+        j = next((c for c in centre if leads_to_head(c)), centre[0])
+        chain.append(j)
+        centre = [c for c in tree.children[j] if tree.side[c] is None]
+    named = [j for j in chain if tree.part[j].startswith("head") and "end" not in tree.part[j]]
+    if named:
+        chain = chain[:chain.index(named[0]) + 1]
+    return chain
 
 
 def find_body(bvh: BVH) -> Body:
@@ -136,124 +348,14 @@ def find_body(bvh: BVH) -> Body:
     Raises:
         BVHError: the skeleton is not recognised; the message lists every part not found.
     """
-    names = list(bvh.joint_names)
-    real = [i for i in range(bvh.n_joints) if not bvh.end_site[i]]
-    prefix = shared_prefix([names[i] for i in real[1:]])
-    sides, parts = {}, {}
-    for i in real:
-        sides[i], parts[i] = split_name(names[i], prefix)
-    children: list[list[int]] = [[] for _ in names]
-    for i, p in enumerate(bvh.parents):
-        if p >= 0 and not bvh.end_site[i]:
-            children[int(p)].append(i)
-    depth = np.zeros(len(names), int)
-    for i in range(1, len(names)):
-        depth[i] = depth[bvh.parents[i]] + 1
-
-    def ancestors(j: int) -> list[int]:
-        out = []
-        while j >= 0:
-            out.append(j)
-            j = int(bvh.parents[j])
-        return out
-
-    def descendants(j: int) -> list[int]:
-        out, todo = [], list(children[j])
-        while todo:
-            k = todo.pop(0)
-            out.append(k)
-            todo.extend(children[k])
-        return out
-
-    def upward(j: int) -> int:
-        """The nearest proper ancestor of j that is not a twist / roll helper."""
-        p = int(bvh.parents[j])
-        while p > 0 and _TWIST.search(parts.get(p, "")):
-            p = int(bvh.parents[p])
-        return p
-
-    def tip(j: int, avoid: str) -> int | None:
-        """The outermost joint of j's main child chain (a child whose word avoids ``avoid`` first)."""
-        out = None
-        while children[j]:
-            pick = [c for c in children[j] if avoid not in parts[c]] or children[j]
-            j = out = pick[0]
-        return out
-
-    missing: list[str] = []
-    words: dict[str, str] = {}
-
-    def limb(side: str, kind: str, middles: set[str], middle_like: str, end: str, ends: set[str], end_like: str,
-             avoid: str) -> tuple[int, int, int, int | None] | None:
-        """``side``'s arm or leg as joint indices (upper, middle, end, tip): the shallowest joint whose
-        word is in ``middles`` (forearm, shin), the nearest non-twist joint above it, the first joint
-        below it whose word is in ``ends`` (else its first child) and that end's outermost tip. None,
-        with what is missing noted, when a part is not found."""
-        found = sorted((i for i in real if sides[i] == side and parts[i] in middles), key=lambda i: depth[i])
-        if not found:
-            missing.append(f"{side} {middle_like}")
-            return None
-        m = found[0]
-        words[kind] = parts[m]
-        e = next((d for d in descendants(m) if parts[d] in ends), children[m][0] if children[m] else None)
-        if e is None:
-            missing.append(f"{side} {end} (a joint below {names[m]} like {end_like})")
-            return None
-        return upward(m), m, e, tip(e, avoid)
-
-    arms: dict[str, Limb] = {}
-    legs: dict[str, Limb] = {}
-    for side in ("left", "right"):
-        Side, s = side.title(), side[0]
-        arm = limb(side, "arm", _FOREARM, f"forearm (a joint like {Side}ForeArm, {Side}Elbow, lowerarm_{s})",
-                   "hand", _HAND, f"{Side}Hand or {Side}Wrist", "thumb")
-        if arm is not None:
-            upper, fore, hand, t = arm
-            coll = int(bvh.parents[upper])
-            base = names[coll] if coll > 0 and sides.get(coll) == side else None
-            arms[side] = Limb(base, names[upper], names[fore], names[hand], None if t is None else names[t])
-        leg = limb(side, "leg", _SHIN, f"shin (a joint like {Side}Leg, {Side}Knee, calf_{s})",
-                   "foot", _FOOT, f"{Side}Foot or {Side}Ankle", "_none_")
-        if leg is not None:
-            thigh, shin, foot, t = leg
-            legs[side] = Limb(None, names[thigh], names[shin], names[foot], None if t is None else names[t])
-    if missing:
-        raise BVHError(bvh.path, None, "not a humanoid skeleton this animator recognises: no " + "; no ".join(missing)
-                       + f". Its joints: {', '.join(names[i] for i in real[:40])}{' ...' if len(real) > 40 else ''}. "
-                       "Write a retarget config for it (see --print-retarget for the format)")
-
-    idx = {n: i for i, n in enumerate(names)}
-
-    def meet(a: str, b: str) -> int:
-        up = ancestors(idx[a])
-        return next(j for j in ancestors(idx[b]) if j in up)
-
-    chest = meet(arms["left"].upper, arms["right"].upper)
-    hips = meet(legs["left"].upper, legs["right"].upper)
-    if hips not in ancestors(chest):
-        raise BVHError(bvh.path, None, f"not a humanoid skeleton this animator recognises: the arms meet at "
-                       f"'{names[chest]}', which is not above the hips '{names[hips]}' where the legs meet")
-    arm_roots = set(ancestors(idx[arms["left"].upper])) | set(ancestors(idx[arms["right"].upper]))
-    head_side = [c for c in children[chest] if c not in arm_roots and sides[c] is None]
-    chain: list[int] = []
-    if head_side:
-        # the child chain towards a joint called head (else the first one), to its end
-        start = next((c for c in head_side if any("head" in parts[d] for d in [c, *descendants(c)])), head_side[0])
-        j = start
-        chain.append(j)
-        while children[j]:
-            centre = [c for c in children[j] if sides[c] is None] or children[j]
-            j = next((c for c in centre if any("head" in parts[d] for d in [c, *descendants(c)])), centre[0])
-            if sides[j] is not None:
-                break
-            chain.append(j)
-    named_head = [j for j in chain if parts[j].startswith("head") and "end" not in parts[j]]
-    head = named_head[0] if named_head else (chain[-1] if chain else chest)
-    if chain:
-        chain = chain[:chain.index(head) + 1]
-    trunk = [j for j in reversed(ancestors(chest)) if j in ancestors(chest) and depth[j] >= depth[hips]] + chain
-    family = _FAMILIES.get((words["arm"], words["leg"]), f"generic humanoid ({words['arm']} / {words['leg']})")
-    return Body(family=family, hips=names[hips], chest=names[chest], trunk=tuple(names[j] for j in trunk),
+    tree = _Tree(bvh)
+    arms, legs, family = _find_limbs(tree)
+    hips, chest = _find_hips_and_chest(tree, arms, legs)
+    chain = _find_head_chain(tree, chest, arms)
+    head = chain[-1] if chain else chest
+    spine = [j for j in reversed(tree.ancestors(chest)) if tree.depth[j] >= tree.depth[hips]]
+    names = tree.names
+    return Body(family=family, hips=names[hips], chest=names[chest], trunk=tuple(names[j] for j in spine + chain),
                 head=names[head], arms=arms, legs=legs)
 
 

@@ -435,7 +435,16 @@ def _offset(s: str, lineno: int, where: str | None) -> tuple[float, float, float
         raise BVHError(where, f"line {lineno}", f"OFFSET needs 3 numbers, got '{s}'") from None
     if len(vals) != 3 or not np.all(np.isfinite(vals)):
         raise BVHError(where, f"line {lineno}", f"OFFSET needs 3 finite numbers, got '{s}'")
+    if max(abs(v) for v in vals) > MAX_ABS_VALUE:
+        raise BVHError(where, f"line {lineno}", f"OFFSET values must be within +-{MAX_ABS_VALUE:g} (file units), "
+                       f"got '{s[:80]}'")
     return vals  # type: ignore[return-value]
+
+
+#: Largest magnitude of an OFFSET or channel value accepted: far beyond any real clip (a 10 km offset in
+#: centimetres, 2800 turns of a joint), small enough that the skeleton's maths stays finite (1e308 made
+#: the body fit's SVD fail).
+MAX_ABS_VALUE = 1e6
 
 
 def _channel_list(s: str, lineno: int, where: str | None) -> tuple[str, ...]:
@@ -509,7 +518,8 @@ def _parse_motion_rows(lines: list[str], start: int, n_frames: int, n_channels: 
         flat = np.loadtxt(rows, dtype=np.float64, ndmin=2, comments=None)
     except ValueError:
         flat = None
-    if flat is None or flat.shape != (n_frames, n_channels) or not np.isfinite(flat).all():
+    if (flat is None or flat.shape != (n_frames, n_channels) or not np.isfinite(flat).all()
+            or np.abs(flat).max(initial=0.0) > MAX_ABS_VALUE):
         # Slow path, only to name the offending line.
         k = 0
         for ln_no, ln in enumerate(lines[start:], start=start + 1):
@@ -525,6 +535,8 @@ def _parse_motion_rows(lines: list[str], start: int, n_frames: int, n_channels: 
                 raise BVHError(where, f"line {ln_no}", f"frame {k} holds a value that is not a number") from None
             if not np.isfinite(vals).all():
                 raise BVHError(where, f"line {ln_no}", f"frame {k} holds a non-finite value (nan/inf)")
+            if np.abs(vals).max(initial=0.0) > MAX_ABS_VALUE:
+                raise BVHError(where, f"line {ln_no}", f"frame {k} holds a value beyond +-{MAX_ABS_VALUE:g}")
             k += 1
         raise BVHError(where, f"line {start + 1}", "malformed MOTION data")  # pragma: no cover - defensive
     return flat

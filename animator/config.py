@@ -258,11 +258,27 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
     """Read and check a retarget config (everything that can be checked without BVH or character)."""
     p = str(path)
     cfg = _mapping(read_yaml(path), p)
+    loc = _starting_location(cfg, p)
+    groups = _projection_groups(cfg, p)
+    parts = _bodypart_groups(cfg, p)
+    root_offset = _root_offset(cfg, p, [g.name for g in groups])
+    mapping = _joint_mapping(cfg, p)
+    checks = _runtime_checks(cfg, p)
+    return RetargetConfig(
+        path=p, char_starting_location=loc, bvh_projection_bodypart_groups=groups, char_bodypart_groups=parts,
+        char_bvh_root_offset=root_offset, char_joint_bvh_joints_mapping=mapping, char_runtime_checks=checks,
+    )
 
+
+def _starting_location(cfg: dict, p: str) -> tuple[float, float, float]:
     loc = _required(cfg, "char_starting_location", p)
     if not isinstance(loc, (list, tuple)) or len(loc) != 3 or not all(_is_number(v) for v in loc):
         raise ConfigError(p, "char_starting_location", f"must be a list of 3 numbers, got {loc!r}")
+    return tuple(float(v) for v in loc)  # type: ignore[return-value]
 
+
+def _projection_groups(cfg: dict, p: str) -> tuple[ProjectionGroup, ...]:
+    """``bvh_projection_bodypart_groups``: a non-empty list with unique names."""
     groups_raw = _required(cfg, "bvh_projection_bodypart_groups", p)
     if not isinstance(groups_raw, list) or not groups_raw:
         raise ConfigError(p, "bvh_projection_bodypart_groups", "must be a non-empty list of {name, bvh_joint_names, "
@@ -285,7 +301,11 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
     if dupes:
         raise ConfigError(p, "bvh_projection_bodypart_groups", "group names must be unique; repeated: "
                                                                f"{', '.join(dupes)}")
+    return tuple(groups)
 
+
+def _bodypart_groups(cfg: dict, p: str) -> tuple[BodyPartGroup, ...]:
+    """``char_bodypart_groups``: a non-empty list of {bvh_depth_drivers, char_joints}."""
     parts_raw = _required(cfg, "char_bodypart_groups", p)
     if not isinstance(parts_raw, list) or not parts_raw:
         raise ConfigError(p, "char_bodypart_groups", "must be a non-empty list of {bvh_depth_drivers, char_joints}")
@@ -296,22 +316,29 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
         drivers = _name_list(_required(g, "bvh_depth_drivers", p, f), p, f"{f}.bvh_depth_drivers")
         joints = _name_list(_required(g, "char_joints", p, f), p, f"{f}.char_joints")
         parts.append(BodyPartGroup(drivers, joints))
+    return tuple(parts)
 
-    ro = _mapping(_required(cfg, "char_bvh_root_offset", p), p, "char_bvh_root_offset")
+
+def _root_offset(cfg: dict, p: str, group_names: list[str]) -> RootOffset:
+    """``char_bvh_root_offset``: its projection group must be one of ``group_names``."""
     f = "char_bvh_root_offset"
+    ro = _mapping(_required(cfg, f, p), p, f)
     group_for_offset = _required(ro, "bvh_projection_bodypart_group_for_offset", p, f)
-    if group_for_offset not in seen:
+    if group_for_offset not in group_names:
         raise ConfigError(p, f"{f}.bvh_projection_bodypart_group_for_offset",
                           f"{group_for_offset!r} is not the name of a bvh_projection_bodypart_groups entry "
-                          f"({', '.join(seen)})")
+                          f"({', '.join(group_names)})")
     chains = {}
     for key in ("bvh_joints", "char_joints"):
         raw = _required(ro, key, p, f)
         if not isinstance(raw, (list, tuple)) or not raw:
             raise ConfigError(p, f"{f}.{key}", "must be a non-empty list of joint chains")
         chains[key] = tuple(_name_list(c, p, f"{f}.{key}[{k}]") for k, c in enumerate(raw))
-    root_offset = RootOffset(group_for_offset, chains["bvh_joints"], chains["char_joints"])
+    return RootOffset(group_for_offset, chains["bvh_joints"], chains["char_joints"])
 
+
+def _joint_mapping(cfg: dict, p: str) -> tuple[tuple[str, tuple[str, str]], ...]:
+    """``char_joint_bvh_joints_mapping``: character joint -> (proximal, distal) BVH joints, in file order."""
     mapping_raw = _required(cfg, "char_joint_bvh_joints_mapping", p)
     if not isinstance(mapping_raw, dict):
         raise ConfigError(p, "char_joint_bvh_joints_mapping",
@@ -324,7 +351,11 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
         if not isinstance(val, (list, tuple)) or len(val) != 2 or not all(isinstance(v, str) for v in val):
             raise ConfigError(p, fk, f"must be a pair (proximal, distal) of BVH joint names, got {val!r}")
         mapping.append((key, (val[0], val[1])))
+    return tuple(mapping)
 
+
+def _runtime_checks(cfg: dict, p: str) -> tuple[tuple[str, ...], ...]:
+    """``char_runtime_checks`` (optional): only ``[above, target, joint1, joint2]`` is supported."""
     checks_raw = cfg.get("char_runtime_checks") or []
     if not isinstance(checks_raw, list):
         raise ConfigError(p, "char_runtime_checks", "must be a list of checks such as [above, neck, right_shoulder, "
@@ -339,13 +370,7 @@ def load_retarget_config(path: str | Path) -> RetargetConfig:
         if len(c) != 4 or not all(isinstance(x, str) for x in c):
             raise ConfigError(p, fk, f"'above' needs 3 character joint names (target, joint1, joint2), got {c!r}")
         checks.append(tuple(c))
-
-    return RetargetConfig(
-        path=p, char_starting_location=tuple(float(v) for v in loc),  # type: ignore[arg-type]
-        bvh_projection_bodypart_groups=tuple(groups), char_bodypart_groups=tuple(parts),
-        char_bvh_root_offset=root_offset, char_joint_bvh_joints_mapping=tuple(mapping),
-        char_runtime_checks=tuple(checks),
-    )
+    return tuple(checks)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""Encode palette-indexed frames as an animated GIF, an animated WebP or an MP4.
+"""Encode palette-indexed frames as an animated GIF, an animated WebP or an MP4 (the exports made
+from frames, APNG, WebM, PNG frames and sprite sheets, are in :mod:`animator.export`; :func:`encode`
+writes any of them).
 
 Frames come in as (H, W) uint8 arrays of palette indices, with one palette for the whole clip and
 one index meaning transparent (see :mod:`animator.rasterize`), so nothing is quantised per frame.
@@ -42,11 +44,17 @@ from .errors import RenderError
 
 log = logging.getLogger("animator")
 
-#: format name -> (MIME type, file extension)
+#: format name -> (MIME type, file extension); the last six are written by :mod:`animator.export`
 FORMATS: dict[str, tuple[str, str]] = {
     "gif": ("image/gif", "gif"),
     "webp": ("image/webp", "webp"),
     "mp4": ("video/mp4", "mp4"),
+    "apng": ("image/png", "png"),  # an APNG is a PNG: servers and readers take it as one
+    "webm": ("video/webm", "webm"),
+    "frames": ("application/zip", "zip"),
+    "sheet": ("application/zip", "zip"),
+    "joints": ("application/json", "json"),
+    "glb": ("model/gltf-binary", "glb"),
 }
 
 
@@ -59,6 +67,15 @@ def gif_delays(n_frames: int, frame_time_s: float) -> list[int]:
     if n_frames < 1:
         raise RenderError("cannot encode an animation without frames")
     edges = np.floor(np.arange(n_frames + 1) * (100.0 * frame_time_s) + 0.5).astype(np.int64)
+    return [int(d) for d in np.diff(edges)]
+
+
+def durations_ms(n_frames: int, frame_time_s: float) -> list[int]:
+    """Per-frame durations in whole milliseconds that add up to ``n_frames * frame_time_s`` (to the
+    nearest ms): frame i lasts round(1000 * t_(i+1)) - round(1000 * t_i), t_i = i * frame_time_s."""
+    if n_frames < 1:
+        raise RenderError("cannot encode an animation without frames")
+    edges = np.floor(np.arange(n_frames + 1) * (1000.0 * frame_time_s) + 0.5).astype(np.int64)
     return [int(d) for d in np.diff(edges)]
 
 
@@ -385,7 +402,9 @@ def _flatter(keep_block: np.ndarray, screen: np.ndarray, tr: np.uint8) -> np.nda
     return keep_block
 
 
-def _rgba_frames(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int) -> Iterator[np.ndarray]:
+def rgba_frames(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int) -> Iterator[np.ndarray]:
+    """(H, W, 4) uint8 RGBA frames of palette-index frames: ``transparent`` becomes (0, 0, 0, 0),
+    every other index its palette colour, opaque."""
     lut = np.zeros((256, 4), np.uint8)
     lut[: len(palette), :3] = palette
     lut[: len(palette), 3] = 255
@@ -403,7 +422,7 @@ def encode_webp(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: 
     otherwise they are collected first.
     """
 
-    rgba = _rgba_frames(frames, palette, transparent)
+    rgba = rgba_frames(frames, palette, transparent)
     if n_frames is None:
         arrays = list(rgba)
         n_frames = len(arrays)
@@ -413,8 +432,7 @@ def encode_webp(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: 
     first = next(rgba, None)
     if first is None:
         raise RenderError("cannot encode an animation without frames")
-    edges = np.floor(np.arange(n_frames + 1) * (1000.0 * frame_time_s) + 0.5).astype(np.int64)
-    durations = [int(d) for d in np.diff(edges)]
+    durations = durations_ms(n_frames, frame_time_s)
     clip = _FrameStream(first, rgba, n_frames)
     out = io.BytesIO()
     try:
@@ -540,15 +558,22 @@ def encode_mp4(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: i
 
 def encode(frames: Iterable[np.ndarray], fmt: str, palette: np.ndarray, transparent: int,
            frame_time_s: float, n_frames: int) -> tuple[bytes, str, str]:
-    """Encode frames in ``fmt`` ('gif', 'webp' or 'mp4'). Returns (data, mime type, extension)."""
+    """Encode palette-index frames in ``fmt``, a format made from frames (all but ``joints`` and
+    ``glb``, which are made from the rig). Returns (data, mime type, extension)."""
+    from .export import FRAME_FORMATS, encode_rgba
+
     fmt = fmt.lower()
     if fmt not in FORMATS:
         raise RenderError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt not in ("gif", "webp", "mp4", *FRAME_FORMATS):
+        raise RenderError(f"{fmt} is made from the rig and motion, not from frames (animator.export.encode_rig)")
     if fmt == "gif":
         data = encode_gif(frames, palette, transparent, gif_delays(n_frames, frame_time_s))
     elif fmt == "webp":
         data = encode_webp(frames, palette, transparent, frame_time_s, n_frames)
-    else:
+    elif fmt == "mp4":
         data = encode_mp4(frames, palette, transparent, frame_time_s)
+    else:
+        data = encode_rgba(fmt, rgba_frames(frames, palette, transparent), n_frames, frame_time_s)
     mime, ext = FORMATS[fmt]
     return data, mime, ext

@@ -38,3 +38,8 @@ class CharacterError(ConfigError):
 
 class RenderError(AnimatorError):
     """Rendering or encoding failed for a reason other than bad input (e.g. no codec for a format)."""
+
+
+class OutputTooLarge(AnimatorError):
+    """The file asked for would pass a bound of its format (e.g. a sprite sheet's pixels): bad input
+    (the request's, not the renderer's fault); fewer frames or a smaller size fit."""

@@ -1,7 +1,7 @@
 """A transparent GIF's frames made in several processes: each rasterises and compresses one run of
 consecutive frames, and the runs are joined into one file.
 
-Threads cannot share this work: numpy's indexing and Pillow's LZW encoder hold the GIL. So the
+Threads cannot share all of this work: Pillow's LZW encoder holds the GIL (the frame kernel does not). So the
 process that has built the sprite and the deformed meshes forks, and each child inherits them
 (copy-on-write) and writes its run's GIF records into an unnamed temporary file. The parent makes
 the first run itself.

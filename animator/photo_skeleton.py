@@ -110,7 +110,13 @@ def transform_skeleton(joints: Sequence[Joint], offset: tuple[float, float] = (0
 
 
 def _xy(value: Any, name: str) -> tuple[float, float]:
+    """``[x, y]``: a list or tuple of two JSON numbers (not strings, not booleans: ``"12"`` would
+    otherwise read as the two characters 1 and 2, ``true`` as 1)."""
     try:
+        if not (isinstance(value, (list, tuple)) and len(value) == 2
+                and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                        for v in value)):
+            raise TypeError
         x, y = (float(v) for v in value)
     except (TypeError, ValueError, OverflowError):
         text = repr(value)

@@ -1,18 +1,19 @@
 """Draw the textured, deformed mesh into palette-indexed frames, back to front.
 
-Rendering is forward mapping ("splatting") of the character's texels, which vectorises well in numpy:
+Rendering is forward mapping ("splatting") of the character's texels:
 
 * once per clip (:func:`prepare_sprite`): the texture is downsized to the output scale, its colours
   are quantised to one palette for the whole clip (at most 255 colours + 1 transparent index), and
   every texel becomes a sample point with its rest-mesh triangle, its body part (the bone nearest
   to it through the mesh, as AnimatedDrawings assigns triangles to joints) and its draw rank;
   points are sorted by draw rank and, within a rank, kept in runs of one triangle;
-* per frame (:func:`rasterize`): each triangle's affine map (rest -> deformed, computed for all
-  frames at once) moves its run of points (``np.repeat`` of the map's coefficients, no gathers),
-  and their palette indices are written into the canvas in draw order, later writes winning. Each
-  point is written at four canvas-aligned offsets (+-1/4 px): a rotated or stretched texel grid then
-  leaves no holes, as with 2x2 supersampling, for a quarter of the position arithmetic (measured:
-  same coverage as 2x2 samples at 0, 20 and 45 degrees; 1 write per point leaves 18% holes at 45).
+* per frame (:func:`rasterize`, drawn by the compiled kernel :mod:`animator._raster`): each
+  triangle's affine map (rest -> deformed) moves its run of points, and their palette indices are
+  written into the canvas in draw order, later writes winning. Each point is written at four
+  canvas-aligned offsets (+-1/4 px): a rotated or stretched texel grid then leaves no holes, as with
+  2x2 supersampling, for a quarter of the position arithmetic (measured: same coverage as 2x2
+  samples at 0, 20 and 45 degrees; 1 write per point leaves 18% holes at 45). Last, 1-pixel slits
+  that a strongly stretched limb opens are closed.
 
 Coordinates: texels and the rest mesh are in texture pixels (y down); deformed vertices passed to
 :func:`rasterize` are already in canvas pixels (see :mod:`animator.canvas`). A sample point at canvas
@@ -358,230 +359,86 @@ def rasterize(sprite: Sprite, vertices: np.ndarray, width: int, height: int,
               part_order: np.ndarray | None = None, part_reversed: np.ndarray | None = None,
               splat: Sequence[tuple[float, float]] = SPLAT, threads: int = 2,
               fill: int | None = None) -> Iterator[np.ndarray]:
-    """Yield the frames, in order, as (height, width) uint8 palette-index arrays.
+    """Yield the frames, in order, as (height, width) uint8 palette-index arrays (fresh buffers).
 
     Args:
         sprite: from :func:`prepare_sprite`.
-        vertices: (F, V, 2) deformed mesh vertices in canvas pixels, per frame.
-        width, height: canvas size.
+        vertices: (F, V, 2) deformed mesh vertices in canvas pixels (x right, y down), per frame.
+        width, height: canvas size in pixels.
         part_order: (F, P) body parts back to front per frame (default: config order).
         part_reversed: (F, P) bool by part: draw that part's joints in reverse order.
-        splat: canvas offsets at which each point is written; the default 2x2 pattern (+-1/4 px)
-            leaves no holes where the mesh turns, like 2x2 supersampling, at a quarter of the
-            position arithmetic. Where a triangle is stretched (its texels land more than a pixel
-            apart) the offsets grow with the stretch, so stretched limbs get no holes either.
-        threads: frames rendered in parallel (numpy releases the GIL in these loops).
+        splat: canvas offsets (dx, dy) in pixels at which each point is written; the default 2x2
+            pattern (+-1/4 px) leaves no holes where the mesh turns, like 2x2 supersampling, at a
+            quarter of the position arithmetic. Where a triangle is stretched (its texels land more
+            than a pixel apart) the offsets grow with the stretch, up to 2x, so stretched limbs get
+            no holes either.
+        threads: frames drawn in parallel (the kernel runs without the GIL).
         fill: palette index of the background (default: the sprite's transparent index).
 
-    Each frame is made in four steps: the per-triangle affine maps of a block of frames
-    (:func:`_affine_coefficients`), the canvas pixel of every point at every splat offset
-    (:func:`_splat_pixels`), the writes in draw order (:func:`_draw`), and the closing of
-    1-pixel slits (:func:`_close_slits`). Each yielded array is a fresh buffer. Points are
-    clipped to the canvas (placement keeps them inside; this only guards against rounding).
+    Each frame is drawn by the compiled kernel (:class:`animator._raster.FrameKernel`): per
+    triangle the affine map of its rest triangle onto its deformed one and its splat half-offset
+    ``h`` = 1/4 px x (3 s - 2), s its stretch in canvas px per texel, clamped to [1/4, 1/2] px; per
+    point its canvas position clipped to [0.5, size - 1.5] px (placement keeps points inside; this
+    only guards against rounding and off-canvas scenes) and its palette index written at each
+    offset, parts back to front, later writes winning; last, 1-pixel slits closed
+    (:data:`SLIT_PASSES`). All arithmetic is float32 in a fixed order, so frames are the same on
+    every machine.
     """
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    verts = np.asarray(vertices, dtype=np.float32)
-    F = verts.shape[0]
+    verts = np.ascontiguousarray(vertices, dtype=np.float32)
     n_parts = len(sprite.groups)
-    if part_order is None:
-        part_order = np.tile(np.arange(n_parts), (F, 1))
-    if part_reversed is None:
-        part_reversed = np.zeros((F, n_parts), bool)
-    layout = _SplatLayout(sprite, splat)
-    lo, hi = verts.min(axis=1), verts.max(axis=1)                   # (F, 2) mesh bounds per frame
-    inside = (lo >= 1).all(axis=1) & (hi[:, 0] <= width - 2) & (hi[:, 1] <= height - 2)
+    if verts.ndim != 3 or verts.shape[2] != 2:
+        raise RenderError(f"vertices must be (frames, vertices, 2), got {verts.shape}")
+    if not np.isfinite(verts).all():
+        raise RenderError("the deformed mesh has vertices that are not finite numbers")
+    F = verts.shape[0]
+    order = np.tile(np.arange(n_parts), (F, 1)) if part_order is None else part_order
+    rev = np.zeros((F, n_parts), bool) if part_reversed is None else part_reversed
+    order = np.ascontiguousarray(order, dtype=np.int32).reshape(F, n_parts)
+    rev = np.ascontiguousarray(rev, dtype=np.uint8).reshape(F, n_parts)
+    kernel = frame_kernel(sprite, verts.shape[1], splat)
     background = sprite.transparent if fill is None else int(fill)
-    block = 128  # frames whose per-triangle maps are computed together (bounds the memory)
-    blocks: dict[int, np.ndarray] = {}
-    local = threading.local()
 
     def frame(f: int) -> np.ndarray:
-        if not hasattr(local, "scratch"):
-            local.scratch = _Scratch(layout)
-        pixels, box = _splat_pixels(sprite, layout, blocks[f // block][f % block], width, height, local.scratch,
-                                    bool(inside[f]))
-        out = np.full(height * width, background, np.uint8)
-        _draw(out, layout, pixels, part_order[f], part_reversed[f])
-        o = out.reshape(height, width)
-        _close_slits(o, background, box)
-        return o
-
-    def ready(f: int) -> None:
-        """Compute the block of frame f's maps if needed; drop blocks already done."""
-        k = f // block
-        if k not in blocks:
-            blocks[k] = _affine_coefficients(sprite, verts[k * block:(k + 1) * block])
-            for old in [j for j in blocks if j < k - 1]:
-                del blocks[old]
+        out = np.empty((height, width), np.uint8)
+        kernel.draw(out, verts[f], order[f], rev[f], background, SLIT_PASSES)
+        return out
 
     if threads <= 1 or F < 4:
         for f in range(F):
-            ready(f)
             yield frame(f)
         return
+    from concurrent.futures import ThreadPoolExecutor
+
     ahead = 2 * threads
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="raster") as pool:
-        futures = []
-        for f in range(min(F, ahead)):
-            ready(f)
-            futures.append(pool.submit(frame, f))
+        futures = [pool.submit(frame, f) for f in range(min(F, ahead))]
         for f in range(F):
             fr = futures[f].result()
             futures[f] = None  # type: ignore[call-overload]
             if f + ahead < F:
-                ready(f + ahead)
                 futures.append(pool.submit(frame, f + ahead))
             yield fr
 
 
-class _SplatLayout:
-    """What every frame of a clip shares: the splat offsets and the spans of points in draw order
-    (a span: the points of one joint of one body part, ``sprite.groups``)."""
-
-    def __init__(self, sprite: Sprite, splat: Sequence[tuple[float, float]]) -> None:
-        self.dxs = sorted({float(d[0]) for d in splat})
-        self.dys = sorted({float(d[1]) for d in splat})
-        self.pick = [(self.dys.index(b), self.dxs.index(a)) for a, b in splat]
-        self.groups = sprite.groups
-        self.colour = sprite.colour
-        self.n_points = sprite.n_points
+#: Passes of slit closing: a background pixel between two drawn ones, above and below (or left and
+#: right), takes the colour of the one above (or left); a pass judges every pixel as the canvas was
+#: before it, and filling can turn a neighbour into a slit, hence several passes. Slits are what a
+#: limb stretched past 1.5x opens between its drawn pixels; pixels on the canvas's edge stay.
+SLIT_PASSES = 8
 
 
-class _Scratch:
-    """Per-thread buffers of :func:`_splat_pixels`, reused from frame to frame."""
+def frame_kernel(sprite: Sprite, n_vertices: int, splat: Sequence[tuple[float, float]] = SPLAT):
+    """The compiled kernel (:class:`animator._raster.FrameKernel`) that draws ``sprite``'s frames
+    from (``n_vertices``, 2) canvas-pixel meshes: its points, their runs of one triangle, and the
+    spans of its body parts' joints in draw order."""
+    try:
+        from ._raster import FrameKernel
+    except ImportError as e:  # a checkout used in place (PYTHONPATH) before anything compiled the kernel
+        raise ImportError("animator's compiled frame kernel is not built: `pip install -e .` or `python setup.py "
+                          "build_ext --inplace` in the checkout builds it") from e
 
-    def __init__(self, layout: _SplatLayout) -> None:
-        N = layout.n_points
-        self.x = np.empty(N, np.float32)
-        self.y = np.empty(N, np.float32)
-        self.t = np.empty(N, np.float32)
-        self.cols = np.empty((len(layout.dxs), N), np.int32)
-        self.rows = np.empty((len(layout.dys), N), np.int32)
-        self.pixels = np.empty((len(layout.pick), N), np.intp)
-
-
-def _splat_pixels(sprite: Sprite, layout: _SplatLayout, coef: np.ndarray, width: int, height: int,
-                  scratch: _Scratch, inside: bool = False) -> tuple[np.ndarray, tuple[int, int, int, int]]:
-    """(S, N) flat canvas pixel index (row * width + column) of every point at each of the ``S``
-    splat offsets, and the (row0, row1, col0, col1) inclusive box they cover.
-
-    ``coef``: one frame's (7, T) affine maps from :func:`_affine_coefficients`. ``inside``: the
-    frame's mesh lies at least 1 px inside the canvas, so clipping the points is skipped (it would
-    change nothing: points lie inside their triangles and offsets are at most 1/2 px).
-    """
-    x, y, cols, rows = scratch.x, scratch.y, scratch.cols, scratch.rows
-    qx, qy = sprite.local
-    a, b, c, d, e, g, half = np.repeat(coef[:, sprite.run_tri], sprite.run_len, axis=1)
-    np.multiply(a, qx, out=x)
-    b *= qy
-    x += b
-    x += c
-    np.multiply(d, qx, out=y)
-    e *= qy
-    y += e
-    y += g
-    if not inside:
-        np.clip(x, 0.5, width - 1.5, out=x)  # keeps every offset write on the canvas
-        np.clip(y, 0.5, height - 1.5, out=y)
-    for offsets, pos, ints in ((layout.dxs, x, cols), (layout.dys, y, rows)):
-        for k, off in enumerate(offsets):
-            if off == 0.25 or off == -0.25:  # the default pattern: x +- half, rounded as x + (+-1 * half)
-                (np.add if off > 0 else np.subtract)(pos, half, out=ints[k], casting="unsafe")
-            else:
-                np.multiply(half, 4 * off, out=scratch.t)
-                scratch.t += pos
-                np.copyto(ints[k], scratch.t, casting="unsafe")
-    box = (int(rows[0].min()), int(rows[-1].max()), int(cols[0].min()), int(cols[-1].max()))
-    rows *= width
-    out = scratch.pixels
-    for k, (r, c_) in enumerate(layout.pick):
-        np.add(rows[r], cols[c_], out=out[k], casting="unsafe")
-    return out, box
-
-
-def _draw(out: np.ndarray, layout: _SplatLayout, pixels: np.ndarray, part_order: np.ndarray,
-          part_reversed: np.ndarray) -> None:
-    """Write the points' palette indices into the flat canvas ``out``, body parts back to front
-    (``part_order``), each part's joints in config order or reversed, and inside a joint's span
-    offset by offset; later writes win."""
-    colour = layout.colour
-    for p in part_order:
-        g = layout.groups[p]
-        for a, b in (reversed(g) if part_reversed[p] else g):
-            v = colour[a:b]
-            for px in pixels:
-                out[px[a:b]] = v
-
-
-def _close_slits(o: np.ndarray, background: int, box: tuple[int, int, int, int], passes: int = 8) -> None:
-    """Fill, in place, 1-pixel slits that a limb stretched past 1.5x opens between drawn pixels.
-
-    A background pixel between two drawn ones, above and below or left and right, takes the colour
-    of the one above (or left); filling can enclose a neighbouring empty pixel of the same slit,
-    hence up to ``passes`` passes. The first pass looks at the drawn ``box`` (inclusive rows, cols),
-    as no slit lies outside it; a later pass looks only at the neighbours of the pixels the pass
-    before filled, as only a filled neighbour can turn a pixel into a slit. Each pass judges every
-    pixel on the canvas as it was before that pass. Pixels on the canvas's edge are never filled.
-    """
-    height, width = o.shape
-    r0, r1, c0, c1 = box
-    y0, y1, x0, x1 = max(r0 - 1, 0), min(r1 + 2, height), max(c0 - 1, 0), min(c1 + 2, width)
-    if y1 - y0 < 3 or x1 - x0 < 3:
-        return
-    drawn = o[y0:y1, x0:x1] != background
-    up = drawn[:-2, 1:-1] & drawn[2:, 1:-1]
-    hole = drawn[1:-1, :-2] & drawn[1:-1, 2:]
-    hole |= up
-    hole &= ~drawn[1:-1, 1:-1]
-    at = np.flatnonzero(hole)                   # 1-D search: far quicker than a 2-D np.nonzero
-    from_up = up.ravel()[at]
-    ys, xs = np.divmod(at, hole.shape[1])
-    ys += y0 + 1
-    xs += x0 + 1
-    for p in range(passes):
-        if not len(ys):
-            return
-        o[ys, xs] = np.where(from_up, o[ys - 1, xs], o[ys, xs - 1])
-        if p == passes - 1:
-            return
-        # the next pass: the filled pixels' four neighbours off the canvas's edge (repeats are harmless)
-        cy = np.concatenate([ys - 1, ys + 1, ys, ys])
-        cx = np.concatenate([xs, xs, xs - 1, xs + 1])
-        ok = (cy >= 1) & (cy <= height - 2) & (cx >= 1) & (cx <= width - 2)
-        cy, cx = cy[ok], cx[ok]
-        up = (o[cy - 1, cx] != background) & (o[cy + 1, cx] != background)
-        hole = (o[cy, cx - 1] != background) & (o[cy, cx + 1] != background)
-        hole |= up
-        hole &= o[cy, cx] == background
-        ys, xs, from_up = cy[hole], cx[hole], up[hole]
-
-
-def _affine_coefficients(sprite: Sprite, verts: np.ndarray) -> np.ndarray:
-    """Per frame and triangle: the affine map of the rest triangle onto the deformed one, as
-    (n, 7, T) float32 rows a, b, c, d, e, g, h: canvas x = a qx + b qy + c, y = d qx + e qy + g for a
-    point at (qx, qy) from the triangle's first rest vertex, and h the splat half-offset in pixels.
-
-    h grows with the triangle's stretch s (largest singular value of the map, in texels per canvas
-    pixel) from 1/4 px to 1/4 (3s - 2) px, at most 1/2 px (beyond, the 2x2 pattern's own middle
-    would open): this closes the gaps between stretched texels (measured: no holes up to s = 1.3
-    at any angle, few at 1.5) and stays inside each texel's own footprint.
-    """
-    tv, inv = sprite.tri_verts, sprite.tri_inv.astype(np.float32)
-    x, y = verts[..., 0], verts[..., 1]
-    x0, y0 = x[:, tv[:, 0]], y[:, tv[:, 0]]                        # (n, T) first vertex
-    ex1, ey1 = x[:, tv[:, 1]] - x0, y[:, tv[:, 1]] - y0             # deformed edge columns
-    ex2, ey2 = x[:, tv[:, 2]] - x0, y[:, tv[:, 2]] - y0
-    # M = [e1 e2] @ inv(rest edges), element by element
-    m00, m01 = ex1 * inv[:, 0, 0] + ex2 * inv[:, 1, 0], ex1 * inv[:, 0, 1] + ex2 * inv[:, 1, 1]
-    m10, m11 = ey1 * inv[:, 0, 0] + ey2 * inv[:, 1, 0], ey1 * inv[:, 0, 1] + ey2 * inv[:, 1, 1]
-    coef = np.empty((len(verts), 7, len(tv)), np.float32)
-    coef[:, 0], coef[:, 1], coef[:, 2] = m00, m01, x0
-    coef[:, 3], coef[:, 4], coef[:, 5] = m10, m11, y0
-    fro = m00 * m00 + m01 * m01 + m10 * m10 + m11 * m11
-    det = m00 * m11 - m01 * m10
-    smax = np.sqrt(np.maximum((fro + np.sqrt(np.maximum(fro * fro - 4 * det * det, 0))) / 2, 0))
-    s = np.maximum(smax / np.float32(sprite.texel_scale), 1)
-    coef[:, 6] = np.minimum(3 * s - 2, 2) / 4
-    return coef
+    spans = [span for part in sprite.groups for span in part]
+    part_spans = np.cumsum([0] + [len(part) for part in sprite.groups])
+    return FrameKernel(sprite.local, sprite.colour, sprite.run_tri, sprite.run_len, sprite.tri_verts,
+                       sprite.tri_inv, np.float32(sprite.texel_scale), np.asarray(spans, np.int64).reshape(-1, 2),
+                       part_spans, splat, n_vertices)

@@ -324,50 +324,77 @@ def runtime_check_failures(retarget_cfg: RetargetConfig, rest_up: dict[str, np.n
 
 def _pose_character(character: Character, motion: _BVHMotion,
                     retarget_cfg: RetargetConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(F, J, 2) positions in drawing pixels (y down) and (F, P) group depths, for every frame of the range."""
-    skel = character.skeleton
-    names = [j.name for j in skel]
-    index = {n: i for i, n in enumerate(names)}
-    parent = [index[j.parent] if j.parent is not None else -1 for j in skel]
-    rest = np.array([[j.loc[0], -j.loc[1]] for j in skel], dtype=np.float64)  # y up
-    rest_up = {n: rest[i] for i, n in enumerate(names)}
-    n = motion.canonical.shape[0]
+    """(F, J, 2) positions in drawing pixels (y down) and (F, P) group depths, for every frame of the range.
 
+    Joints whose mapping fails the runtime checks (:func:`runtime_check_failures`) are dropped from
+    ``retarget_cfg.mapping`` (step 7 then treats them as unmapped)."""
+    rig = _DrawnRig.of(character)
     mapping = retarget_cfg.mapping
-    for name in runtime_check_failures(retarget_cfg, rest_up):
+    for name in runtime_check_failures(retarget_cfg, dict(zip(rig.names, rig.rest))):
         mapping.pop(name, None)
+    local = _local_rotations(rig, motion, mapping)
+    root_xy = _root_path(rig, motion, retarget_cfg)
+    pos = _chain_joints(rig, local, root_xy)
+    pos[..., 1] *= -1.0  # back to y down
+    return pos, _group_depths(motion, retarget_cfg)
 
-    children: list[list[int]] = [[] for _ in skel]
-    for i, p in enumerate(parent):
-        if p >= 0:
-            children[p].append(i)
-    root = index.get("root", 0)
-    dfs: list[int] = []
-    stack = [root]
-    while stack:
-        j = stack.pop()
-        dfs.append(j)
-        stack.extend(reversed(children[j]))
 
-    # Local rotation (radians) each joint gets; AnimatedDrawings sets it on the parent of a mapped joint.
-    local = np.zeros((n, len(skel)))
+@dataclass
+class _DrawnRig:
+    """The drawing's skeleton as arrays, in pixels with y up (steps 7-8 of the module docstring)."""
+
+    names: list[str]
+    index: dict[str, int]
+    parent: list[int]  # parent joint index, -1 for none
+    rest: np.ndarray  # (J, 2) rest positions, drawing pixels, y up
+    dfs: list[int]  # joints under 'root', depth first, children in skeleton order
+
+    @classmethod
+    def of(cls, character: Character) -> "_DrawnRig":
+        skel = character.skeleton
+        names = [j.name for j in skel]
+        index = {n: i for i, n in enumerate(names)}
+        parent = [index[j.parent] if j.parent is not None else -1 for j in skel]
+        rest = np.array([[j.loc[0], -j.loc[1]] for j in skel], dtype=np.float64)  # y up
+        children: list[list[int]] = [[] for _ in skel]
+        for i, p in enumerate(parent):
+            if p >= 0:
+                children[p].append(i)
+        dfs: list[int] = []
+        stack = [index.get("root", 0)]
+        while stack:
+            j = stack.pop()
+            dfs.append(j)
+            stack.extend(reversed(children[j]))
+        return cls(names, index, parent, rest, dfs)
+
+
+def _local_rotations(rig: _DrawnRig, motion: _BVHMotion, mapping: dict[str, Any]) -> np.ndarray:
+    """(F, J) local rotation (radians) of each joint (step 7); AnimatedDrawings sets it on the parent of a
+    mapped joint."""
+    local = np.zeros((motion.canonical.shape[0], len(rig.names)))
     current: dict[int, np.ndarray] = {}
-    for j in dfs:
-        name = names[j]
+    for j in rig.dfs:
+        name = rig.names[j]
         if name not in mapping:
             continue
         prox, dist = mapping[name]
         plane = motion.joint_plane[dist]
         angle = bone_angles(motion.canonical, _bvh_index(motion, prox), _bvh_index(motion, dist), plane)
-        off = rest[j] - rest[parent[j]]
+        off = rig.rest[j] - rig.rest[rig.parent[j]]
         rest_angle = np.degrees(np.arctan2(off[1], off[0]) - np.pi / 2) % 360.0
         theta = np.radians(angle - rest_angle)
         current[j] = theta
-        p = parent[j]
+        p = rig.parent[j]
         local[:, p] = theta - current[p] if p in current else theta
+    return local
 
-    # Root path in pixels (y up), scaled from BVH world units by the limb-length ratio.
+
+def _root_path(rig: _DrawnRig, motion: _BVHMotion, retarget_cfg: RetargetConfig) -> np.ndarray:
+    """(F, 2) root displacement from the first frame in drawing pixels (y up), scaled from BVH world units
+    by the limb-length ratio (step 8)."""
     ro = retarget_cfg.char_bvh_root_offset
+    rest, index = rig.rest, rig.index
     char_len = sum(float(np.linalg.norm(rest[index[c[k + 1]]] - rest[index[c[k]]]))
                    for c in ro.char_joints for k in range(len(c) - 1))
     world = motion.world_last
@@ -382,15 +409,22 @@ def _pose_character(character: Character, motion: _BVHMotion,
     axis = fwd if plane == "z" else fwd[:, ::-1] * np.array([-1.0, 1.0, -1.0])
     delta = np.diff(motion.root, axis=0)
     step_x = np.einsum("fa,fa->f", axis[1:], delta)
-    root_xy = np.zeros((n, 2))
+    root_xy = np.zeros((motion.canonical.shape[0], 2))
     root_xy[1:, 0] = np.cumsum(step_x) * k_px
     root_xy[1:, 1] = np.cumsum(delta[:, 1]) * k_px
+    return root_xy
 
-    world_angle = np.zeros((n, len(skel)))
-    pos = np.empty((n, len(skel), 2))
-    posed = np.zeros(len(skel), dtype=bool)
-    for j in dfs:
-        p = parent[j]
+
+def _chain_joints(rig: _DrawnRig, local: np.ndarray, root_xy: np.ndarray) -> np.ndarray:
+    """(F, J, 2) joint positions, drawing pixels, y up: bones keep the drawing's lengths and turn by the
+    accumulated local rotations; joints not under 'root' (AnimatedDrawings ignores them) move with the root."""
+    n, n_joints = local.shape
+    world_angle = np.zeros((n, n_joints))
+    pos = np.empty((n, n_joints, 2))
+    posed = np.zeros(n_joints, dtype=bool)
+    rest = rig.rest
+    for j in rig.dfs:
+        p = rig.parent[j]
         if p < 0:
             pos[:, j] = rest[j] + root_xy
             world_angle[:, j] = local[:, j]
@@ -402,15 +436,18 @@ def _pose_character(character: Character, motion: _BVHMotion,
             pos[:, j, 1] = pos[:, p, 1] + s_ * off[0] + c * off[1]
             world_angle[:, j] = a + local[:, j]
         posed[j] = True
-    for j in np.flatnonzero(~posed):  # joints not under 'root' (AnimatedDrawings ignores them): carried along
+    for j in np.flatnonzero(~posed):
         pos[:, j] = rest[j] + root_xy
-    pos[..., 1] *= -1.0  # back to y down
+    return pos
 
-    depths = np.empty((n, len(retarget_cfg.char_bodypart_groups)))
+
+def _group_depths(motion: _BVHMotion, retarget_cfg: RetargetConfig) -> np.ndarray:
+    """(F, P) depth of each body-part group: the mean depth of its BVH depth drivers (step 9)."""
+    depths = np.empty((motion.canonical.shape[0], len(retarget_cfg.char_bodypart_groups)))
     for g_i, g in enumerate(retarget_cfg.char_bodypart_groups):
         depths[:, g_i] = np.mean([_depth(motion.canonical, _bvh_index(motion, d), motion.joint_plane[d])
                                   for d in g.bvh_depth_drivers], axis=0)
-    return pos, depths
+    return depths
 
 
 def _bvh_index(motion: _BVHMotion, name: str) -> int:

@@ -35,7 +35,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from .api import RenderOptions, RenderResult, Rig, encode_frames
 from .character import Character
 from .config import MotionConfig, RetargetConfig, read_yaml, resolve_bvh_path
 from .errors import ConfigError
+from .export import RIG_FORMATS
 
 log = logging.getLogger("animator")
 
@@ -144,11 +145,31 @@ class Scene:
 
 def load_scene(path: str | Path) -> Scene:
     """Read an AnimatedDrawings mvc config; errors name the file and the field."""
-    from .auto_retarget import configs_for
-    from .character import load_character
-
     p = str(path)
-    raw = read_yaml(path)
+    sections, ignored, given = _sections(p, read_yaml(path))
+    scene, view, ctl = sections["scene"], sections["view"], sections["controller"]
+    for k in ignored:
+        log.warning("scene %s: %s ignored (it only applies to AnimatedDrawings' OpenGL window)", p, k)
+
+    width, height = _window(p, view["WINDOW_DIMENSIONS"])
+    clear = _clear_color(p, view["CLEAR_COLOR"])
+    cam_pos = np.array(_numbers(p, "view.CAMERA_POS", view["CAMERA_POS"], 3))
+    cam_fwd = np.array(_numbers(p, "view.CAMERA_FWD", view["CAMERA_FWD"], 3))
+    if not np.linalg.norm(cam_fwd) > 0:
+        raise ConfigError(p, "view.CAMERA_FWD", "must not be the zero vector")
+    mode, out = _controller(p, ctl)
+    background = None
+    if view["BACKGROUND_IMAGE"] is not None:
+        background = _background(p, view["BACKGROUND_IMAGE"], width, height)
+    characters = _characters(p, scene.get("ANIMATED_CHARACTERS"))
+    return Scene(path=p, characters=characters, width=width, height=height,
+                 camera=Camera(cam_pos, cam_fwd, width, height), clear_color=tuple(clear),  # type: ignore[arg-type]
+                 background_image=background, mode=mode, output_path=out, ignored=ignored, given=given)
+
+
+def _sections(p: str, raw: Any) -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
+    """(each section with AnimatedDrawings' defaults filled in, "section.FIELD"s that are ignored here,
+    "section.FIELD"s the file sets); unknown sections and fields are errors."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -167,23 +188,21 @@ def load_scene(path: str | Path) -> Scene:
         bad = [k for k in given if k not in allowed]
         if bad:
             raise ConfigError(p, f"{name}.{bad[0]}", f"unknown field (known: {', '.join(sorted(allowed))})")
-        for k in IGNORED[name]:
-            if k in given:
-                ignored.append(f"{name}.{k}")
+        ignored.extend(f"{name}.{k}" for k in IGNORED[name] if k in given)
         set_fields.extend(f"{name}.{k}" for k in given)
         sections[name] = {**defaults, **given}
-    scene, view, ctl = sections["scene"], sections["view"], sections["controller"]
-    for k in ignored:
-        log.warning("scene %s: %s ignored (it only applies to AnimatedDrawings' OpenGL window)", p, k)
+    return sections, ignored, set_fields
 
-    width, height = _window(p, view["WINDOW_DIMENSIONS"])
-    clear = _numbers(p, "view.CLEAR_COLOR", view["CLEAR_COLOR"], 4)
+
+def _clear_color(p: str, value: Any) -> list[float]:
+    clear = _numbers(p, "view.CLEAR_COLOR", value, 4)
     if not all(0.0 <= v <= 1.0 for v in clear):
-        raise ConfigError(p, "view.CLEAR_COLOR", f"values must be from 0 to 1, got {view['CLEAR_COLOR']!r}")
-    cam_pos = np.array(_numbers(p, "view.CAMERA_POS", view["CAMERA_POS"], 3))
-    cam_fwd = np.array(_numbers(p, "view.CAMERA_FWD", view["CAMERA_FWD"], 3))
-    if not np.linalg.norm(cam_fwd) > 0:
-        raise ConfigError(p, "view.CAMERA_FWD", "must not be the zero vector")
+        raise ConfigError(p, "view.CLEAR_COLOR", f"values must be from 0 to 1, got {value!r}")
+    return clear
+
+
+def _controller(p: str, ctl: dict[str, Any]) -> tuple[str, str | None]:
+    """(MODE, OUTPUT_VIDEO_PATH) from the controller section, checked."""
     mode = ctl["MODE"]
     if mode not in ("interactive", "video_render"):
         raise ConfigError(p, "controller.MODE", f"must be 'interactive' or 'video_render', got {mode!r}")
@@ -191,11 +210,14 @@ def load_scene(path: str | Path) -> Scene:
     if out is not None and (not isinstance(out, str) or Path(out).suffix.lower() not in _OUTPUT_EXTS):
         raise ConfigError(p, "controller.OUTPUT_VIDEO_PATH",
                           f"must be a path ending in {', '.join(_OUTPUT_EXTS)}, got {out!r}")
-    background = None
-    if view["BACKGROUND_IMAGE"] is not None:
-        background = _background(p, view["BACKGROUND_IMAGE"], width, height)
+    return mode, out
 
-    entries = scene.get("ANIMATED_CHARACTERS")
+
+def _characters(p: str, entries: Any) -> list[SceneCharacter]:
+    """scene.ANIMATED_CHARACTERS: each entry's files found and loaded (at most MAX_CHARACTERS)."""
+    from .auto_retarget import configs_for
+    from .character import load_character
+
     if not isinstance(entries, list) or not entries:
         raise ConfigError(p, "scene.ANIMATED_CHARACTERS",
                           "must be a non-empty list of {character_cfg, motion_cfg, retarget_cfg}")
@@ -203,31 +225,43 @@ def load_scene(path: str | Path) -> Scene:
         raise ConfigError(p, "scene.ANIMATED_CHARACTERS", f"at most {MAX_CHARACTERS} characters, got {len(entries)}")
     characters = []
     for k, e in enumerate(entries):
-        f = f"scene.ANIMATED_CHARACTERS[{k}]"
-        if not isinstance(e, dict):
-            raise ConfigError(p, f, "must be a mapping {character_cfg, motion_cfg, retarget_cfg}")
-        bad = [key for key in e if key not in _CHARACTER_KEYS]
-        if bad:
-            raise ConfigError(p, f"{f}.{bad[0]}", f"unknown field (known: {', '.join(_CHARACTER_KEYS)})")
-        files = {}
-        for key in _CHARACTER_KEYS:
-            if e.get(key) is None:
-                if key == "retarget_cfg":
-                    continue
-                raise ConfigError(p, f"{f}.{key}", "missing")
-            if not isinstance(e[key], str):
-                raise ConfigError(p, f"{f}.{key}", f"must be a file path, got {e[key]!r}")
-            found = resolve_bvh_path(e[key], p)
-            if found is None:
-                raise ConfigError(p, f"{f}.{key}", f"file '{e[key]}' not found (looked in the working directory and "
-                                  f"in {Path(p).resolve().parent} and its parents)")
-            files[key] = found
+        files = _entry_files(p, f"scene.ANIMATED_CHARACTERS[{k}]", e)
         char = load_character(files["character_cfg"])
         motion_cfg, retarget_cfg = configs_for(files["motion_cfg"], files.get("retarget_cfg"))
         characters.append(SceneCharacter(char, motion_cfg, retarget_cfg, e["character_cfg"]))
-    return Scene(path=p, characters=characters, width=width, height=height,
-                 camera=Camera(cam_pos, cam_fwd, width, height), clear_color=tuple(clear),  # type: ignore[arg-type]
-                 background_image=background, mode=mode, output_path=out, ignored=ignored, given=set_fields)
+    return characters
+
+
+def _entry_files(p: str, f: str, e: Any) -> dict[str, str]:
+    """The files one character entry ``f`` names, found beside the scene file or its parents
+    (``retarget_cfg`` may be absent)."""
+    if not isinstance(e, dict):
+        raise ConfigError(p, f, "must be a mapping {character_cfg, motion_cfg, retarget_cfg}")
+    bad = [key for key in e if key not in _CHARACTER_KEYS]
+    if bad:
+        raise ConfigError(p, f"{f}.{bad[0]}", f"unknown field (known: {', '.join(_CHARACTER_KEYS)})")
+    files = {}
+    for key in _CHARACTER_KEYS:
+        if e.get(key) is None:
+            if key == "retarget_cfg":
+                continue
+            raise ConfigError(p, f"{f}.{key}", "missing")
+        if not isinstance(e[key], str):
+            raise ConfigError(p, f"{f}.{key}", f"must be a file path, got {e[key]!r}")
+        found = resolve_bvh_path(e[key], p)
+        if found is None:
+            raise ConfigError(p, f"{f}.{key}", f"file '{e[key]}' not found (looked in the working directory and "
+                              f"in {Path(p).resolve().parent} and its parents)")
+        files[key] = found
+    return files
+
+
+class _Placed(NamedTuple):
+    """One scene character's deformed mesh through the camera."""
+
+    canvas: np.ndarray  # (F, V, 2) canvas pixels per frame
+    depth: float  # median distance in front of the camera (draw order: farthest first)
+    scale: float  # canvas pixels per drawing pixel, the largest over the clip
 
 
 def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderResult:
@@ -240,44 +274,76 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
     """
     from .api import _Clock, _TimedFrames
     from .encode import FORMATS
-    from .prune import plan_frames
-    from .rasterize import rasterize
-    from .retarget import retarget
 
     base = options or RenderOptions()
+    if base.format in RIG_FORMATS:
+        raise ConfigError(scene.path, "format", f"{base.format} exports one character's rig: render the character "
+                          "(CHARACTER_DIR --motion ...), or use --dump-joints for a scene's joint tracks")
     opts = RenderOptions(**{**base.__dict__, "width": scene.width, "height": scene.height,
                             "background": _opaque_background(scene)})
     clock = _Clock()
     t_start = time.perf_counter()
 
-    # one timeline: the longest clip at the first character's frame time; shorter clips hold their end
+    motions, frame_time_s = _timeline(scene, opts)
+    F = motions[0].n_frames
+    clock.lap("retarget")
+
+    rigs = [Rig.build(sc.character, m, opts.mesh_cells) for sc, m in zip(scene.characters, motions)]
+    clock.lap("setup")
+
+    placed = [_place(scene, sc, m, rig) for sc, m, rig in zip(scene.characters, motions, rigs)]
+    clock.lap("deform")
+
+    order = sorted(range(len(placed)), key=lambda i: -placed[i].depth)  # farthest first, ties in file order
+    sprites, bases, palette, keep, bg = _sprites_on_one_palette(scene, opts, rigs, motions, placed)
+    clock.lap("sprite")
+    log.info("scene: %d characters, %d frames, %d colours (%s)", len(placed), F, len(palette),
+             ", ".join(f"{scene.characters[i].source} at depth {placed[i].depth:.2f}" for i in order))
+
+    layers = [(motions[i], sprites[i], placed[i].canvas, bases[i]) for i in order]
+    timed = _TimedFrames(_composited_frames(scene, layers, bg, F, opts.threads))
+    data = encode_frames(timed, palette, keep, F, frame_time_s, opts)
+    both = clock.lap("encode")
+    clock.ms["rasterize"] = timed.ms
+    clock.ms["encode"] = both - timed.ms
+    clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
+    mime, ext = FORMATS[opts.format]
+    return RenderResult(data=data, mime=mime, extension=ext, frame_count=F, duration_s=F * frame_time_s,
+                        timings_ms=dict(clock.ms), motion=motions, scale=float(np.mean([p.scale for p in placed])))
+
+
+def _timeline(scene: Scene, opts: RenderOptions) -> tuple[list[Any], float]:
+    """Every character's motion at the output frames, and the output frame time (s): one timeline, the
+    longest clip at the first character's frame time; shorter clips hold their last pose."""
+    from .prune import plan_frames
+    from .retarget import retarget
+
     fulls = [retarget(sc.character, sc.motion_cfg, sc.retarget_cfg) for sc in scene.characters]
     dt = fulls[0].frame_time_s
     plan = plan_frames(max(m.n_frames for m in fulls), dt, fps=opts.fps, max_frames=opts.max_frames)
     t_out = plan.indices * dt
     motions = [m.select(np.minimum(np.round(t_out / m.frame_time_s).astype(np.int64), m.n_frames - 1),
                         plan.frame_time_s) for m in fulls]
-    F = len(plan.indices)
-    clock.lap("retarget")
+    return motions, plan.frame_time_s
 
-    rigs = [Rig.build(sc.character, m, opts.mesh_cells) for sc, m in zip(scene.characters, motions)]
-    clock.lap("setup")
 
-    placed = []
-    for sc, m, rig in zip(scene.characters, motions, rigs):
-        verts, _ = rig.deform(m)
-        world = _to_world(verts, sc)
-        canvas, depth = scene.camera.project(world)
-        if not (depth > 0.1).all():
-            raise ConfigError(scene.path, "view.CAMERA_POS", f"character {sc.source} is (partly) behind the camera")
-        placed.append((canvas, float(np.median(depth)), _pixels_per_drawing_pixel(scene.camera, sc, m)))
-    clock.lap("deform")
+def _place(scene: Scene, sc: SceneCharacter, motion: Any, rig: Rig) -> _Placed:
+    """Deform ``sc`` for every frame and project it through the scene's camera."""
+    verts, _ = rig.deform(motion)
+    canvas, depth = scene.camera.project(_to_world(verts, sc))
+    if not (depth > 0.1).all():
+        raise ConfigError(scene.path, "view.CAMERA_POS", f"character {sc.source} is (partly) behind the camera")
+    return _Placed(canvas, float(np.median(depth)), _pixels_per_drawing_pixel(scene.camera, sc, motion))
 
-    order = sorted(range(len(placed)), key=lambda i: -placed[i][1])  # farthest first, ties in file order
+
+def _sprites_on_one_palette(scene: Scene, opts: RenderOptions, rigs: list[Rig], motions: list[Any],
+                            placed: list[_Placed]):
+    """(sprites, palette offset of each, the shared palette, the "transparent / unchanged" index after it,
+    the background as an index image of the window)."""
     bg_indices, palette, bg_fill, per_char = _shared_palette(scene, opts, len(placed))
     sprites, bases = [], []
-    for i in range(len(placed)):
-        sprite = rigs[i].sprite(motions[i], placed[i][2], opts, colours=per_char)
+    for rig, motion, pl in zip(rigs, motions, placed):
+        sprite = rig.sprite(motion, pl.scale, opts, colours=per_char)
         bases.append(len(palette))
         palette = np.vstack([palette, sprite.palette]) if len(palette) else sprite.palette
         sprites.append(sprite)
@@ -287,40 +353,33 @@ def render_scene(scene: Scene, options: RenderOptions | None = None) -> RenderRe
         bg = bg_indices
     else:
         bg = np.full((scene.height, scene.width), keep if bg_fill is None else bg_fill, np.uint8)
-    clock.lap("sprite")
-    log.info("scene: %d characters, %d frames, %d colours (%s)", len(placed), F, len(palette),
-             ", ".join(f"{scene.characters[i].source} at depth {placed[i][1]:.2f}" for i in order))
+    return sprites, bases, palette, keep, bg
 
-    def frames() -> Iterator[np.ndarray]:
-        # Characters may leave the window (a fixed camera): each is drawn on a canvas _PAD pixels
-        # larger on every side, where the rasterizer's clamp of off-canvas points lands, then cropped.
-        gens = []
-        w, h = scene.width + 2 * _PAD, scene.height + 2 * _PAD
-        for i in order:
-            m, sprite = motions[i], sprites[i]
-            part_order, rev = m.part_order, m.part_reversed
-            if part_order is None or part_order.ndim != 2 or part_order.shape[1] != len(sprite.groups):
-                part_order, rev = None, None
-            gens.append((rasterize(sprite, placed[i][0] + _PAD, w, h, part_order, rev, threads=opts.threads),
-                         sprite.transparent, bases[i]))
-        inner = (slice(_PAD, _PAD + scene.height), slice(_PAD, _PAD + scene.width))
-        for _ in range(F):
-            out = bg.copy()
-            for gen, tr, b in gens:
-                fr = next(gen)[inner]
-                drawn = fr != tr
-                out[drawn] = fr[drawn] + np.uint8(b)
-            yield out
 
-    timed = _TimedFrames(frames())
-    data = encode_frames(timed, palette, keep, F, plan.frame_time_s, opts)
-    both = clock.lap("encode")
-    clock.ms["rasterize"] = timed.ms
-    clock.ms["encode"] = both - timed.ms
-    clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
-    mime, ext = FORMATS[opts.format]
-    return RenderResult(data=data, mime=mime, extension=ext, frame_count=F, duration_s=F * plan.frame_time_s,
-                        timings_ms=dict(clock.ms), motion=motions, scale=float(np.mean([p[2] for p in placed])))
+def _composited_frames(scene: Scene, layers: list[tuple[Any, Any, np.ndarray, int]], bg: np.ndarray, n_frames: int,
+                       threads: int) -> Iterator[np.ndarray]:
+    """The window's index frames: the background, then each layer (motion, sprite, canvas vertices,
+    palette offset) back to front. Characters may leave the window (a fixed camera): each is drawn on a
+    canvas _PAD pixels larger on every side, where the rasterizer's clamp of off-canvas points lands,
+    then cropped."""
+    from .rasterize import rasterize
+
+    gens = []
+    w, h = scene.width + 2 * _PAD, scene.height + 2 * _PAD
+    for m, sprite, canvas, base in layers:
+        part_order, rev = m.part_order, m.part_reversed
+        if part_order is None or part_order.ndim != 2 or part_order.shape[1] != len(sprite.groups):
+            part_order, rev = None, None
+        gens.append((rasterize(sprite, canvas + _PAD, w, h, part_order, rev, threads=threads),
+                     sprite.transparent, base))
+    inner = (slice(_PAD, _PAD + scene.height), slice(_PAD, _PAD + scene.width))
+    for _ in range(n_frames):
+        out = bg.copy()
+        for gen, tr, b in gens:
+            fr = next(gen)[inner]
+            drawn = fr != tr
+            out[drawn] = fr[drawn] + np.uint8(b)
+        yield out
 
 
 def _to_world(points: np.ndarray, sc: SceneCharacter) -> np.ndarray:

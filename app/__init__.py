@@ -21,9 +21,19 @@ from .logs import configure_logging
 __all__ = ["create_app"]
 
 
+def new_runtime_dir() -> str:
+    """A fresh runtime folder when DOODLEPOD_RUNTIME_DIR is not set: in /dev/shm (memory) where it
+    is writable, else the temp folder. Prometheus' metric files in it are memory-mapped, and a write
+    to a mapped file whose disk is full is a SIGBUS that kills the worker, so they must not share a
+    disk that uploads and animations can fill."""
+    shm = "/dev/shm"
+    parent = shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+    return tempfile.mkdtemp(prefix="doodlepod-", dir=parent)
+
+
 def runtime_dir(settings: Settings) -> Path:
     """The folder shared by the pod's workers; made (and exported to later workers) if not set."""
-    path = settings.runtime_dir or tempfile.mkdtemp(prefix="doodlepod-")
+    path = settings.runtime_dir or new_runtime_dir()
     p = Path(path)
     (p / "metrics").mkdir(parents=True, exist_ok=True)
     # prometheus_client reads its own variable when first imported; point it at our folder.
@@ -49,7 +59,7 @@ def create_app(**overrides: Any):
     from .loop import under_gevent
     from .services import EXTENSION, build_services
 
-    app = Flask(__name__)
+    app = Flask(__name__, static_folder=None)  # pages serve their own files, with their policy (app/http)
     app.config["MAX_CONTENT_LENGTH"] = int(settings.max_upload_mb * 2**20)
     app.config["SETTINGS"] = settings
     app.json.sort_keys = False

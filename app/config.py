@@ -106,8 +106,16 @@ SETTINGS: tuple[Setting, ...] = (
             "e.g. 10.0.0.0/8) of the proxies trusted to set X-Forwarded-Proto, SCRIPT_NAME and the Host that "
             "answers' URLs are built from (when DOODLEPOD_PUBLIC_URL is empty); '*' trusts every client. "
             "Requests from other addresses get URLs relative to the server.", _csv),
-    Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call except /ping, /healthz, /live and /metrics "
-            "needs the header 'Authorization: Bearer <token>'.", str),
+    Setting("DOODLEPOD_TRUSTED_PROXIES", "", "Networks (comma-separated CIDRs, e.g. 10.0.0.0/8) of the proxies "
+            "(an Ingress controller, a load balancer) whose X-Forwarded-For names the client: the client is the "
+            "right-most address in it that is not itself a trusted proxy. Used by rate limits, idempotency keys "
+            "and logs. Empty: the TCP peer is the client and X-Forwarded-For is ignored (as it is from any "
+            "peer outside these networks).", _csv),
+    Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call needs the header 'Authorization: Bearer "
+            "<token>'. Open without it: /ping, /healthz, /live, /metrics, the files of local storage (/files/...: "
+            "animation and character images, under keys that name no character), the studio page (/studio, and "
+            "GET /, which redirects to it; its API calls carry the person's token). Character documents are "
+            "API calls.", str),
     # --- limits ---
     Setting("DOODLEPOD_REQUEST_DEADLINE_S", "120", "Longest time one request may take end to end; past "
             "it the app answers 504. A client may ask for less with the header X-Deadline-Seconds.",
@@ -132,6 +140,11 @@ SETTINGS: tuple[Setting, ...] = (
             _non_negative_int),
     Setting("DOODLEPOD_RENDER_PROCESSES", "0", "Processes per worker that decode, segment and render "
             "(CPU work never runs on the gevent loop); 0 means one per CPU.", _non_negative_int),
+    Setting("DOODLEPOD_STORAGE_BUDGET_MB", "0", "Most MiB the app stores on its local storage (files, "
+            "characters, animations); at it, requests that would store more answer 503 storage_full with "
+            "Retry-After until the expiry sweep frees room. Set it well under the volume's size (the pod: 75% "
+            "of the app-data emptyDir's sizeLimit, which the kubelet evicts the pod beyond); 0: no budget "
+            "(only DOODLEPOD_MIN_FREE_DISK_MB applies). Not used with S3.", _non_negative_float),
     Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
             "below it /ping is 503 and uploads are refused with 503.", _positive_float),
     # --- pipeline ---
@@ -230,9 +243,11 @@ SETTINGS: tuple[Setting, ...] = (
             "worker holds none).", _positive_int),
     Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
             _positive_int),
-    Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Async requests ('Prefer: respond-async') each client (its "
-            "address, and its bearer token when DOODLEPOD_AUTH_TOKEN is set) may make per minute, on average; "
-            "0: no rate limit. Needs DOODLEPOD_REDIS_URL.",
+    Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Requests that create or store work (every POST of /animate, "
+            "/, /characters and /characters/{id}/animations, PATCH /characters/{id}, sync or async) each client "
+            "(its address, see DOODLEPOD_TRUSTED_PROXIES, and its bearer token when DOODLEPOD_AUTH_TOKEN is set) "
+            "may make per minute, on average (429 beyond); 0: no rate limit. Counted in Redis across the "
+            "deployment; without DOODLEPOD_REDIS_URL in each worker process's memory.",
             _non_negative_float),
     Setting("DOODLEPOD_RATE_LIMIT_BURST", "20", "Requests a client may make at once before the per-minute rate "
             "applies (the token bucket's size).", _positive_int),
@@ -240,7 +255,16 @@ SETTINGS: tuple[Setting, ...] = (
             "(X-Doodlepod-Signature); empty: requests with a callback_url are refused.", str),
     Setting("DOODLEPOD_WEBHOOK_ATTEMPTS", "5", "Tries of a job callback (exponential backoff from 1 s).",
             _positive_int),
-    Setting("DOODLEPOD_WEBHOOK_TIMEOUT_S", "5", "Timeout of one callback POST.", _positive_float),
+    Setting("DOODLEPOD_WEBHOOK_TIMEOUT_S", "5", "Longest time one callback attempt may take in all (connecting, "
+            "sending, reading the answer's head), however slowly the receiver answers.", _positive_float),
+    Setting("DOODLEPOD_WEBHOOK_ALLOW", "", "Callback destinations allowed although internal (comma-separated): "
+            "networks (10.20.0.0/16, 127.0.0.1/32) and host names (hooks.ns.svc, or .example.internal for every "
+            "name under it). Empty: callbacks reach public addresses only; loopback, private, link-local, "
+            "unique-local, multicast and cluster names (*.svc, single labels, localhost) are refused with 422.",
+            _csv),
+    Setting("DOODLEPOD_WEBHOOK_CONCURRENCY", "8", "Callbacks one worker process delivers at once (one slow "
+            "receiver holds one of them, and at most 2 per host, so it cannot hold back other clients' "
+            "callbacks).", _positive_int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

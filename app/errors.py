@@ -121,6 +121,11 @@ class MaskWrongSize(ClientError):
     status, code = 422, "mask_wrong_size"
 
 
+class DegenerateSkeleton(InvalidCharacter):
+    """Client joints that make no usable skeleton: all (or nearly all) on one spot."""
+    status, code = 422, "degenerate_skeleton"
+
+
 class JointsOutsideImage(InvalidCharacter):
     """Joints sent for a character lie outside the uploaded image."""
     status, code = 422, "joints_outside_image"
@@ -144,6 +149,12 @@ class EditConflict(ClientError):
 class InvalidMotion(ClientError):
     """A motion (BVH clip or its configs) sent with the request cannot be used."""
     status, code = 422, "invalid_motion"
+
+
+class OutputTooLarge(ClientError):
+    """The file asked for would pass a bound of its format (a sprite sheet's pixels): fewer frames
+    (``max_frames``) or a smaller ``size`` fit."""
+    status, code = 422, "output_too_large"
 
 
 # --- 5xx: our neighbours and ourselves -----------------------------------------------------------
@@ -200,6 +211,11 @@ class InsufficientStorage(Unavailable):
     status, code = 503, "low_disk_space"
 
 
+class StorageFull(Unavailable):
+    """The app's stored files reached DOODLEPOD_STORAGE_BUDGET_MB; expired ones are swept to make room."""
+    status, code = 503, "storage_full"
+
+
 class DeadlineExceeded(ApiError):
     """The request ran past its deadline (DOODLEPOD_REQUEST_DEADLINE_S or X-Deadline-Seconds)."""
     status, code = 504, "deadline_exceeded"
@@ -214,6 +230,7 @@ ANIMATOR_ERRORS: tuple[tuple[type[Exception], type[ApiError]], ...] = (
     (animator_errors.CharacterError, InvalidCharacter),
     (animator_errors.BVHError, InvalidMotion),
     (animator_errors.ConfigError, InvalidMotion),
+    (animator_errors.OutputTooLarge, OutputTooLarge),
     (animator_errors.RenderError, RenderFailed),
     (animator_errors.AnimatorError, InvalidCharacter),
 )
@@ -272,8 +289,7 @@ def register(app: Flask) -> None:
 
     def on_http_error(exc: HTTPException):
         if isinstance(exc, RequestEntityTooLarge):
-            limit = app.config.get("MAX_CONTENT_LENGTH") or 0
-            return on_api_error(TooLarge(f"request body over the limit of {limit / 2**20:.0f} MiB"))
+            return on_api_error(_too_large(app))
         code = (exc.name or "error").lower().replace(" ", "_")
         status = exc.code or 500
         log.warning("error status=%d code=%s message=%s", status, code, exc.description)
@@ -291,6 +307,28 @@ def register(app: Flask) -> None:
     app.register_error_handler(ApiError, on_api_error)
     app.register_error_handler(HTTPException, on_http_error)
     app.register_error_handler(Exception, on_unexpected)
+
+
+class TooManyFields(TooLarge):
+    """A form with more parts than the server parses (werkzeug's ``max_form_parts``)."""
+    status, code = 413, "too_many_fields"
+
+
+def _too_large(app: Flask) -> ApiError:
+    """What a 413 from werkzeug means: the body over MAX_CONTENT_LENGTH, or (the body within it) a
+    multipart form with more parts than ``max_form_parts`` or a field over ``max_form_memory_size``."""
+    from flask import request
+
+    limit = app.config.get("MAX_CONTENT_LENGTH") or 0
+    declared = request.content_length
+    if declared is not None and limit and declared <= limit:
+        parts = request.max_form_parts
+        fields = request.max_form_memory_size
+        detail = f"more than {parts} parts" if parts else "too many parts"
+        if fields:
+            detail += f", or a field over {fields // 1024} KiB"
+        return TooManyFields(f"the form has {detail}; send the image and the few fields the API names")
+    return TooLarge(f"request body over the limit of {limit / 2**20:.0f} MiB")
 
 
 def _count(status: int, code: str) -> None:

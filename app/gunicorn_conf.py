@@ -13,17 +13,17 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from app import new_runtime_dir  # noqa: E402
 from app.config import load_settings  # noqa: E402
 
 _settings = load_settings()
 
 # The shared runtime folder: created here, in the master, and exported to the workers.
 _made_runtime = not _settings.runtime_dir
-_runtime = _settings.runtime_dir or tempfile.mkdtemp(prefix="doodlepod-")
+_runtime = _settings.runtime_dir or new_runtime_dir()   # in memory (/dev/shm) where it can be
 os.environ["DOODLEPOD_RUNTIME_DIR"] = _runtime
 _metrics_dir = Path(_runtime) / "metrics"
 shutil.rmtree(_metrics_dir, ignore_errors=True)  # stale files of a previous run would be summed in
@@ -31,7 +31,8 @@ _metrics_dir.mkdir(parents=True, exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(_metrics_dir)
 
 bind = f"{_settings.host}:{_settings.port}"
-worker_class = "gevent"
+# gevent, with gunicorn's own error answers (unparseable headers, limits) in JSON
+worker_class = "app.gunicorn_worker.JsonErrorWorker"
 workers = _settings.workers
 worker_connections = _settings.worker_connections
 # gevent workers heartbeat from their loop; a loop blocked this long is stuck, not busy (CPU work

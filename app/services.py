@@ -5,10 +5,6 @@ field here, built in :func:`build_services` (which the app workers and the rende
 """
 from __future__ import annotations
 
-import atexit
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +21,7 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .render.motions import Motion
     from .render.pipeline import Pipeline
     from .render.pool import InflightSlots, RenderPool
+    from .render.previews import MotionPreviews
     from .storage.backends import Storage
 
 EXTENSION = "doodlepod"
@@ -42,8 +39,9 @@ class Services:
     runtime_dir: Path                # the pod's shared runtime folder (slots, metric files)
     characters: Characters           # the characters API's steps over the pipeline and the storage
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
-    limiter: RateLimiter | None = None           # per-client token buckets (None: no Redis, or limit 0)
+    limiter: RateLimiter | None = None           # per-client token buckets (None: limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
+    previews: MotionPreviews | None = None       # each motion on the reference character (GET /motions)
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
@@ -58,13 +56,14 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     from .render.motions import load_motions
     from .render.pipeline import Pipeline
     from .render.pool import InflightSlots, RenderPool
+    from .render.previews import MotionPreviews
+    from .render.scratch import make_scratch
     from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
     # clips go to a scratch folder in the temp folder, not to the runtime folder: that one holds only
     # small state (slots, metric files) on a small volume of its own.
-    scratch = Path(tempfile.mkdtemp(prefix=f"doodlepod-scratch-{os.getpid()}-"))
-    atexit.register(shutil.rmtree, scratch, True)
+    scratch = make_scratch()
     pool = RenderPool(settings.render_processes, scratch / spill_name)
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
@@ -74,11 +73,13 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=Characters(settings, pipeline, storage),
-                    jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir)
+                    jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
+                    previews=MotionPreviews(storage, pipeline))
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:
-    """The job queue, rate limiter and idempotency records on DOODLEPOD_REDIS_URL (all None without it).
+    """The job queue, rate limiter and idempotency records on DOODLEPOD_REDIS_URL (without it: no queue
+    and no records, and a rate limiter in this process's memory).
 
     They share one connection pool; nothing connects until the first call, so a Redis that is down
     at start only makes async requests answer 503.
@@ -89,7 +90,11 @@ def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | N
 
     queue = JobQueue.from_settings(settings)
     if queue is None:
-        return None, None, None
+        local = None
+        if settings.rate_limit_per_min > 0:
+            from .jobs.ratelimit import LocalRateLimiter
+            local = LocalRateLimiter(settings.rate_limit_per_min, settings.rate_limit_burst)
+        return None, local, None
     limiter = None
     if settings.rate_limit_per_min > 0:
         limiter = RateLimiter(queue.redis, queue.key("rate", ""), settings.rate_limit_per_min,

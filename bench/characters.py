@@ -11,7 +11,7 @@ joints (no model call is needed for any measured step, so no TorchServe is start
    edits (a new version, so a cache miss: the render itself);
 3. the same request again (``--hits`` times): a cache hit, answered from the storage.
 
-Prints p50/p95 of each with the targets of issue 10 (PATCH p50 <= 150 ms, render p50 <= 400 ms,
+Prints p50/p95 of each with its target (PATCH p50 <= 150 ms, render p50 <= 400 ms,
 cache hit p50 <= 30 ms) and met/MISSED, plus the machine's load average.
 """
 from __future__ import annotations
@@ -21,20 +21,11 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 import requests
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stack here too
-from tests.support import stack  # noqa: E402
+from common import load_avg, pct, stack
 
 TARGETS_MS = {"patch joints": 150.0, "render 1 motion 256px": 400.0, "cache hit": 30.0}
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))]
 
 
 def timed(fn) -> tuple[float, requests.Response]:
@@ -124,9 +115,8 @@ def main() -> int:
                             "threads": load_settings().render_threads})
         walls.append((time.perf_counter() - w0) * 1e3)
         cpus.append((time.process_time() - c0) * 1e3)
-    load = os.getloadavg()
     print(f"characters API, {'S3 (moto)' if args.s3 else 'local disk'} storage, {args.character} + {args.motion}, "
-          f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          f"{os.cpu_count()} CPUs, load average {load_avg()}")
     print(f"{'step':26} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'target':>8}")
     missed = 0
     for name, values in results.items():

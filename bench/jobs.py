@@ -30,21 +30,13 @@ from pathlib import Path
 
 import redis
 import requests
+from common import load_avg, pct, run_clients, shares, stack
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stack here too
-from tests.support import jobstack, stack  # noqa: E402
+from tests.support import jobstack
 
 
 def epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, int(round(q / 100 * (len(values) - 1)))))]
 
 
 def sync_phase(args, workdir: Path, common: dict[str, str], photo: bytes) -> None:
@@ -56,16 +48,12 @@ def sync_phase(args, workdir: Path, common: dict[str, str], photo: bytes) -> Non
         "DOODLEPOD_RENDER_PROCESSES": str(args.workers * args.render_processes),
         "DOODLEPOD_MAX_INFLIGHT": str(args.workers * args.concurrency)}).start()
     try:
-        per_client = [args.jobs // args.clients + (1 if i < args.jobs % args.clients else 0)
-                      for i in range(args.clients)]
         done: list[float] = []
         refused = Counter()
         lock = threading.Lock()
-        go = threading.Barrier(args.clients)
 
         def client(n: int) -> None:
             http = requests.Session()
-            go.wait()
             for _ in range(n):
                 t0 = time.perf_counter()
                 while True:
@@ -87,13 +75,7 @@ def sync_phase(args, workdir: Path, common: dict[str, str], photo: bytes) -> Non
                     else:
                         refused[f"HTTP {resp.status_code}"] += 1
 
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=client, args=(n,)) for n in per_client]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
+        wall = run_clients(client, shares(args.jobs, args.clients))
         print(f"\nsame renders, synchronous (A/B in this run): {len(done)} of {args.jobs} succeeded in {wall:.1f} s "
               f"({len(done) / wall:.2f}/s); 503s answered and retried: {sum(refused.values())} {dict(refused)}")
         print(f"  time to completion (first POST -> 200, retries included): p50 {pct(done, 50):.2f} s, "
@@ -154,16 +136,12 @@ def main() -> int:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
 
-        per_client = [args.jobs // args.clients + (1 if i < args.jobs % args.clients else 0)
-                      for i in range(args.clients)]
         submitted: list[tuple[str, float]] = []
         statuses: Counter = Counter()
         lock = threading.Lock()
-        go = threading.Barrier(args.clients)
 
         def client(n: int) -> None:
             http = requests.Session()
-            go.wait()
             for _ in range(n):
                 key = uuid.uuid4().hex
                 t0 = time.perf_counter()
@@ -185,12 +163,7 @@ def main() -> int:
                         submitted.append((resp.json()["id"], time.perf_counter() - t0))
 
         t_start = time.perf_counter()
-        clients = [threading.Thread(target=client, args=(n,)) for n in per_client]
-        for t in clients:
-            t.start()
-        for t in clients:
-            t.join()
-        t_submitted = time.perf_counter() - t_start
+        t_submitted = run_clients(client, shares(args.jobs, args.clients))
 
         ids = [job_id for job_id, _ in submitted]
         pending = set(ids)
@@ -217,7 +190,6 @@ def main() -> int:
         motions = args.motions.split(",")
         files = sum(1 for job in final.values() for m, url in job.get("animations", {}).items()
                     if m in motions and (workdir / "files" / url.split("/files/", 1)[-1]).is_file())
-        load = os.getloadavg()
 
         print(f"\nasync jobs: {args.jobs} jobs by {args.clients} clients; {args.workers} worker process(es) x "
               f"concurrency {args.concurrency}, {args.render_processes} render process(es) each; renders "
@@ -229,7 +201,7 @@ def main() -> int:
               f"{pct(completion, 95):.2f} s, max {max(completion, default=float('nan')):.2f} s")
         print(f"  peak queue depth (queued + running): {peak[0]}")
         print(f"  all ended after {t_done:.1f} s: {dict(outcomes)}; throughput {len(final) / t_done:.2f} jobs/s")
-        print(f"  load average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)")
+        print(f"  load average at the end of the run: {load_avg()} ({os.cpu_count()} CPUs)")
         checks = {
             f"all {args.jobs} submissions answered 202": statuses.get(202, 0) == args.jobs,
             "no job lost (every job ended succeeded)": outcomes.get("succeeded", 0) == len(ids) and not pending,

@@ -42,21 +42,9 @@ from pathlib import Path
 
 import numpy as np
 import requests
+from common import REPO, load_avg, pct, run_clients, stack
 from PIL import Image
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stack here too
-from worktree import Baseline, compile_tree, load_avg  # noqa: E402
-
-from tests.support import stack  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    k = min(len(values) - 1, max(0, int(round(q / 100 * (len(values) - 1)))))
-    return values[k]
+from worktree import Baseline, build_kernel, compile_tree
 
 
 def phone_photo(name: str) -> tuple[bytes, dict]:
@@ -186,7 +174,7 @@ def phase_load(url: str, data: bytes, motions: str, clients: int, duration: floa
     ping_errors = Counter()
     done = threading.Event()
 
-    def client() -> None:
+    def client(_: int) -> None:
         while time.monotonic() < stop_at:
             status, code, elapsed, _, resp = post(url, data, motions, headers, timeout)
             with lock:
@@ -209,15 +197,9 @@ def phase_load(url: str, data: bytes, motions: str, clients: int, duration: floa
                 ping_errors[type(exc).__name__] += 1
             time.sleep(0.1)
 
-    threads = [threading.Thread(target=client, daemon=True) for _ in range(clients)]
     probe = threading.Thread(target=prober, daemon=True)
-    t0 = time.monotonic()
     probe.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.monotonic() - t0
+    wall = run_clients(client, [0] * clients)
     done.set()
     probe.join()
     ok = [e for s, c, e in results if s == 200]
@@ -280,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {load_avg()} on {os.cpu_count()} CPUs", flush=True)
     try:
         if args.url is None:
+            build_kernel(REPO)
             compile_tree(REPO)  # bytecode for ours as for the baseline, as the app image holds it
             local = Stack(character)
             local.start_ts()

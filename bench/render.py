@@ -39,9 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from worktree import Baseline, compile_tree, load_avg
+from common import REPO, load_avg
+from worktree import Baseline, build_kernel, compile_tree
 
-REPO = Path(__file__).resolve().parents[1]
 AD = REPO / "tests" / "fixtures" / "animated_drawings"
 RETARGET = {"dab": "fair1_ppf", "zombie": "fair1_ppf", "wave_hello": "fair1_ppf", "jumping": "fair1_ppf",
             "jumping_jacks": "cmu1_pfp"}
@@ -246,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = shlex.split(args.args)
     motions = args.motion or ["dab"]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average at start {load_avg()}", flush=True)
+    build_kernel(REPO)
     compile_tree(REPO)  # bytecode for ours as for the baseline: each process loads what an image holds
     base = Baseline(args.baseline_ref) if args.baseline_ref else None
     if base:

@@ -10,11 +10,21 @@ then runs ``--clients`` clients for ``--duration`` seconds. Each client loops ov
 * hostile: 300 or 8,000 extra joints, a joint at 1e9, JSON nested 100,000 deep, a 400-digit integer, a chunked
   upload over the size limit, a connection that sends half its headers and waits, a NUL in a
   /files path, a newline in ``motions``, an ``X-Request-ID`` of ``..``, a 1 s deadline on four
-  motions, a 16-bit greyscale PNG, a 6-pixel character with every joint on one point.
+  motions, a 16-bit greyscale PNG, a 6-pixel character with every joint on one point, a
+  callback_url inside the cluster (169.254.169.254, 2130706433, doodlepod-redis, user:pw@).
+
+Beside them, with a Redis (Valkey) and a render worker (``python -m app.jobs.worker``) in the pod:
+a *callback tarpit* (async jobs whose callback receiver answers one byte every 2 s), a *good
+callback* client (async jobs to a receiver that answers at once), a *character flood* (POST
+/characters as fast as two connections go, from one forwarded address) and a *BVH race* (two uploads
+of different clips under one X-Request-ID, at once). Each client has its own address in
+X-Forwarded-For (loopback is a trusted proxy), so the rate limit tells them apart.
 
 A prober GETs /healthz every 100 ms meanwhile. Pass criteria (printed, exit 1 if one fails):
 no gunicorn worker restarted; /healthz p99 under 250 ms; every good request answered 200 or an
-immediate (<= 1 s) 503; no 500 for anyone; nothing left running after the stack stops.
+immediate (<= 1 s) 503; no 500 for anyone; nothing left running after the stack stops; internal
+callbacks refused with 422; every good callback arrived within 10 s of its job's end despite the
+tarpit; the flood limited to its bucket (429 beyond); each racing upload rendered its own clip.
 
     python bench/soak.py [--clients 16] [--duration 60]
 """
@@ -31,24 +41,20 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import numpy as np
 import requests
+from common import REPO, pct, stack
 from PIL import Image
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the tests' helpers (tests.support) run the stack here too
-from tests.support import procs, stack  # noqa: E402
+from tests.support import procs  # after common, which puts the repository on sys.path
+from tests.support.jobstack import RedisServer, WorkerProcess
 
 BODY_TIMEOUT_S = 8
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, max(0, int(round(q / 100 * (len(values) - 1)))))]
+#: The soak's rate limit per client (each client is one forwarded address); the flood goes past it.
+RATE_PER_MIN, RATE_BURST = 120, 20
+WEBHOOK_SECRET = "soak-secret"
+JJ = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "bvh" / "cmu1" / "jumping_jacks.bvh"
 
 
 def _closed(s: socket.socket) -> bool:
@@ -87,6 +93,10 @@ class Soak:
         self.stop = threading.Event()
         self.health: list[float] = []
         self.health_errors = 0
+        self.me = threading.local()          # this thread's client address (X-Forwarded-For)
+        self.callbacks: dict[str, float] = {}  # job id -> when its good callback arrived (unix s)
+        self.good_jobs: list[str] = []
+        self.race: list[tuple[int, int]] = []  # (frames of the short clip's answer, of the long one's)
 
     # -- the clients ----------------------------------------------------------------------------
     def record(self, kind: str, status: int | str, seconds: float, code: str = "") -> None:
@@ -95,8 +105,9 @@ class Soak:
 
     def post(self, kind: str, path: str = "/animate", timeout: float = 180, **kw) -> requests.Response | None:
         t0 = time.monotonic()
+        headers = {"X-Forwarded-For": getattr(self.me, "address", "198.51.100.250"), **kw.pop("headers", {})}
         try:
-            resp = requests.post(self.url + path, timeout=timeout, **kw)
+            resp = requests.post(self.url + path, timeout=timeout, headers=headers, **kw)
             code = ""
             if resp.headers.get("Content-Type", "").startswith("application/json") and resp.status_code >= 400:
                 code = resp.json().get("error", "")
@@ -179,7 +190,7 @@ class Soak:
         i = self.inputs
         pick = random.choice([
             "many_joints", "far_joint", "deep_json", "big_int", "chunked_over", "half_headers", "nul_path",
-            "newline_motions", "dotdot_id", "short_deadline", "png16", "ring"])
+            "newline_motions", "dotdot_id", "short_deadline", "png16", "ring", "callback_internal"])
         kind = f"hostile:{pick}"
         if pick == "many_joints":
             skeleton = [{"name": k, "loc": v, "parent": None} for k, v in i.joints.items()]
@@ -215,8 +226,73 @@ class Soak:
             self.post(kind, **self.form(i.png16, i.joints))
         elif pick == "ring":
             self.post(kind, **self.form(i.ring, i.ring_joints))
+        elif pick == "callback_internal":
+            target = random.choice(["http://169.254.169.254/latest/meta-data/", "http://2130706433/",
+                                    "http://doodlepod-redis:6379/", "https://user:pw@example.com/hook"])
+            self.post(kind, headers={"Prefer": "respond-async"}, **self.form(i.png, i.joints, callback_url=target))
+
+    # -- the clients beside the mix -------------------------------------------------------------
+    def callback_tarpit(self, tarpit_url: str) -> None:
+        self.me.address = "203.0.113.10"
+        while not self.stop.is_set():
+            self.post("tarpit-callback", headers={"Prefer": "respond-async"},
+                      **self.form(self.inputs.png, self.inputs.joints, callback_url=tarpit_url))
+            self.stop.wait(5.0)
+
+    def good_callback(self, receiver_url: str) -> None:
+        self.me.address = "203.0.113.11"
+        self.post("hostile:callback_internal", headers={"Prefer": "respond-async"},   # at least one, whatever
+                  **self.form(self.inputs.png, self.inputs.joints,                    # the mix draws
+                              callback_url="http://169.254.169.254/latest/meta-data/"))
+        while not self.stop.is_set():
+            resp = self.post("good-callback", headers={"Prefer": "respond-async"},
+                             **self.form(self.inputs.png, self.inputs.joints, callback_url=receiver_url))
+            if resp is not None and resp.status_code == 202:
+                with self.lock:
+                    self.good_jobs.append(resp.json()["id"])
+            self.stop.wait(5.0)
+
+    def character_flood(self) -> None:
+        self.me.address = "203.0.113.66"
+        while not self.stop.is_set():
+            self.post("character-flood", path="/characters", **self.form(self.inputs.png, self.inputs.joints))
+
+    def bvh_race(self) -> None:
+        self.me.address = "203.0.113.12"
+        clip = JJ.read_bytes()
+
+        def upload(end: str) -> int:
+            # a race under way is finished after the run's end too (up to a minute): with every render
+            # slot busy it may take a while to get one, and only a rendered answer shows whose clip it is
+            give_up = time.monotonic() + 60
+            while True:
+                resp = self.post("bvh-race", headers={"X-Request-ID": "race"}, files={
+                    "image": ("d.png", self.inputs.png, "image/png"), "bvh": ("jj.bvh", clip, "text/plain")},
+                    data={"joints": json.dumps(self.inputs.joints), "start_frame": "0", "end_frame": end})
+                if resp is None or resp.status_code != 503 or time.monotonic() > give_up:
+                    break
+                time.sleep(0.3)   # sooner than Retry-After: the flood retries at once, a race must too
+            if resp is None or resp.status_code != 200:
+                return -1
+            gif = requests.get(resp.json()["animations"]["upload"], timeout=30).content
+            from io import BytesIO
+            with Image.open(BytesIO(gif)) as im:
+                return im.n_frames
+
+        while not self.stop.is_set():
+            results: dict[str, int] = {}
+            threads = [threading.Thread(target=lambda e=e: results.__setitem__(e, upload(e))) for e in ("30", "120")]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if results["30"] > 0 and results["120"] > 0:
+                with self.lock:
+                    self.race.append((results["30"], results["120"]))
+            self.stop.wait(3.0)
 
     def client(self, seed: int) -> None:
+        self.me.address = f"198.51.100.{seed % 250 + 1}"
         rng = random.Random(seed)
         actions = [(self.good_joints, 30), (self.good_models, 15), (lambda: self.slow_upload(True), 8),
                    (lambda: self.slow_upload(False), 7), (self.hostile, 40)]
@@ -238,7 +314,9 @@ class Soak:
     def run(self) -> int:
         workdir = stack.make_workdir("dp-soak-")
         ts = stack.FakeTorchServe(workdir / "ts")
-        app = None
+        redis_server = RedisServer(workdir / "redis")
+        tarpit, receiver = Tarpit(), Receiver(self.callbacks)
+        app = worker = None
         tracked: set[int] = set()
         try:
             print("starting TorchServe (fake models) and gunicorn ...", flush=True)
@@ -246,19 +324,31 @@ class Soak:
             ts.set_control(pose={"mode": "fractions",
                                  "fractions": stack.pose_fractions(self.inputs.page, {
                                      k: tuple(v) for k, v in self.inputs.joints.items()})})
+            redis_server.start()
             env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url,
                    "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
                    "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_MAX_UPLOAD_MB": "2",
                    "DOODLEPOD_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S), "DOODLEPOD_WORKERS": str(self.args.workers),
-                   "DOODLEPOD_RENDER_PROCESSES": str(self.args.render_processes)}
+                   "DOODLEPOD_RENDER_PROCESSES": str(self.args.render_processes),
+                   "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"), "DOODLEPOD_REDIS_URL": redis_server.url,
+                   "DOODLEPOD_TRUSTED_PROXIES": "127.0.0.1/32", "DOODLEPOD_RATE_LIMIT_PER_MIN": str(RATE_PER_MIN),
+                   "DOODLEPOD_RATE_LIMIT_BURST": str(RATE_BURST), "DOODLEPOD_WEBHOOK_SECRET": WEBHOOK_SECRET,
+                   "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32", "DOODLEPOD_WEBHOOK_TIMEOUT_S": "3",
+                   "DOODLEPOD_WEBHOOK_ATTEMPTS": "2", "DOODLEPOD_STORAGE_BUDGET_MB": "400",
+                   "DOODLEPOD_BVH_MAX_FRAMES": "1000"}
             env.update({k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_")})
             app = stack.Gunicorn(workdir / "app", env).start(timeout=120)
+            worker = WorkerProcess(workdir, {**app.env, "DOODLEPOD_WORKER_CONCURRENCY": "1"}).start()
             self.url, self.port = app.url, app.port
             booted = app.log_text().count("Booting worker")
             print(f"soak: {self.args.clients} clients for {self.args.duration:.0f} s against {app.url} "
                   f"({self.args.workers} workers x {self.args.render_processes} render processes)", flush=True)
             threads = [threading.Thread(target=self.client, args=(n,), daemon=True) for n in range(self.args.clients)]
             threads.append(threading.Thread(target=self.prober, daemon=True))
+            threads += [threading.Thread(target=self.callback_tarpit, args=(tarpit.url,), daemon=True),
+                        threading.Thread(target=self.good_callback, args=(receiver.url,), daemon=True),
+                        threading.Thread(target=self.bvh_race, daemon=True)]
+            threads += [threading.Thread(target=self.character_flood, daemon=True) for _ in range(2)]
             for t in threads:
                 t.start()
             end = time.monotonic() + self.args.duration
@@ -268,21 +358,47 @@ class Soak:
             self.stop.set()
             for t in threads:
                 t.join(90)
-            tracked |= procs.descendants(app.proc.pid, ts.server.proc.pid)
+            lags = self.callback_lags(app.url)
+            tracked |= procs.descendants(app.proc.pid, ts.server.proc.pid, worker.proc.pid)
             log = app.log_text()
             restarts = log.count("Booting worker") - booted
             timeouts = log.count("WORKER TIMEOUT")
             load = os.getloadavg()
         finally:
+            if worker is not None:
+                worker.stop()
             if app is not None:
                 app.stop()
             ts.stop()
+            redis_server.stop()
+            tarpit.close()
+            receiver.close()
         time.sleep(2)
         left = sorted(p for p in tracked if procs.alive(p))
         stack.remove(workdir)
-        return self.report(restarts, timeouts, left, load)
+        return self.report(restarts, timeouts, left, load, lags)
 
-    def report(self, restarts: int, timeouts: int, left: list[int], load: tuple[float, float, float]) -> int:
+    def callback_lags(self, url: str) -> list[float | None]:
+        """For each good callback job that ended: seconds from its end to its callback (None: none came),
+        after giving late ones 15 s."""
+        from datetime import datetime
+
+        ended: dict[str, float] = {}
+        t_end = time.monotonic() + 120
+        for job_id in list(self.good_jobs):
+            while time.monotonic() < t_end:
+                job = requests.get(f"{url}/jobs/{job_id}", timeout=10).json()
+                if job["status"] in ("succeeded", "failed"):
+                    ended[job_id] = datetime.fromisoformat(job["updated"].replace("Z", "+00:00")).timestamp()
+                    break
+                time.sleep(0.5)
+        deadline = time.time() + 15
+        while time.time() < deadline and any(j not in self.callbacks for j in ended):
+            time.sleep(0.2)
+        return [self.callbacks[j] - t if j in self.callbacks else None for j, t in ended.items()]
+
+    def report(self, restarts: int, timeouts: int, left: list[int], load: tuple[float, float, float],
+               lags: list[float | None]) -> int:
         by_kind: dict[str, Counter] = defaultdict(Counter)
         seconds: dict[str, list[float]] = defaultdict(list)
         for kind, status, s, code in self.results:
@@ -309,6 +425,25 @@ class Soak:
             ("no 500 for anyone", not five_hundreds, f"{five_hundreds[:8]}"),
             ("nothing left running", not left, f"{left[:8]}"),
         ]
+        internal = [(st, c) for k, st, _, c in self.results if k == "hostile:callback_internal"]
+        arrived = [v for v in lags if v is not None]
+        flood = Counter(st for k, st, _, _ in self.results if k == "character-flood")
+        stored_by_flood = flood.get(201, 0)
+        flood_cap = RATE_BURST + RATE_PER_MIN * self.args.duration / 60 + 5
+        tarpit_jobs = sum(1 for r in self.results if r[0] == "tarpit-callback" and r[1] == 202)
+        checks += [
+            ("internal callbacks refused", bool(internal) and all(x == (422, "callback_url_refused") for x in internal),
+             f"{Counter(internal).most_common(3)}"),
+            ("good callbacks on time beside a tarpit", bool(lags) and len(arrived) == len(lags)
+             and max(arrived) < 10.0,
+             f"{len(arrived)} of {len(lags)} arrived, lag p50 {pct(arrived, 50):.2f} s, max "
+             f"{max(arrived, default=float('nan')):.2f} s; {tarpit_jobs} tarpit jobs"),
+            ("character flood held to its bucket", flood.get(429, 0) > 0 and stored_by_flood <= flood_cap,
+             f"{dict(flood)}; at most {flood_cap:.0f} stored"),
+            ("racing uploads render their own clips", bool(self.race) and all(a < b for a, b in self.race)
+             and len({a for a, _ in self.race}) == 1 and len({b for _, b in self.race}) == 1,
+             f"{len(self.race)} races, frames {sorted(set(self.race))[:4]}"),
+        ]
         print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
               f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
         failed = 0
@@ -316,6 +451,66 @@ class Soak:
             failed += not ok
             print(f"  {'PASS' if ok else 'FAIL'}  {name}: {detail}")
         return 1 if failed else 0
+
+
+class Tarpit:
+    """A callback receiver that reads the request and answers one byte every 2 s."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/slow"
+        self.stopped = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
+                    if self.stopped.wait(2.0):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.sock.close()
+
+
+class Receiver:
+    """A callback receiver that answers 204 at once and notes when each job's callback came."""
+
+    def __init__(self, arrived: dict[str, float]) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                arrived.setdefault(json.loads(body)["job"]["id"], time.time())
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
 
 
 def main() -> int:

@@ -11,7 +11,7 @@ Every ``--mask-every``-th round paints a mask stroke as well (a multipart PATCH 
 
 The page itself measures each save (``window.studio.timings``: click -> PATCH sent -> PATCH
 answered -> preview URL answered -> first frame drawn). Prints p50/p90/max of each and PASS/FAIL
-against the target (issue 11): Save -> first preview frame <= 1000 ms at p50.
+against the target: Save -> first preview frame <= 1000 ms at p50.
 
 First, an A/B in this process, alternating: one 128 px preview of char1 + dab as the page asks for
 it (at most 40 frames; the app's thumbnail mesh) against the whole clip on the default mesh.
@@ -23,25 +23,12 @@ import os
 import shutil
 import sys
 import time
-from pathlib import Path
 
+from common import REPO, load_avg, pct, stack
 from PIL import Image
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from tests.support import stack  # noqa: E402
 
 TARGET_MS = 1000.0
 TOKEN = "bench-token"
-
-
-def pct(values: list[float], q: float) -> float:
-    """The q-th percentile, linearly interpolated (the median for q=50)."""
-    values = sorted(values)
-    k = q / 100 * (len(values) - 1)
-    lo = int(k)
-    hi = min(lo + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
 def main() -> int:
@@ -84,7 +71,7 @@ def main() -> int:
         stack.remove(ts_dir)
         stack.remove(app_dir)
 
-    print(f"\nload: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} (1/5 min), cores: {os.cpu_count()}")
+    print(f"\nload average: {load_avg()}, cores: {os.cpu_count()}")
     ok = True
     for kind in ("joints", "mask+joints"):
         rows = [f for f in figures if f["kind"] == kind]

@@ -1,19 +1,13 @@
 """Our own code at a git ref, checked out into a temporary ``git worktree``, for same-run A/B benches."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def load_avg() -> str:
-    """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+from common import REPO
 
 
 def compile_tree(root: Path) -> None:
@@ -22,6 +16,14 @@ def compile_tree(root: Path) -> None:
     machine sets PYTHONDONTWRITEBYTECODE, so nothing would write it otherwise)."""
     packages = [str(root / p) for p in ("animator", "app", "handlers") if (root / p).is_dir()]
     subprocess.run([sys.executable, "-m", "compileall", "-q", *packages], check=True, stdout=subprocess.DEVNULL)
+
+
+def build_kernel(root: Path) -> None:
+    """Compile the frame kernel in place in ``root`` when its code has one (setup.py) and it is not
+    built yet: a checkout of a ref has none (build outputs are not committed)."""
+    if (root / "setup.py").is_file() and not list((root / "animator").glob("_raster*.so")):
+        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root, check=True,
+                       stdout=subprocess.DEVNULL)
 
 
 class Baseline:
@@ -34,6 +36,7 @@ class Baseline:
                        check=True)
         self.commit = subprocess.run(["git", "-C", str(self.dir), "rev-parse", "--short", "HEAD"], check=True,
                                      capture_output=True, text=True).stdout.strip()
+        build_kernel(self.dir)
         compile_tree(self.dir)
 
     def close(self) -> None:

@@ -21,6 +21,9 @@ PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 # The browser for the studio page's tests is a system package: checked on every run (instant when
 # present), outside the venv stamp below.
 scripts/install_browser.sh
+# The Node tools the tests read our glTF files with (tools/node: gltf-validator, three.js): npm ci from
+# the lockfile, skipped when installed.
+scripts/install_node_tools.sh
 
 hashed=(requirements/*.txt scripts/bootstrap.sh)
 [[ -f scripts/install_model_stack.sh ]] && hashed+=(scripts/install_model_stack.sh)
@@ -28,15 +31,18 @@ key=$(cat "${hashed[@]}" | sha256sum | cut -c1-16)
 stamp="$VENV/.doodlepod-stamp"
 log() { printf '[bootstrap %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
-# The editable install of this checkout (seconds; from / so that the checkout's own folder on
-# sys.path cannot answer for the venv).
+# The editable install of this checkout (from / so that the checkout's own folder on sys.path
+# cannot answer for the venv). It also compiles the frame kernel (animator/_raster.pyx) in place:
+# done again whenever the kernel's source or build script changed, or the checkout has no working
+# compiled module (a fresh clone: it is not committed), even when the venv's stamp is up to date.
 install_project() {
   local here installed project_key project_stamp="$VENV/.doodlepod-project"
   here=$(pwd -P)
-  project_key="$here $(sha256sum pyproject.toml | cut -c1-16)"
-  installed=$(cd / && "$VENV/bin/python" -c 'import animator, os; print(os.path.dirname(os.path.dirname(os.path.realpath(animator.__file__))))' 2>/dev/null || true)
+  project_key="$here $(cat pyproject.toml setup.py animator/_raster.pyx | sha256sum | cut -c1-16)"
+  installed=$(cd / && "$VENV/bin/python" -c 'import animator, animator._raster, os; print(os.path.dirname(os.path.dirname(os.path.realpath(animator.__file__))))' 2>/dev/null || true)
   if [[ "$installed" != "$here" || "$(cat "$project_stamp" 2>/dev/null)" != "$project_key" ]]; then
-    log "installing this checkout ($here) into the venv in editable mode"
+    log "installing this checkout ($here) into the venv in editable mode, compiling the frame kernel"
+    rm -f animator/_raster.c animator/_raster.*.so  # built anew from the source as it is now
     "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e . \
       2> >(grep -v 'is ignored: it is neither' >&2)
     echo "$project_key" > "$project_stamp"

@@ -42,10 +42,10 @@ start=$SECONDS
 
 log() { printf '[model-stack %(%H:%M:%S)T +%4ds] %s\n' -1 "$((SECONDS - start))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
-pin() {
+pin() {  # the stack's pins, and the project's build tools (setuptools, cython) from requirements/build.txt
   local v
-  v=$(sed -n "s/^$1==\([^[:space:];#]*\).*/\1/p" "$PINS")
-  [[ -n "$v" ]] || die "no pin for $1 in $PINS"
+  v=$(sed -n "s/^$1==\([^[:space:];#]*\).*/\1/p" "$PINS" requirements/build.txt)
+  [[ -n "$v" ]] || die "no pin for $1 in $PINS or requirements/build.txt"
   printf '%s' "$v"
 }
 pip_install() { "$PY" -m pip install --quiet --disable-pip-version-check "$@" >&2; }

@@ -91,6 +91,11 @@ done
 mkdir -p "$RUN_DIR/logs" "$RUN_DIR/tmp"
 RUN_DIR=$(cd "$RUN_DIR" && pwd)
 export DOODLEPOD_LOCAL_DIR=${DOODLEPOD_LOCAL_DIR:-$RUN_DIR/files}
+# The runtime folder holds memory-mapped metric files: on a full disk a write to one is a SIGBUS that
+# kills the workers, so it goes to memory (/dev/shm), not beside the animations that can fill $RUN_DIR.
+if [[ -z ${DOODLEPOD_RUNTIME_DIR:-} && -d /dev/shm && -w /dev/shm ]]; then
+  DOODLEPOD_RUNTIME_DIR=/dev/shm/doodlepod-run-$(id -u)-${DOODLEPOD_PORT}
+fi
 export DOODLEPOD_RUNTIME_DIR=${DOODLEPOD_RUNTIME_DIR:-$RUN_DIR/runtime}
 rm -rf "$DOODLEPOD_RUNTIME_DIR"  # render slots and metrics of a previous run are stale
 mkdir -p "$DOODLEPOD_LOCAL_DIR" "$DOODLEPOD_RUNTIME_DIR"

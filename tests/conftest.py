@@ -45,7 +45,9 @@ def make_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[...,
         settings: dict[str, Any] = {"local_dir": str(root / "files"), "runtime_dir": str(root / "run"),
                                     "render_processes": 1, "torchserve_url": "http://127.0.0.1:9",
                                     "torchserve_management_url": "http://127.0.0.1:9",
-                                    "torchserve_retries": 0}
+                                    "torchserve_retries": 0,
+                                    # one client (127.0.0.1) makes every test's requests: a wide bucket
+                                    "rate_limit_per_min": 6000.0, "rate_limit_burst": 2000}
         app = create_app(**{**settings, **overrides})
         apps.append(app)
         return app

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApiError, BoxOutsideImage, InvalidCharacter
+from ..errors import ApiError, BoxOutsideImage, DegenerateSkeleton, InvalidCharacter
 
 
 def clamp_box(box: Any, width: int, height: int) -> tuple[int, int, int, int] | None:
@@ -46,6 +46,26 @@ def check_inside(joints: list, image_size: tuple[int, int], error: type[ApiError
         more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
         raise error(f"joint '{j.name}' at ({j.loc[0]:g}, {j.loc[1]:g}) lies outside the {width}x{height} "
                     f"image{more}; coordinates are image pixels, x right, y down")
+    check_spread(joints)
+
+
+#: A client skeleton must span at least this many image pixels (its joints' box, longer side) ...
+MIN_SKELETON_EXTENT_PX = 16
+#: ... and have at least this many joints at distinct spots (1 px apart; root and hip may share one).
+MIN_DISTINCT_JOINTS = 8
+
+
+def check_spread(joints: list) -> None:
+    """422 ``degenerate_skeleton`` for client joints piled on (nearly) one spot: such a skeleton
+    cannot bend a drawing, and its crop (the joints' box) is a few pixels blown up to the render size."""
+    xs = [float(j.loc[0]) for j in joints]
+    ys = [float(j.loc[1]) for j in joints]
+    extent = max(max(xs) - min(xs), max(ys) - min(ys)) if joints else 0.0
+    distinct = len({(round(x), round(y)) for x, y in zip(xs, ys)})
+    if extent < MIN_SKELETON_EXTENT_PX or distinct < MIN_DISTINCT_JOINTS:
+        raise DegenerateSkeleton(f"the joints span {extent:g} px at {distinct} distinct spots; a skeleton needs "
+                                 f"at least {MIN_SKELETON_EXTENT_PX} px and {MIN_DISTINCT_JOINTS} distinct joints "
+                                 "(image pixels)")
 
 
 def joints_to_work(joints: list, scale: float) -> list:

@@ -1,9 +1,11 @@
 """Characters a person can correct: upload once, fix the box, mask or joints, render any motion.
 
 A character is a document plus files in the storage backend (local disk or S3), never in a
-worker's memory, so any worker of any pod serves any step. Layout under ``characters/<id>/``::
+worker's memory, so any worker of any pod serves any step. The document is
+``characters/<id>/character.json`` (one JSON object; swapped last, conditionally), never served
+by ``/files``. The files live under ``character-files/<files key>/``, a random key unrelated to
+the id, so a shared file URL (an animation link) reveals nothing that reaches the document::
 
-    character.json          the document (one JSON object; swapped last, conditionally)
     image.png               the work image: the upload oriented, flattened on white, downsized
     g<N>-<hex>/texture.png  the crop the app works on (made by version N)
     g<N>-<hex>/mask.png     white on the character, same grid as the texture
@@ -46,12 +48,14 @@ from ..errors import (
 from ..render import steps
 from ..render.deadline import Deadline
 from ..render.motions import Motion
+from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict
 from . import frames
 
 log = logging.getLogger("doodlepod.characters")
 
 PREFIX = "characters/"
+FILES_PREFIX = "character-files/"
 DOCUMENT = "character.json"
 #: Tries of an edit that lost the race for the document to another edit (without If-Match).
 EDIT_TRIES = 3
@@ -85,6 +89,7 @@ class Record:
     files: dict[str, str]             # image, texture, mask, overlay -> storage key
     rev: str                          # this version's folder (overlay, animations)
     keep: list[str] = field(default_factory=list)  # folders the previous version uses
+    files_key: str = ""               # the files' folder under FILES_PREFIX ("": older documents, under PREFIX)
 
     # -- coordinates --------------------------------------------------------------------------
     def to_image(self, x: float, y: float) -> list[float]:
@@ -159,7 +164,12 @@ class Characters:
 
     # -- storage ------------------------------------------------------------------------------
     def _key(self, cid: str, name: str) -> str:
+        """A key of the document's folder (``name`` = DOCUMENT)."""
         return f"{PREFIX}{cid}/{name}"
+
+    def _file_key(self, record: Record, name: str) -> str:
+        """A key of the character's files (``name`` '' for the folder itself)."""
+        return files_folder(record) + name
 
     def load(self, cid: str, deadline: Deadline) -> tuple[Record, str]:
         """The current document and its storage tag; :class:`NotFound` if unknown or expired."""
@@ -202,16 +212,16 @@ class Characters:
                         image=size, work_scale=float(img.scale), box=[int(v) for v in box],
                         texture_size=[int(crop.texture.shape[1]), int(crop.texture.shape[0])],
                         detections=detections, skeleton=_skeleton_rows(skeleton), files={},
-                        rev=_folder("r", 1))
+                        rev=_folder("r", 1), files_key=new_id())
         files = self._rig_files(record, deadline, timings, texture=crop.texture, mask=crop.mask)
         with p.stage(timings, "store"):
-            record.files["image"] = self._key(cid, "image.png")
+            record.files["image"] = self._file_key(record, "image.png")
             try:
                 self._put(record.files["image"], img.png, deadline)
                 self._store_files(record, files, deadline)
                 self.storage.put_if(self._key(cid, DOCUMENT), record.to_json(), "application/json", deadline, None)
             except BaseException:
-                self._discard(cid, [""])  # nothing was published: remove what was written
+                self._discard(record, [""])  # nothing was published: remove what was written
                 raise
         metrics.CHARACTER_EDITS.labels(change="create").inc()
         log.info("character %s created: box=%s detections=%d", cid, record.box, len(detections))
@@ -236,23 +246,23 @@ class Characters:
             grid = _folder("g", record.version)
             written.append(grid)
             for name in changed:
-                record.files[name] = self._key(record.id, f"{grid}/{FILE_NAMES[name]}")
-        record.files["overlay"] = self._key(record.id, f"{record.rev}/{FILE_NAMES['overlay']}")
+                record.files[name] = self._file_key(record, f"{grid}/{FILE_NAMES[name]}")
+        record.files["overlay"] = self._file_key(record, f"{record.rev}/{FILE_NAMES['overlay']}")
         try:
             _together(*[(lambda n=name: self._put(record.files[n], files[n], deadline))
                         for name in (*changed, "overlay")])
         except BaseException:
-            self._discard(record.id, written)
+            self._discard(record, written)
             raise
         return written
 
-    def _discard(self, cid: str, folders: list[str]) -> None:
+    def _discard(self, record: Record, folders: list[str]) -> None:
         """Best effort: delete folders an edit wrote but will not publish (the expiry catches the rest)."""
         for folder in folders:
             try:
-                self.storage.delete_prefix(self._key(cid, folder), Deadline(10))
+                self.storage.delete_prefix(self._file_key(record, folder), Deadline(10))
             except Exception:  # noqa: BLE001 - housekeeping must not hide the error being raised
-                log.warning("character %s: could not delete unpublished folder %s", cid, folder)
+                log.warning("character %s: could not delete unpublished folder %s", record.id, folder)
 
     # -- edit ---------------------------------------------------------------------------------
     def edit(self, cid: str, change: Edit, if_match: str | None, deadline: Deadline,
@@ -270,7 +280,7 @@ class Characters:
                 with self.pipeline.stage(timings, "swap"):
                     self.storage.put_if(self._key(cid, DOCUMENT), new.to_json(), "application/json", deadline, tag)
             except Conflict:  # certainly not written (any other error may have been: keep the files)
-                self._discard(cid, written)
+                self._discard(new, written)
                 if if_match is not None:
                     raise VersionMismatch(f"character {cid} changed while this edit ran; GET it again") from None
                 log.info("character %s: edit lost a race for version %d; retrying", cid, new.version)
@@ -325,10 +335,10 @@ class Characters:
         """Delete folders of versions older than the previous one that neither version uses."""
         keep = set(_folders_of(record)) | set(record.keep)
         try:
-            for name in self.storage.list_folders(self._key(record.id, ""), deadline):
+            for name in self.storage.list_folders(self._file_key(record, ""), deadline):
                 v = _folder_version(name)
                 if v is not None and v < record.version - 1 and name not in keep:
-                    self.storage.delete_prefix(self._key(record.id, name), deadline)
+                    self.storage.delete_prefix(self._file_key(record, name), deadline)
         except Exception:  # pruning is housekeeping: the expiry sweep or lifecycle rule catches leftovers
             log.warning("character %s: pruning old versions failed", record.id, exc_info=True)
 
@@ -341,7 +351,8 @@ class Characters:
         cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
         clip = getattr(motion, "sha256", None)
         name = f"{motion.name}-{clip[:16]}" if clip else motion.name
-        return self._key(record.id, f"{record.rev}/anim/{name}-{options['width']}px-{fps}fps{cap}.{options['format']}")
+        file_name = f"{name}-{options['width']}px-{fps}fps{cap}.{file_suffix(options['format'])}"
+        return self._file_key(record, f"{record.rev}/anim/{file_name}")
 
     def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
                deadline: Deadline, timings: dict[str, float], base_url: str,
@@ -373,19 +384,43 @@ class Characters:
                 texture_png, mask_bytes = _together(lambda: self._get(record, "texture", deadline),
                                                     lambda: self._get(record, "mask", deadline))
 
+                written: list[str] = []
+
                 def store(motion: Motion, out: dict[str, Any]) -> str:
+                    self._still_there(record, written, deadline)
+                    written.append(keys[motion.name])
                     self.storage.put(keys[motion.name], out["data"], out["mime"], deadline)
                     return self.storage.url(keys[motion.name], base_url)
 
                 urls.update(self.pipeline.render((texture_png, mask_bytes, record.joints()), misses, options,
                                                  deadline, timings, store, job=steps.render_stored))
+                self._still_there(record, written, deadline)
         return record, {m.name: urls[m.name] for m in motions}, hits
+
+    def _still_there(self, record: Record, written: list[str], deadline: Deadline) -> None:
+        """Raise NotFound, after deleting what this render wrote, if the character was deleted while it
+        rendered (checked after each write too: a write racing the DELETE is removed here). The
+        exception stops the render's other motions (:meth:`Pipeline.render` abandons them)."""
+        if self.storage.exists(self._key(record.id, DOCUMENT), deadline):
+            return
+        for key in written:
+            try:
+                self.storage.delete(key, Deadline(10))
+            except Exception:  # noqa: BLE001 - the expiry sweep catches what is left
+                log.warning("character %s: could not delete %s after the character was deleted", record.id, key)
+        log.info("character %s was deleted while rendering: render stopped, %d file(s) removed", record.id,
+                 len(written))
+        raise NotFound(f"character {record.id} was deleted while this render ran")
 
     # -- delete -------------------------------------------------------------------------------
     def delete(self, cid: str, deadline: Deadline) -> int:
-        if not valid_id(cid) or not self.storage.exists(self._key(cid, DOCUMENT), deadline):
+        """Delete the document first (renders in flight notice it and remove what they write), then the files."""
+        got = self.storage.get_tagged(self._key(cid, DOCUMENT), deadline) if valid_id(cid) else None
+        if got is None:
             raise NotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
+        record = Record.from_json(got[0])
         count = self.storage.delete_prefix(self._key(cid, ""), deadline)
+        count += self.storage.delete_prefix(self._file_key(record, ""), deadline)
         log.info("character %s deleted (%d files)", cid, count)
         return count
 
@@ -419,8 +454,14 @@ def version_matches(if_match: str, version: int) -> bool:
     return False
 
 
+def files_folder(record: Record) -> str:
+    """The folder (ending in /) of ``record``'s files: under FILES_PREFIX by its files key (under the
+    document's folder for documents written before files had a key of their own)."""
+    return f"{FILES_PREFIX}{record.files_key}/" if record.files_key else f"{PREFIX}{record.id}/"
+
+
 def _folders_of(record: Record) -> list[str]:
-    prefix = f"{PREFIX}{record.id}/"
+    prefix = files_folder(record)
     names = {key[len(prefix):].split("/", 1)[0] for key in record.files.values() if key.startswith(prefix)}
     names.add(record.rev)
     return sorted(n for n in names if _folder_version(n) is not None)

@@ -4,9 +4,9 @@ Both read the whole body first (under DOODLEPOD_BODY_TIMEOUT_S and the size limi
 field (sizes, JSON depth, joints), then take a render slot (503 at once when the pod is full) and
 run :class:`app.pipeline.Pipeline` under the request's deadline, so a slow upload or a bad field
 never holds a slot; an
-``Idempotency-Key`` makes a retry answer the first response (app/http/jobs.py). With
-``Prefer: respond-async`` POST /animate takes a token from the client's rate limit, checks the
-fields the same way, then queues the work for a render worker and answers 202 at once.
+``Idempotency-Key`` makes a retry answer the first response (app/http/jobs.py). Every request
+first takes a token from the client's rate limit. With ``Prefer: respond-async`` POST /animate
+checks the fields the same way, then queues the work for a render worker and answers 202 at once.
 """
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def animate():
     client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``. With
     ``Prefer: respond-async`` also ``callback_url`` (and no ``bvh``: clips are synchronous only)."""
     deadline = request_deadline()
+    admit_work()  # the client's rate limit, before its body is read
     if wants_async():
-        admit_work()
         read_body(deadline)
         return _animate_async()
     read_body(deadline)  # before the Idempotency-Key fingerprint reads it, and before any slot
@@ -66,7 +66,7 @@ def _animate_async():
     _check_image_header(image)
     payload = {"motions": [m.name for m in motions], "format": fmt, "joints": joints,
                "bbox": parse_bbox(request.form.get("bbox")), "base_url": base_url()}
-    callback = validate_callback_url(request.form.get("callback_url"), services().settings.webhook_secret)
+    callback = validate_callback_url(request.form.get("callback_url"), services().settings)
     return submit("animate", payload, image, callback)
 
 
@@ -125,6 +125,7 @@ def _format() -> str:
 def legacy_animate():
     """The old mobile client: JSON ``{"file": <base64 image>}`` -> flat ``{motion: url}``."""
     deadline = request_deadline()
+    admit_work()
     raw = read_body(deadline)
     return idempotent(lambda: _legacy_animate(deadline, raw))
 
@@ -175,7 +176,7 @@ def uploaded_clip(deadline: Deadline | None = None):
         return svc.pool.wait(svc.pool.submit(fn, *args), limit, "check:bvh")
 
     return read_bvh_upload(request.files, request.form, svc.settings, Path(svc.pipeline.scratch_dir) / "uploads",
-                           g.request_id, run=in_pool)
+                           run=in_pool)
 
 
 def _reject_if_not_image(data: bytes, declared: str) -> None:

@@ -105,6 +105,55 @@ def base_url() -> str:
     return request.host_url.rstrip("/")
 
 
+def client_address() -> str:
+    """The client's address: the TCP peer, or, when the peer is one of DOODLEPOD_TRUSTED_PROXIES, the
+    right-most address of X-Forwarded-For that is not a trusted proxy itself (the left part of the
+    header is whatever the client wrote, so it is never believed). Cached on the request."""
+    cached = g.get("client_address")
+    if cached is not None:
+        return cached
+    g.client_address = address = forwarded_client(request.remote_addr or "",
+                                                  request.headers.getlist("X-Forwarded-For"),
+                                                  services().settings.trusted_proxies)
+    return address
+
+
+def forwarded_client(peer: str, forwarded: list[str], trusted: tuple[str, ...]) -> str:
+    """The client behind ``peer`` given the X-Forwarded-For header lines and the trusted networks."""
+    nets = _networks(tuple(t for t in trusted if t != "*"))
+    if not nets or not _in(peer, nets):
+        return peer
+    hops = [h.strip() for line in forwarded for h in line.split(",") if h.strip()]
+    for hop in reversed(hops):
+        address = _address(hop)
+        if address is None:
+            return peer  # a hop that is not an address: trust nothing further left
+        if not _in(address, nets):
+            return address
+    return peer
+
+
+def _address(text: str) -> str | None:
+    """An address from an X-Forwarded-For entry (``1.2.3.4``, ``1.2.3.4:5678``, ``[::1]:80``, ``::1``)."""
+    text = text.strip()
+    if text.startswith("[") and "]" in text:
+        text = text[1:text.index("]")]
+    elif text.count(":") == 1:
+        text = text.split(":", 1)[0]
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
+
+
+def _in(address: str, nets: tuple) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip.version == net.version and ip in net for net in nets)
+
+
 def trusted_peer(address: str | None, allowed: tuple[str, ...]) -> bool:
     """Whether ``address`` (the peer) is one of the trusted proxies, as gunicorn decides it."""
     if "*" in allowed or not address:  # no address: a UNIX socket, which gunicorn trusts too

@@ -20,7 +20,7 @@ from ..jobs.webhooks import validate_callback_url
 from ..services import services
 from .animate import read_drawing, uploaded_clip
 from .api import base_url, json_body, read_body, render_slot, request_deadline
-from .jobs import admit_work, submit, wants_async
+from .jobs import admit_work, idempotent, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
@@ -48,7 +48,12 @@ def _tag(response: Response, version: int, timings: dict[str, float] | None) -> 
 def create_character():
     """Multipart ``image`` (or a raw image body), optional ``joints`` and ``bbox`` (image pixels)."""
     deadline = request_deadline()
+    admit_work()  # the client's rate limit: every character stores a few MB
     read_body(deadline)  # the whole body, and its fields checked, before a render slot
+    return idempotent(lambda: _create_character(deadline))
+
+
+def _create_character(deadline) -> Response:
     image = read_drawing()
     form = request.form if request.files or request.form else {}
     joints = parse_joints(form.get("joints")) if form else None
@@ -79,6 +84,7 @@ def _none_match(header: str | None, version: int) -> bool:
 def edit_character(cid: str):
     """JSON ``{"bbox"?, "joints"?}``, or multipart with a ``mask`` PNG (and optionally ``joints``)."""
     deadline = request_deadline()
+    admit_work()  # an edit stores a new version's files
     read_body(deadline)
     change = _read_edit()
     with render_slot():
@@ -130,7 +136,6 @@ def delete_character(cid: str):
 def _animate_character_async(cid: str, motions, fmt: str, side: int, frames: int | None, callback: Any,
                              deadline) -> Response:
     """Check what can be checked now (the character exists, If-Match, motions), then queue the render."""
-    admit_work()
     if request.files or request.form.get("bvh"):
         raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
     chosen = motion_list(motions)
@@ -140,7 +145,7 @@ def _animate_character_async(cid: str, motions, fmt: str, side: int, frames: int
         raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
     payload = {"character": cid, "motions": [m.name for m in chosen], "format": fmt, "size": side,
                "max_frames": frames, "if_match": if_match, "base_url": base_url()}
-    url = validate_callback_url(callback if isinstance(callback, str) else None, services().settings.webhook_secret)
+    url = validate_callback_url(callback if isinstance(callback, str) else None, services().settings)
     return submit("character_animations", payload, None, url)
 
 
@@ -152,6 +157,7 @@ def animate_character(cid: str):
     ``end_frame``), answered under ``upload``. With ``Prefer: respond-async``: 202 and a job
     (app/http/jobs.py), optional ``callback_url``; no ``bvh`` clip."""
     deadline = request_deadline()
+    admit_work()  # renders are stored (the render cache)
     read_body(deadline)
     settings = services().settings
     if request.is_json:  # application/json, or any +json type (e.g. merge-patch+json)

@@ -1,8 +1,14 @@
-"""GET /files/<key>: the animations of the local storage (public: the URLs the API answers)."""
+"""GET /files/<key>: the animations of the local storage (public: the URLs the API answers).
+
+Never a character's document (``characters/...``, ``character.json``): that goes through the API
+(GET /characters/{id}), behind the bearer token.
+"""
 from __future__ import annotations
 
 from flask import Blueprint, send_file
 
+from ..characters.resource import DOCUMENT
+from ..characters.resource import PREFIX as DOCUMENTS
 from ..errors import NotFound
 from ..services import services
 from ..storage.backends import LocalStorage
@@ -15,6 +21,8 @@ def get_file(key: str):
     storage = services().storage
     if not isinstance(storage, LocalStorage):
         raise NotFound("files are served by S3 in this deployment")
+    if key.startswith(DOCUMENTS) or key.rsplit("/", 1)[-1] == DOCUMENT:  # documents go through the API only
+        raise NotFound(f"no file {key[:80]}")
     path = storage.path_of(key)
     if path is None:
         raise NotFound(f"no file {key}")

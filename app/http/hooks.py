@@ -39,5 +39,15 @@ def _finish(response: Response) -> Response:
     metrics.REQUESTS.labels(endpoint=endpoint, method=request.method, status=str(response.status_code)).inc()
     metrics.REQUEST_SECONDS.labels(endpoint=endpoint).observe(elapsed)
     if endpoint not in _QUIET_ENDPOINTS:
-        log.info("%s %s -> %d in %.1f ms", request.method, request.path, response.status_code, elapsed * 1e3)
+        log.info("%s %s -> %d in %.1f ms client=%s", request.method, request.path, response.status_code,
+                 elapsed * 1e3, _client())
     return response
+
+
+def _client() -> str:
+    """The client's address as rate limits see it (DOODLEPOD_TRUSTED_PROXIES); the peer if that fails."""
+    try:
+        from .api import client_address
+        return client_address()
+    except Exception:  # noqa: BLE001 - a log line must never fail a response
+        return request.remote_addr or "-"

@@ -30,7 +30,7 @@ from ..jobs.idempotency import check_record, fingerprint, redis_key, validate_ke
 from ..jobs.queue import REDIS_ERRORS, JobsUnavailable
 from ..jobs.ratelimit import client_id
 from ..services import services
-from .api import json_body
+from .api import client_address, json_body
 
 log = logging.getLogger("doodlepod.http")
 
@@ -47,7 +47,8 @@ def wants_async() -> bool:
 
 def client() -> str:
     """Who is asking, for rate limits and idempotency keys: the bearer token (hashed) when the server
-    checks tokens, together with the client's address; else the address alone.
+    checks tokens, together with the client's address (behind DOODLEPOD_TRUSTED_PROXIES, the one they
+    forwarded); else the address alone.
 
     An unchecked token would let a client pick a fresh bucket per request; and one token is usually
     shared by every install of the mobile app, so a token alone would let one phone use up everyone's
@@ -56,7 +57,7 @@ def client() -> str:
     if services().settings.auth_token:
         scheme, _, value = request.headers.get("Authorization", "").partition(" ")
         token = value.strip() if scheme.lower() == "bearer" else ""
-    return client_id(token, request.remote_addr or "")
+    return client_id(token, client_address())
 
 
 def request_fingerprint() -> str:

@@ -16,6 +16,8 @@ from werkzeug.exceptions import MethodNotAllowed
 bp = Blueprint("studio", __name__)
 
 STATIC = Path(__file__).resolve().parents[1] / "static" / "studio"
+#: The motion credits page (every clip's source, CMU trial, licence, loop measure), linked from the picker.
+CREDITS = Path(__file__).resolve().parents[2] / "docs" / "motions.md"
 
 #: The page loads only its own files; images and videos may come from S3 (presigned URLs), and
 #: fetch() reaches S3 for the mask it paints on.
@@ -37,6 +39,15 @@ def page_slash() -> Response:
     return redirect(url_for("studio.page"), code=301)
 
 
+@bp.get("/studio/credits")
+def credits() -> Response:
+    """docs/motions.md as plain text: the motions' credits and CMU's acknowledgement."""
+    response = send_from_directory(CREDITS.parent, CREDITS.name, mimetype="text/plain", max_age=0)
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
 @bp.get("/studio/<path:name>")
 def asset(name: str) -> Response:
     return _static(name)
@@ -52,8 +63,13 @@ def root() -> Response:
 
 
 def _static(name: str) -> Response:
+    return serve_static(STATIC, name)
+
+
+def serve_static(folder: Path, name: str) -> Response:
+    """A file of one of the app's static pages (the studio, the API reference), under their policy."""
     # no-cache: revalidated (ETag) on every load, so a deploy shows the new page at once
-    response = send_from_directory(STATIC, name, max_age=0)
+    response = send_from_directory(folder, name, max_age=0)
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Content-Type-Options"] = "nosniff"
     if response.mimetype == "text/html":

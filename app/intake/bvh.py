@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -52,7 +53,7 @@ class UploadedMotion:
 
 
 def read_bvh_upload(files: Mapping[str, Any], form: Mapping[str, Any], settings: Any, folder: Path,
-                    request_id: str, run: Callable[..., dict[str, Any]] | None = None) -> UploadedMotion | None:
+                    run: Callable[..., dict[str, Any]] | None = None) -> UploadedMotion | None:
     """The request's ``bvh`` clip, checked and written to ``folder``; None when there is none.
 
     The request reads the fields and writes the raw file (I/O only); parsing, checking and cutting
@@ -82,7 +83,7 @@ def read_bvh_upload(files: Mapping[str, Any], form: Mapping[str, Any], settings:
         raise InvalidMotion("field 'bvh': not a text file (a BVH clip starts with HIERARCHY)")
     name = os.path.basename(getattr(part, "filename", None) or "") or "bvh"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"upload-{request_id}.bvh"
+    path = folder / f"upload-{secrets.token_hex(16)}.bvh"   # never a name the client chose (X-Request-ID)
     path.write_bytes(data)
     limits = (settings.bvh_max_joints, settings.bvh_max_frames, float(settings.bvh_max_seconds))
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..characters import frames
 from ..errors import BadRequest, TooLarge, UnknownMotion, animator_boundary
 from ..services import services
 from .body import parse_json
@@ -65,7 +66,9 @@ def parse_joints(raw: Any) -> list | None:
     from animator.photo_skeleton import skeleton_from_client
 
     with animator_boundary():
-        return skeleton_from_client(value)
+        joints = skeleton_from_client(value)
+    frames.check_spread(joints)  # 422 now, before a render slot (the image's bounds are checked once decoded)
+    return joints
 
 
 def parse_bbox(raw: Any) -> list[float] | None:

@@ -56,10 +56,16 @@ def fingerprint(method: str, path: str, fields: Iterable[tuple[str, str]] = (),
                 files: Iterable[tuple[str, bytes]] = (), json_body: Any = None) -> str:
     """SHA-256 of the request's content, independent of multipart boundaries and field order."""
     canon = {"method": method.upper(), "path": path,
-             "fields": sorted([k, v] for k, v in fields),
-             "files": sorted([name, hashlib.sha256(data).hexdigest()] for name, data in files),
+             "fields": _sorted_pairs([k, v] for k, v in fields),
+             "files": _sorted_pairs([name, hashlib.sha256(data).hexdigest()] for name, data in files),
              "json": json_body}
     return hashlib.sha256(json.dumps(canon, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _sorted_pairs(pairs: Iterable[list]) -> list[list]:
+    """Pairs in a canonical order; a part whose name the multipart parser could not read has the name
+    None, which plain sorting cannot compare with a string (a 500 once), so the order is that of their JSON."""
+    return sorted(pairs, key=lambda pair: json.dumps(pair))
 
 
 def redis_key(prefix: str, client: str, key: str) -> str:

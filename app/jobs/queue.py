@@ -158,7 +158,7 @@ class JobQueue:
         """The API error for a Redis failure (and remember it for /ping)."""
         self.last_error = f"{type(exc).__name__}: {exc}"
         log.warning("redis %s unavailable: %s", self.safe_url(), self.last_error)
-        return JobsUnavailable(f"async jobs are unavailable: Redis is not reachable ({type(exc).__name__}); "
+        return JobsUnavailable(f"async jobs are unavailable: {redis_trouble(exc)}; "
                                f"retry later, or send the request without 'Prefer: respond-async'",
                                self.retry_after_s)
 
@@ -175,7 +175,7 @@ class JobQueue:
             stats = self.stats()
         except REDIS_ERRORS as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
-            return {"ok": False, "detail": f"Redis at {self.safe_url()} is not reachable ({self.last_error}); "
+            return {"ok": False, "detail": f"Redis at {self.safe_url()}: {redis_trouble(exc)} ({self.last_error}); "
                                            "async requests answer 503, synchronous ones work"}
         return {"ok": True, "queued": stats.queued, "running": stats.running,
                 "max_queued": self.max_queued, "oldest_age_s": round(stats.oldest_age_s, 1)}
@@ -257,7 +257,8 @@ class JobQueue:
         if h.get("error"):
             out["error"] = json.loads(h["error"])
         if h.get("callback_url"):
-            out["webhook"] = {"url": h["callback_url"], "status": h.get("webhook_status") or "not_sent",
+            out["webhook"] = {"url": without_credentials(h["callback_url"]),
+                              "status": h.get("webhook_status") or "not_sent",
                               "attempts": int(h.get("webhook_attempts") or 0)}
         return out
 
@@ -406,3 +407,32 @@ class JobQueue:
                     self.redis.xgroup_delconsumer(stream, group, c["name"])
                     dropped += 1
         return dropped
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without a user name or password (those are refused at submit; older records may hold them)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def redis_trouble(exc: BaseException) -> str:
+    """What a Redis error means, in words: a server that answered and refused (out of memory, read
+    only, wrong password, a refused command) is not an unreachable one."""
+    e = redis.exceptions
+    if isinstance(exc, e.OutOfMemoryError) or str(exc).startswith("OOM"):
+        return "Redis is out of memory (its maxmemory is reached) and refuses writes"
+    if isinstance(exc, e.ReadOnlyError):
+        return "Redis is a read-only replica"
+    if isinstance(exc, e.AuthenticationError) or str(exc).startswith(("NOAUTH", "WRONGPASS", "invalid password")):
+        return "Redis refused the password"
+    if isinstance(exc, e.BusyLoadingError):
+        return "Redis is loading its data"
+    if isinstance(exc, e.ResponseError):
+        return f"Redis refused the command ({str(exc)[:60]})"
+    if isinstance(exc, e.TimeoutError):
+        return f"Redis did not answer in time ({type(exc).__name__})"
+    return f"Redis is not reachable ({type(exc).__name__})"

@@ -8,11 +8,16 @@ and worker of the deployment shares the same count.
 Headers (IETF draft "RateLimit header fields for HTTP"), on every limited response:
 ``RateLimit-Limit`` (the burst), ``RateLimit-Remaining`` (whole tokens left), ``RateLimit-Reset``
 (seconds until the bucket is full again) and ``RateLimit-Policy`` (``<burst>;w=<seconds to refill>``).
+
+Without Redis, :class:`LocalRateLimiter` keeps the same buckets in the worker process's memory (each
+gunicorn worker counts on its own), so a pod without Redis is still limited.
 """
 from __future__ import annotations
 
 import hashlib
 import math
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..errors import ClientError
@@ -69,3 +74,30 @@ class RateLimiter:
         return RateLimited(f"rate limit of {self.burst} requests (refilling {self.rate * 60:g} per minute) "
                            f"used up; retry in {max(1, math.ceil(decision.retry_after_s))} s",
                            headers=decision.headers())
+
+
+class LocalRateLimiter(RateLimiter):
+    """The same token buckets in this process's memory (no Redis): at most ``max_clients`` remembered,
+    the least recently seen forgotten first (a forgotten client starts again with a full bucket)."""
+
+    def __init__(self, per_min: float, burst: int, max_clients: int = 100_000,
+                 clock=time.monotonic) -> None:
+        self.rate = per_min / 60.0
+        self.burst = burst
+        self.max_clients = max_clients
+        self.clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()   # client -> (tokens, at)
+
+    def take(self, client: str, cost: int = 1) -> Decision:
+        now = self.clock()
+        tokens, at = self._buckets.pop(client, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + max(0.0, now - at) * self.rate)
+        allowed = tokens >= cost
+        if allowed:
+            tokens -= cost
+        self._buckets[client] = (tokens, now)
+        while len(self._buckets) > self.max_clients:
+            self._buckets.popitem(last=False)
+        retry = 0.0 if allowed else (cost - tokens) / self.rate
+        return Decision(allowed, self.burst, int(math.floor(tokens + 1e-9)), (self.burst - tokens) / self.rate,
+                        retry, self.burst / self.rate)

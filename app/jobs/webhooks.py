@@ -18,6 +18,9 @@ import hmac
 import json
 import logging
 import random
+import re
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -25,9 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
-
 from ..errors import BadRequest
+from .egress import Allowance, CallbackRefused, Resolver, Target, check_callback, system_resolver
 
 log = logging.getLogger("doodlepod.webhooks")
 
@@ -45,17 +47,21 @@ def verify(secret: str, body: bytes, header: str) -> bool:
     return hmac.compare_digest(sign(secret, body), header or "")
 
 
-def validate_callback_url(raw: str | None, secret: str) -> str:
-    """The callback URL of a request ('' if none); 400 unless http(s) with a host, and webhooks configured."""
+def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver = system_resolver) -> str:
+    """The callback URL of a request ('' if none): 400 unless an http(s) URL and webhooks are configured,
+    422 ``callback_url_refused`` when it names an address the server does not call (app/jobs/egress.py)."""
     url = (raw or "").strip()
     if not url:
         return ""
-    if not secret:
+    if not settings.webhook_secret:
         raise BadRequest("callback_url is not available: this server has no DOODLEPOD_WEBHOOK_SECRET to sign "
                          "callbacks with; poll GET /jobs/{id} instead")
     parts = urlsplit(url)
-    if len(url) > MAX_URL_LENGTH or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadRequest(f"callback_url must be an http(s) URL of at most {MAX_URL_LENGTH} characters")
+    if (len(url) > MAX_URL_LENGTH or parts.scheme not in ("http", "https") or not parts.hostname
+            or any(ord(c) <= 32 or ord(c) == 127 for c in url)):
+        raise BadRequest(f"callback_url must be an http(s) URL of at most {MAX_URL_LENGTH} characters, "
+                         "without spaces or control characters")
+    check_callback(url, Allowance.parse(settings.webhook_allow), resolve)
     return url
 
 
@@ -73,12 +79,18 @@ class Outcome:
 
 
 def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeout_s: float,
-            now: Callable[[], str], stop: threading.Event | None = None, base_backoff_s: float = 1.0,
-            session: requests.Session | None = None) -> Outcome:
-    """POST the signed record of ``job`` to ``url`` until a 2xx, a final answer, or ``attempts`` tries."""
-    http = session or requests.Session()
+            now: Callable[[], str], allow: Allowance = Allowance(), stop: threading.Event | None = None,
+            base_backoff_s: float = 1.0, resolve: Resolver = system_resolver) -> Outcome:
+    """POST the signed record of ``job`` to ``url`` until a 2xx, a final answer, or ``attempts`` tries.
+
+    Each attempt checks the URL again (:func:`app.jobs.egress.check_callback`: the name is resolved anew
+    and every address checked), connects to the address it checked, and ends within ``timeout_s``
+    in all (connecting, sending and reading the answer's head together), however slowly the
+    receiver trickles its answer. A URL refused by the rules ends delivery at once, not retried.
+    """
     delivery = f"{job['id']}.{job['status']}"
     detail = ""
+    shown = _host(url)
     for attempt in range(1, attempts + 1):
         body = body_for(job, now())
         headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body),
@@ -86,30 +98,82 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
                    "User-Agent": "doodlepod-webhooks/1"}
         wait = min(60.0, base_backoff_s * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
         try:
-            resp = http.post(url, data=body, headers=headers, timeout=timeout_s, allow_redirects=False)
-        except requests.RequestException as exc:
-            detail = f"{type(exc).__name__}"
+            target = check_callback(url, allow, resolve)
+        except CallbackRefused as exc:
+            log.warning("webhook job=%s to %s not sent: %s", job["id"], shown, exc.message)
+            return Outcome(False, attempt, f"refused: {exc.rule}")
+        try:
+            status, retry_after = post(target, body, headers, timeout_s)
+        except (OSError, ValueError) as exc:
+            detail = "timeout" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
         else:
-            if 200 <= resp.status_code < 300:
-                log.info("webhook job=%s delivered to %s (attempt %d)", job["id"], _host(url), attempt)
-                return Outcome(True, attempt, f"HTTP {resp.status_code}")
-            detail = f"HTTP {resp.status_code}"
-            if resp.status_code not in _RETRY_STATUSES and resp.status_code < 500:
-                log.warning("webhook job=%s refused by %s: %s; not retried", job["id"], _host(url), detail)
+            if 200 <= status < 300:
+                log.info("webhook job=%s delivered to %s (attempt %d)", job["id"], shown, attempt)
+                return Outcome(True, attempt, f"HTTP {status}")
+            detail = f"HTTP {status}"
+            if status not in _RETRY_STATUSES and status < 500:
+                log.warning("webhook job=%s refused by %s: %s; not retried", job["id"], shown, detail)
                 return Outcome(False, attempt, detail)
-            retry_after = resp.headers.get("Retry-After", "")
             if retry_after.isdigit():
                 wait = min(60.0, float(retry_after))
         if attempt < attempts:
-            log.info("webhook job=%s to %s failed (%s), attempt %d/%d; retrying in %.1f s", job["id"], _host(url),
+            log.info("webhook job=%s to %s failed (%s), attempt %d/%d; retrying in %.1f s", job["id"], shown,
                      detail, attempt, attempts, wait)
             if stop is not None and stop.wait(wait):
                 return Outcome(False, attempt, detail, interrupted=True)
             if stop is None:
                 time.sleep(wait)
-    log.warning("webhook job=%s to %s failed after %d attempts: %s", job["id"], _host(url), attempts, detail)
+    log.warning("webhook job=%s to %s failed after %d attempts: %s", job["id"], shown, attempts, detail)
     return Outcome(False, attempts, detail)
 
 
+#: Most bytes of an answer's status line and headers read; the body is never read.
+MAX_ANSWER_HEAD = 16 * 1024
+
+
+def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+    """POST ``body`` to ``target`` (connecting to its checked address) and read the answer's head,
+    all within ``timeout_s``. Returns the status and the Retry-After header ('' if none); raises
+    OSError (``TimeoutError`` past the deadline) or ValueError (not an HTTP answer)."""
+    end = time.monotonic() + timeout_s
+
+    def left() -> float:
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("callback attempt deadline")
+        return remaining
+
+    sock = socket.create_connection((target.address, target.port), timeout=left())
+    try:
+        if target.scheme == "https":
+            context = ssl.create_default_context()
+            sock.settimeout(left())
+            sock = context.wrap_socket(sock, server_hostname=target.host)
+        default_port = 443 if target.scheme == "https" else 80
+        host = target.host if ":" not in target.host else f"[{target.host}]"
+        host += "" if target.port == default_port else f":{target.port}"
+        head = [f"POST {target.path} HTTP/1.1", f"Host: {host}", f"Content-Length: {len(body)}",
+                "Connection: close", *(f"{k}: {v}" for k, v in headers.items())]
+        sock.settimeout(left())
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer and len(answer) < MAX_ANSWER_HEAD:
+            sock.settimeout(left())
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    finally:
+        sock.close()
+    lines = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    match = re.match(r"HTTP/1\.[01] (\d{3})", lines[0])
+    if match is None:
+        raise ValueError("not an HTTP answer")
+    retry_after = next((ln.split(":", 1)[1].strip() for ln in lines[1:] if ln.lower().startswith("retry-after:")), "")
+    return int(match.group(1)), retry_after
+
+
 def _host(url: str) -> str:
-    return urlsplit(url).netloc
+    """The URL's host and port, for logs (never its user or password)."""
+    netloc = urlsplit(url).netloc
+    return netloc.rsplit("@", 1)[-1]

@@ -9,7 +9,9 @@ together never exceed ``DOODLEPOD_MAX_INFLIGHT``.
 Threads: ``DOODLEPOD_WORKER_CONCURRENCY`` job threads (each: wait for TorchServe to be ready and for
 a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot),
 one heartbeat thread that renews the entries being worked on, and
-two callback threads (app/jobs/webhooks.py). SIGTERM stops taking work and lets running jobs finish
+one callback thread that hands each callback to a delivery thread of its own (app/jobs/webhooks.py;
+at most DOODLEPOD_WEBHOOK_CONCURRENCY at once, :data:`PER_RECEIVER` per receiver).
+SIGTERM stops taking work and lets running jobs finish
 (bounded by the request deadline); a worker killed outright loses nothing: its jobs are taken over
 after ``DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S``.
 
@@ -128,8 +130,8 @@ class Worker:
 
         threads = [threading.Thread(target=self._job_loop, args=(f"{self.name}-{i}",), name=f"job-{i}", daemon=True)
                    for i in range(self.settings.worker_concurrency)]
-        threads += [threading.Thread(target=self._webhook_loop, args=(f"{self.name}-hook{i}",), name=f"hook-{i}",
-                                     daemon=True) for i in range(2)]
+        threads.append(threading.Thread(target=self._webhook_loop, args=(f"{self.name}-hooks",), name="hooks",
+                                        daemon=True))
         beat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         for t in threads + [beat]:
             t.start()
@@ -276,15 +278,27 @@ class Worker:
 
     # --- callbacks ---------------------------------------------------------------------------
     def _webhook_loop(self, consumer: str) -> None:
-        from .. import metrics
-        from .queue import WEBHOOKS_GROUP, now_iso
-        from .webhooks import deliver
+        """Take ended jobs' callbacks and deliver each in a thread of its own: at most
+        DOODLEPOD_WEBHOOK_CONCURRENCY at once, and at most :data:`PER_RECEIVER` to one receiver
+        (scheme, host and port), so a receiver that answers slowly holds back only its own callbacks;
+        one over its receiver's share waits here (its entry kept alive by the heartbeat) until one of
+        that receiver's deliveries ends."""
+        from .queue import WEBHOOKS_GROUP
 
-        s = self.settings
+        lanes = Lanes(self.settings.webhook_concurrency, PER_RECEIVER)
+        waiting: list[tuple[Any, str, dict[str, str] | None]] = []   # (taken, receiver, raw job)
         backoff = 0.5
         while not self.stop.is_set():
+            for item in list(waiting):
+                if lanes.try_start(item[1]):
+                    waiting.remove(item)
+                    self._spawn_delivery(item, consumer, lanes)
+            if not lanes.has_room() or len(waiting) >= 4 * self.settings.webhook_concurrency:
+                self.stop.wait(0.05)
+                continue
             try:
-                taken = self.queue.take(consumer, block_ms=1000, stream=self.queue.hooks, group=WEBHOOKS_GROUP)
+                taken = self.queue.take(consumer, block_ms=200 if waiting else 1000, stream=self.queue.hooks,
+                                        group=WEBHOOKS_GROUP)
                 backoff = 0.5
             except Exception as exc:
                 log.warning("webhooks %s: %s: %s", consumer, type(exc).__name__, exc)
@@ -296,23 +310,91 @@ class Worker:
             self._track(self.queue.hooks, consumer, taken.entry_id, True)
             try:
                 raw = self.queue.raw_job(taken.job_id)
-                if not raw or not raw.get("callback_url") or not s.webhook_secret:
-                    self.queue.webhook_done(taken, "failed" if raw else "expired", 0)
-                    continue
-                job = self.queue.public(raw)
-                job.pop("webhook", None)
-                outcome = deliver(raw["callback_url"], job, s.webhook_secret, attempts=s.webhook_attempts,
-                                  timeout_s=s.webhook_timeout_s, now=now_iso, stop=self.stop)
-                if outcome.interrupted:
-                    continue  # stopping: another worker takes it over after the visibility timeout
-                metrics.WEBHOOKS.labels(outcome="delivered" if outcome.delivered else "failed").inc()
-                if outcome.attempts > 1:
-                    metrics.WEBHOOKS.labels(outcome="retried").inc(outcome.attempts - 1)
-                self.queue.webhook_done(taken, "delivered" if outcome.delivered else "failed", outcome.attempts)
             except Exception as exc:
                 log.warning("webhook for job %s: %s: %s", taken.job_id, type(exc).__name__, exc)
-            finally:
                 self._track(self.queue.hooks, consumer, taken.entry_id, False)
+                continue
+            item = (taken, receiver_of(raw.get("callback_url", "") if raw else ""), raw)
+            if lanes.try_start(item[1]):
+                self._spawn_delivery(item, consumer, lanes)
+            else:
+                waiting.append(item)
+
+    def _spawn_delivery(self, item, consumer: str, lanes: Lanes) -> None:
+        threading.Thread(target=self._deliver_one, args=(item, consumer, lanes), name=f"hook-{item[1][:40]}",
+                         daemon=True).start()
+
+    def _deliver_one(self, item, consumer: str, lanes: Lanes) -> None:
+        from .. import metrics
+        from .queue import now_iso
+        from .webhooks import Allowance, deliver
+
+        s = self.settings
+        taken, receiver, raw = item
+        try:
+            if not raw or not raw.get("callback_url") or not s.webhook_secret:
+                self.queue.webhook_done(taken, "failed" if raw else "expired", 0)
+                return
+            job = self.queue.public(raw)
+            job.pop("webhook", None)
+            outcome = deliver(raw["callback_url"], job, s.webhook_secret, attempts=s.webhook_attempts,
+                              timeout_s=s.webhook_timeout_s, now=now_iso, stop=self.stop,
+                              allow=Allowance.parse(s.webhook_allow))
+            if outcome.interrupted:
+                return  # stopping: another worker takes it over after the visibility timeout
+            metrics.WEBHOOKS.labels(outcome="delivered" if outcome.delivered else "failed").inc()
+            if outcome.attempts > 1:
+                metrics.WEBHOOKS.labels(outcome="retried").inc(outcome.attempts - 1)
+            self.queue.webhook_done(taken, "delivered" if outcome.delivered else "failed", outcome.attempts)
+        except Exception as exc:
+            log.warning("webhook for job %s: %s: %s", taken.job_id, type(exc).__name__, exc)
+        finally:
+            lanes.end(receiver)
+            self._track(self.queue.hooks, consumer, taken.entry_id, False)
+
+
+#: Callbacks one worker delivers to one receiver (scheme, host, port) at once.
+PER_RECEIVER = 2
+
+
+def receiver_of(url: str) -> str:
+    """Whose lane a callback takes: its URL's scheme, host and port."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port or ''}"
+
+
+class Lanes:
+    """Counts deliveries in flight, in all (at most ``total``) and per receiver (at most ``each``)."""
+
+    def __init__(self, total: int, each: int) -> None:
+        self.total, self.each = total, each
+        self._lock = threading.Lock()
+        self._busy: dict[str, int] = {}
+
+    def has_room(self) -> bool:
+        with self._lock:
+            return sum(self._busy.values()) < self.total
+
+    def try_start(self, receiver: str) -> bool:
+        with self._lock:
+            if sum(self._busy.values()) >= self.total or self._busy.get(receiver, 0) >= self.each:
+                return False
+            self._busy[receiver] = self._busy.get(receiver, 0) + 1
+            return True
+
+    def end(self, receiver: str) -> None:
+        with self._lock:
+            left = self._busy.get(receiver, 0) - 1
+            if left > 0:
+                self._busy[receiver] = left
+            else:
+                self._busy.pop(receiver, None)
 
 
 def _created_epoch(job: dict) -> float:

@@ -2,15 +2,25 @@
 
 A library is a folder with a ``library.yaml``::
 
+    categories: [dance, funny, jumping, walking]   # optional: the order categories are listed in
     motions:
       dab:                                   # the name clients ask for
-        motion: examples/config/motion/dab.yaml          # AnimatedDrawings motion config
-        retarget: examples/config/retarget/fair1_ppf.yaml # AnimatedDrawings retarget config
-        description: A dab.                  # optional, shown by GET /motions
+        motion: loops/dab.yaml               # AnimatedDrawings motion config, or a .bvh clip
+        retarget: examples/config/retarget/fair1_ppf.yaml  # retarget config, or 'auto' (derived)
+        title: Dab                           # optional, for people (default: the name)
+        category: dance                      # optional (default: other)
+        description: A dab.                  # optional; these and the rest are shown by GET /motions
+        source: AnimatedDrawings example clip
+        licence: MIT (LICENSE)
+        cmu_trial: ''                        # the CMU database trial, for CMU clips
+        travels: false                       # the character ends far from where it started
+        loop_gap_pct: 0.31                   # pose jump last -> first frame, % of char1's height
 
 Paths are relative to the folder holding ``library.yaml``. The built-in library is ``motions/`` at the
 repository root; an operator's folder (``DOODLEPOD_MOTIONS_DIR``) is merged over it, entry by entry.
-Only file existence is checked here; the configs are parsed by :mod:`animator` in the render processes.
+Motions are listed by category (the libraries' category order, new categories after) and within a
+category in library order. Only file existence is checked here; the configs are parsed by
+:mod:`animator` in the render processes (a .bvh clip with ``retarget: auto`` gets both configs derived).
 """
 from __future__ import annotations
 
@@ -24,6 +34,8 @@ import yaml
 
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "motions"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Category of an entry that names none.
+OTHER = "other"
 
 
 class LibraryError(ValueError):
@@ -33,20 +45,29 @@ class LibraryError(ValueError):
 @dataclass(frozen=True)
 class Motion:
     name: str
-    motion_cfg: Path
-    retarget_cfg: Path
+    motion_cfg: Path  # an AnimatedDrawings motion config, or a .bvh clip (its motion config derived)
+    retarget_cfg: Path | None  # None: derived from the clip's skeleton ('retarget: auto')
     description: str
     source: str  # "builtin" or the operator folder
     seconds: float = 0.0  # playing time of the clip (see clip_seconds), read once when the library loads
+    title: str = ""
+    category: str = OTHER
+    origin: str = ""  # where the clip comes from (the entry's 'source')
+    licence: str = ""
+    cmu_trial: str = ""
+    travels: bool = False
+    loop_gap_pct: float | None = None
 
     def as_json(self) -> dict:
-        return {"name": self.name, "description": self.description, "source": self.source,
-                "motion_config": self.motion_cfg.name, "retarget_config": self.retarget_cfg.name}
+        return {"name": self.name, "title": self.title or self.name.replace("_", " ").title(),
+                "category": self.category, "description": self.description, "seconds": round(self.seconds, 2),
+                "travels": self.travels, "loop_gap_pct": self.loop_gap_pct, "origin": self.origin,
+                "licence": self.licence, "cmu_trial": self.cmu_trial or None, "source": self.source,
+                "motion_config": self.motion_cfg.name,
+                "retarget_config": "auto" if self.retarget_cfg is None else self.retarget_cfg.name}
 
 
-def load_library(folder: str | Path, source: str) -> dict[str, Motion]:
-    """Read ``folder/library.yaml``; raises :class:`LibraryError` naming the bad entry."""
-    folder = Path(folder)
+def _read_index(folder: Path) -> tuple[Path, dict]:
     index = folder / "library.yaml"
     try:
         doc = yaml.safe_load(index.read_text())
@@ -54,39 +75,87 @@ def load_library(folder: str | Path, source: str) -> dict[str, Motion]:
         raise LibraryError(f"{index}: not found (a motion folder needs a library.yaml)") from None
     except yaml.YAMLError as exc:
         raise LibraryError(f"{index}: not valid YAML: {exc}") from None
-    entries = (doc or {}).get("motions") if isinstance(doc, dict) else None
-    if not isinstance(entries, dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("motions"), dict):
         raise LibraryError(f"{index}: expected a mapping under 'motions'")
+    return index, doc
+
+
+def load_categories(folder: str | Path) -> list[str]:
+    """The category order ``folder/library.yaml`` declares (``categories:``), empty when it declares none."""
+    index, doc = _read_index(Path(folder))
+    cats = doc.get("categories") or []
+    if not isinstance(cats, list) or not all(isinstance(c, str) and _NAME.match(c) for c in cats):
+        raise LibraryError(f"{index}: 'categories' must be a list of names (letters, digits, '_', '-', '.')")
+    return list(cats)
+
+
+def load_library(folder: str | Path, source: str) -> dict[str, Motion]:
+    """Read ``folder/library.yaml`` (entries in file order); raises :class:`LibraryError` naming the bad entry."""
+    folder = Path(folder)
+    index, doc = _read_index(folder)
     out: dict[str, Motion] = {}
-    for name, entry in entries.items():
+    for name, entry in doc["motions"].items():
         name = str(name)
         if not _NAME.match(name):
             raise LibraryError(f"{index}: motion name {name!r} must be letters, digits, '_', '-', '.'")
         if not isinstance(entry, dict) or "motion" not in entry or "retarget" not in entry:
             raise LibraryError(f"{index}: motion {name!r} needs 'motion' and 'retarget' config paths")
-        paths = []
+        paths: list[Path | None] = []
         for field in ("motion", "retarget"):
+            if field == "retarget" and entry[field] == "auto":
+                if paths[0].suffix.lower() != ".bvh":  # type: ignore[union-attr]
+                    raise LibraryError(f"{index}: motion {name!r}: 'retarget: auto' needs a .bvh clip as 'motion'")
+                paths.append(None)
+                continue
             path = (folder / str(entry[field])).resolve()
             if not path.is_file():
                 raise LibraryError(f"{index}: motion {name!r}: {field} config {entry[field]} not found")
             paths.append(path)
-        out[name] = Motion(name, paths[0], paths[1], str(entry.get("description", "")), source,
-                           clip_seconds(paths[0]))
+        category = str(entry.get("category") or OTHER)
+        if not _NAME.match(category):
+            raise LibraryError(f"{index}: motion {name!r}: category {category!r} must be a name")
+        gap = entry.get("loop_gap_pct")
+        out[name] = Motion(name, paths[0], paths[1], str(entry.get("description", "")), source,  # type: ignore[arg-type]
+                           clip_seconds(paths[0]), title=str(entry.get("title") or ""), category=category,
+                           origin=str(entry.get("source") or ""), licence=str(entry.get("licence") or ""),
+                           cmu_trial=str(entry.get("cmu_trial") or ""), travels=bool(entry.get("travels", False)),
+                           loop_gap_pct=None if gap is None else float(gap))
     return out
 
 
 def load_motions(extra_dir: str | Path | None = None) -> dict[str, Motion]:
-    """The built-in library with ``extra_dir``'s entries merged over it, sorted by name."""
+    """The built-in library with ``extra_dir``'s entries merged over it, grouped by category (see
+    :func:`categories`), each category in library order (the built-ins first)."""
     motions = load_library(BUILTIN_DIR, "builtin")
     if extra_dir:
         motions.update(load_library(extra_dir, str(extra_dir)))
-    return dict(sorted(motions.items()))
+    order = category_order(extra_dir, motions.values())
+    return dict(sorted(motions.items(), key=lambda kv: order.index(kv[1].category)))
+
+
+def category_order(extra_dir: str | Path | None, motions) -> list[str]:
+    """Categories in listing order: the built-in library's, then the operator's new ones, then any
+    other a motion names (in the order motions name them)."""
+    order = load_categories(BUILTIN_DIR)
+    extra = load_categories(extra_dir) if extra_dir else []
+    for c in [*extra, *(m.category for m in motions)]:
+        if c not in order:
+            order.append(c)
+    return order
+
+
+def categories(motions: dict[str, Motion]) -> list[dict]:
+    """``[{"name": category, "motions": [names]}]`` in the order of ``motions`` (see :func:`load_motions`)."""
+    out: dict[str, list[str]] = {}
+    for m in motions.values():
+        out.setdefault(m.category, []).append(m.name)
+    return [{"name": c, "motions": names} for c, names in out.items()]
 
 
 def clip_seconds(motion_cfg: str | Path) -> float:
-    """Playing time in seconds of the clip a motion config plays (its BVH header and frame range),
-    0.0 when it cannot be read here (the render process reports the real error). Renders take about
-    as long as their clips, so the pipeline starts the longest first."""
+    """Playing time in seconds of the clip a motion config (or a .bvh clip) plays (its BVH header and
+    frame range), 0.0 when it cannot be read here (the render process reports the real error).
+    Renders take about as long as their clips, so the pipeline starts the longest first."""
     try:
         return _clip_seconds(str(motion_cfg), os.stat(motion_cfg).st_mtime)
     except Exception:  # noqa: BLE001 - an estimate; the render names any problem
@@ -97,9 +166,9 @@ def clip_seconds(motion_cfg: str | Path) -> float:
 def _clip_seconds(motion_cfg: str, _mtime: float) -> float:
     from animator.config import load_motion_config
 
-    cfg = load_motion_config(motion_cfg)
+    cfg = None if motion_cfg.lower().endswith(".bvh") else load_motion_config(motion_cfg)
     frames = frame_time = None
-    with open(cfg.bvh_path, encoding="utf-8", errors="replace") as fh:
+    with open(motion_cfg if cfg is None else cfg.bvh_path, encoding="utf-8", errors="replace") as fh:
         for line in fh:  # the header only: 'Frames:' and 'Frame Time:' follow the hierarchy
             key, _, value = line.strip().partition(":")
             if key == "Frames":
@@ -109,5 +178,7 @@ def _clip_seconds(motion_cfg: str, _mtime: float) -> float:
                 break
     if not frames or not frame_time:
         return 0.0
+    if cfg is None:
+        return frames * frame_time
     start, end = cfg.frame_range(frames)
     return (end - start) * (cfg.frame_time or frame_time)

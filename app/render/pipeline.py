@@ -30,8 +30,10 @@ from ..errors import (
     ModelServerError,
     NoCharacter,
     NoSkeleton,
+    StorageFull,
     animator_boundary,
 )
+from ..loop import off_loop
 from ..storage.backends import LocalStorage, free_disk_mb
 from . import steps
 from .deadline import Deadline
@@ -95,10 +97,19 @@ class Pipeline:
         return str(self.storage.root) if isinstance(self.storage, LocalStorage) else self.scratch_dir
 
     def check_disk(self) -> None:
+        """Refuse new work (503) when the disk is low or the stored files reached the storage budget."""
         free = free_disk_mb(self.disk_path())
         if free < self.settings.min_free_disk_mb:
             raise InsufficientStorage(f"only {free:.0f} MiB free on {self.disk_path()} (need "
                                       f"{self.settings.min_free_disk_mb:.0f} MiB); try again later")
+        budget = getattr(self.storage, "budget", None)
+        if budget is not None and budget.enabled:
+            left = off_loop(budget.left_bytes)
+            if left is not None and left <= 0:
+                wait = int(min(3600, max(60, self.settings.sweep_interval_s)))
+                raise StorageFull(f"the stored files reached the storage budget of "
+                                  f"{budget.budget_bytes / 2**20:.0f} MiB (DOODLEPOD_STORAGE_BUDGET_MB); expired "
+                                  f"files are swept every {self.settings.sweep_interval_s:g} s: retry later", wait)
 
     # -- the steps -----------------------------------------------------------------------------
     # Each step is one stage of the data flow; /animate chains them all in memory (:meth:`run`),
@@ -243,7 +254,7 @@ class Pipeline:
         set_id = new_storage_id()
 
         def store(motion: Motion, out: dict[str, Any]) -> str:
-            key = f"{set_id}/{motion.name}.{out['extension']}"
+            key = f"{set_id}/{motion.name}.{file_suffix(job.format)}"
             self.storage.put(key, out["data"], out["mime"], job.deadline)
             return self.storage.url(key, job.base_url)
 
@@ -323,3 +334,11 @@ def new_storage_id() -> str:
     return uuid.uuid4().hex
 
 
+def file_suffix(fmt: str) -> str:
+    """A stored animation's name ending: the format, then its file extension where they differ
+    (``gif``, ``glb``; ``sheet.zip``, ``frames.zip``, ``apng.png``, ``joints.json``), so the cache
+    key names the format and the name's extension the file's type (what local storage serves it as)."""
+    import animator
+
+    ext = animator.FORMATS[fmt][1]
+    return fmt if ext == fmt else f"{fmt}.{ext}"

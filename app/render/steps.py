@@ -143,12 +143,18 @@ def prepare_image(data: bytes, max_pixels: int, max_side: int) -> PreparedImage:
 _WIDE_GREY = ("I;16", "I;16L", "I;16B", "I;16N", "I")
 
 
+def _eight_bit_grey(im: Image.Image) -> Image.Image:
+    """``im`` as 8-bit "L" when it is 16-bit greyscale (values scaled, not clipped); else ``im``."""
+    if im.mode not in _WIDE_GREY:
+        return im
+    wide = np.asarray(im).astype(np.float64)
+    return Image.fromarray(np.clip(np.round(wide / 257.0), 0, 255).astype(np.uint8), "L")
+
+
 def _flatten(im: Image.Image) -> Image.Image:
     """RGB copy of ``im`` with any transparency composited onto white paper; 16-bit greyscale is
     scaled to 8 bits."""
-    if im.mode in _WIDE_GREY:
-        wide = np.asarray(im).astype(np.float64)
-        im = Image.fromarray(np.clip(np.round(wide / 257.0), 0, 255).astype(np.uint8), "L")
+    im = _eight_bit_grey(im)
     if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
         rgba = im.convert("RGBA")
         page = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
@@ -211,6 +217,20 @@ def _configs(motion_path: str, retarget_path: str | None):
     return _load_configs(motion_path, retarget_path, mtimes)
 
 
+#: Character versions whose rig (mesh + ARAP) and sprites a render process keeps: about half of a
+#: short render's CPU, reused by every later motion of the same version that lands in the process
+#: (the other motions of a request, a later request for more motions, sizes or formats).
+RIG_CACHE_CHARACTERS = 4
+
+
+@lru_cache(maxsize=1)
+def _rigs():
+    """This process's :class:`animator.RigCache` (one per render process: each builds its own)."""
+    import animator
+
+    return animator.RigCache(max_characters=RIG_CACHE_CHARACTERS)
+
+
 def render_motion(character: Any, motion_path: str, retarget_path: str | None,
                   options: dict[str, Any]) -> dict[str, Any]:
     """Render one motion for ``character`` (an :class:`animator.Character`) with ``RenderOptions(**options)``.
@@ -226,13 +246,28 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
     with animator_boundary("the character cannot be animated"):
         motion_cfg, retarget_cfg = _configs(motion_path, retarget_path)
         t1 = time.perf_counter()
-        result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options))
+        result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options),
+                                 rigs=_rigs())
     t2 = time.perf_counter()
     timings = {"load_configs": (t1 - t0) * 1e3, **{k: float(v) for k, v in result.timings_ms.items()},
                "total": (t2 - t0) * 1e3}
     return {"data": result.data, "mime": result.mime, "extension": result.extension,
             "frame_count": int(result.frame_count), "duration_s": float(result.duration_s),
             "timings_ms": timings, "pid": os.getpid()}
+
+
+def render_reference(character_dir: str, motion_path: str, retarget_path: str | None,
+                     options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`render_motion` for a character folder on disk (a motion preview's reference character;
+    read once per render process)."""
+    return render_motion(_character_from(character_dir), motion_path, retarget_path, options)
+
+
+@lru_cache(maxsize=4)
+def _character_from(folder: str) -> Any:
+    import animator
+
+    return animator.load_character(folder)
 
 
 def warm(seconds: float = 0.2) -> int:
@@ -311,6 +346,7 @@ def read_mask(data: bytes, size: tuple[int, int] | None = None) -> np.ndarray:
                 raise MaskWrongSize(f"the mask is {im.size[0]}x{im.size[1]} but the texture is "
                                     f"{size[0]}x{size[1]}: send a mask of the texture's size")
             im.load()
+            im = _eight_bit_grey(im)   # a 16-bit mask: scaled, not clipped to all white
             if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
                 rgba = im.convert("RGBA")
                 grey = np.asarray(rgba.convert("L"), dtype=np.uint16) * np.asarray(rgba)[..., 3] // 255
@@ -421,10 +457,20 @@ def character_files(joints: list[tuple[str, tuple[float, float], str | None]], *
 def render_stored(texture_png: bytes, mask_png_bytes: bytes, joints: list[tuple[str, tuple[float, float], str | None]],
                   motion_path: str, retarget_path: str, options: dict[str, Any]) -> dict[str, Any]:
     """:func:`render_motion` for a stored character (its texture and mask PNGs, joints in texture pixels)."""
+    t0 = time.perf_counter()
+    character = _stored_character(texture_png, mask_png_bytes, tuple((n, tuple(loc), p) for n, loc, p in joints))
+    read_ms = (time.perf_counter() - t0) * 1e3
+    out = render_motion(character, motion_path, retarget_path, options)
+    out["timings_ms"]["read_character"] = read_ms
+    return out
+
+
+@lru_cache(maxsize=RIG_CACHE_CHARACTERS)
+def _stored_character(texture_png: bytes, mask_png_bytes: bytes, joints: tuple) -> Any:
+    """A stored character version's files decoded (kept for the version's later motions in this process)."""
     import animator
 
     texture = read_texture(texture_png)
     mask = read_mask(mask_png_bytes)
     with animator_boundary("the character cannot be animated"):
-        character = animator.Character(texture, mask, [animator.Joint(n, tuple(loc), p) for n, loc, p in joints])
-    return render_motion(character, motion_path, retarget_path, options)
+        return animator.Character(texture, mask, [animator.Joint(n, loc, p) for n, loc, p in joints])

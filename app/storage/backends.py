@@ -22,6 +22,7 @@ from animator.files import PARTIAL_PREFIX, write_atomic
 from ..errors import StorageFailed
 from ..loop import off_loop
 from ..render.deadline import Deadline
+from .budget import StorageBudget
 
 log = logging.getLogger("doodlepod.storage")
 
@@ -55,10 +56,11 @@ class LocalStorage:
 
     name = "local"
 
-    def __init__(self, root: str | Path, public_url: str = "") -> None:
+    def __init__(self, root: str | Path, public_url: str = "", budget_mb: float = 0) -> None:
         self.root = Path(root).resolve()
         self.public_url = public_url.rstrip("/")
         self.root.mkdir(parents=True, exist_ok=True)
+        self.budget = StorageBudget(self.root, budget_mb)
 
     def put(self, key: str, data: bytes, content_type: str, deadline: Deadline) -> None:
         deadline.check("upload")
@@ -71,6 +73,7 @@ class LocalStorage:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, data, durable=True)
+            self.budget.wrote(len(data))
         except OSError as exc:
             raise StorageFailed(f"cannot write {key} to local storage: {exc.strerror or exc}") from None
 
@@ -144,6 +147,11 @@ class LocalStorage:
     def exists(self, key: str, deadline: Deadline) -> bool:
         deadline.check("storage read")
         return self.path_of(key) is not None
+
+    def delete(self, key: str, deadline: Deadline) -> None:
+        """Delete one object (nothing if there is none)."""
+        deadline.check("storage delete")
+        off_loop(lambda: (self.root / _safe_key(key)).unlink(missing_ok=True))
 
     def delete_prefix(self, prefix: str, deadline: Deadline) -> int:
         """Delete every object under the folder ``prefix`` (ending in ``/``); returns how many."""
@@ -301,6 +309,10 @@ class S3Storage:
             return False
         return True
 
+    def delete(self, key: str, deadline: Deadline) -> None:
+        """Delete one object (nothing if there is none)."""
+        self._call(deadline, "storage delete", key, self.client.delete_object, Key=self.key(key))
+
     def delete_prefix(self, prefix: str, deadline: Deadline) -> int:
         """Delete every object under the folder ``prefix`` (ending in ``/``); returns how many."""
         full = self.key(prefix.rstrip("/")) + "/"
@@ -368,4 +380,4 @@ def from_settings(settings) -> Storage:
                          endpoint_url=settings.s3_endpoint_url, url_mode=settings.s3_url_mode,
                          expiry_s=settings.s3_url_expiry_s, public_base_url=settings.s3_public_base_url,
                          timeout_s=settings.s3_timeout_s, attempts=settings.s3_retries)
-    return LocalStorage(settings.local_dir, settings.public_url)
+    return LocalStorage(settings.local_dir, settings.public_url, settings.storage_budget_mb)

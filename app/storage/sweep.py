@@ -1,7 +1,9 @@
 """The expiry sweep of the local storage: characters and animations live DOODLEPOD_EXPIRY_HOURS.
 
-* ``characters/<id>/`` goes as a whole once its document's ``expires_at`` has passed (a folder
-  without a readable document, e.g. a crashed upload, once its newest file is that old);
+* ``characters/<id>/`` goes as a whole once its document's ``expires_at`` has passed, with the
+  ``character-files/<files key>/`` folder it names (a folder without a readable document, e.g. a
+  crashed upload, once its newest file is that old; a files folder whose document is gone, file
+  by file as any other file);
 * any other file (the animations of /animate and POST /) goes once it is older than the expiry,
   and the folders it leaves empty with it;
 * a ``.partial-*`` file (a write that crashed before its rename) goes after an hour.
@@ -36,7 +38,10 @@ def sweep_local(root: str | Path, ttl_s: float, now: float | None = None) -> dic
     if chars.is_dir():
         for folder in chars.iterdir():
             if folder.is_dir() and _character_expired(folder, ttl_s, now):
+                files_key = _files_key(folder)
                 shutil.rmtree(folder, ignore_errors=True)
+                if files_key:
+                    shutil.rmtree(root / "character-files" / files_key, ignore_errors=True)
                 counts["characters"] += 1
     for dirpath, dirnames, filenames in os.walk(root, topdown=False):
         here = Path(dirpath)
@@ -66,6 +71,15 @@ def report(root: str | Path, counts: dict[str, int] | None) -> None:
         metrics.EXPIRED.labels(kind="file").inc(counts["files"])
         log.info("expiry sweep of %s: %d characters and %d files deleted", root, counts["characters"],
                  counts["files"])
+
+
+def _files_key(folder: Path) -> str:
+    """The key of the files' folder the character document in ``folder`` names ('' if none)."""
+    try:
+        key = str(json.loads((folder / "character.json").read_bytes()).get("files_key") or "")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return key if key.isalnum() else ""
 
 
 def _character_expired(folder: Path, ttl_s: float, now: float) -> bool:

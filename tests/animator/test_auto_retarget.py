@@ -16,6 +16,7 @@ from animator.auto_retarget import (
     derive_retarget_config,
     find_body,
     retarget_config_yaml,
+    shared_prefix,
     split_name,
 )
 from animator.bvh import load_bvh, parse_bvh
@@ -101,8 +102,9 @@ STYLES = {
             dict(zip(_LIMBS, ["{s}Collar", "{s}Shldr", "{s}ForeArm", "{s}Hand", "{s}Mid1", "{s}Thumb1", "{s}Thigh",
                               "{s}Shin",
                               "{s}Foot", "{s}Toe"]))),
-    "biped": ("3ds Max Biped", dict(zip(_FAIR1_NAMES, ["Bip01 Pelvis", "Bip01 Spine", "Bip01 Spine1", "Bip01 Spine2",
-                                                       "Bip01 Spine3", "Bip01 Neck", "Bip01 Head"])),
+    "biped": ("3ds Max Biped or Character Creator",
+              dict(zip(_FAIR1_NAMES, ["Bip01 Pelvis", "Bip01 Spine", "Bip01 Spine1", "Bip01 Spine2",
+                                      "Bip01 Spine3", "Bip01 Neck", "Bip01 Head"])),
               dict(zip(_LIMBS, ["Bip01 {S} Clavicle", "Bip01 {S} UpperArm", "Bip01 {S} Forearm", "Bip01 {S} Hand",
                                 "Bip01 {S} Finger2", "Bip01 {S} Finger0", "Bip01 {S} Thigh", "Bip01 {S} Calf",
                                 "Bip01 {S} Foot", "Bip01 {S} Toe0"]))),
@@ -164,6 +166,17 @@ def test_side_and_part_of_joint_names():
     assert split_name("Bip01 L Calf", "Bip01 ") == ("left", "calf")
     assert split_name("LHipJoint") == ("left", "hipjoint")
     assert split_name("Hips") == (None, "hips")
+    # a side in the middle: a prefix not every joint shares
+    assert split_name("CC_Base_L_Thigh") == ("left", "thigh")
+    assert split_name("Rig_RightForeArm") == ("right", "forearm")
+    assert split_name("CC_Base_NeckTwist01") == (None, "ccbasenecktwist01")
+
+
+def test_the_prefix_most_joints_share_is_the_rigs_prefix():
+    names = ["CC_Base_Hip", "CC_Base_Pelvis", "CC_Base_L_Thigh", "CC_Base_R_Thigh", "CC_Base_Waist", "Sword"]
+    assert shared_prefix(names) == "CC_Base_"
+    assert shared_prefix(["Hips", "LeftArm", "lowerback"]) == ""
+    assert shared_prefix(["Bip01 Pelvis", "Bip01 L Calf", "Bip01 R Calf"]) == "Bip01 "
 
 
 def test_an_unrecognised_skeleton_lists_what_is_missing(tmp_path):

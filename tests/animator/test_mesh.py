@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from animator import CharacterError, load_character
-from animator.mesh import bone_distances, build_mesh
+from animator.mesh import SUB, bone_distances, build_mesh, graph_components
 from tests.conftest import CHARACTERS
 
 
@@ -101,3 +101,62 @@ def test_largest_piece_without_joints_gives_way_to_the_jointed_one():
     mesh = build_mesh(m, cell=16, keep_points=np.array([[215.0, 55.0]]))
     assert mesh.dropped_pixels == 80 * 80
     assert (mesh.locate(np.array([[215.0, 55.0]]))[0] >= 0).all()
+
+
+def _components_by_search(n, edges):
+    """Connected components by breadth-first search, numbered in the order of their smallest node."""
+    nbrs = [[] for _ in range(n)]
+    for a, b in edges:
+        nbrs[a].append(b)
+        nbrs[b].append(a)
+    label = [-1] * n
+    count = 0
+    for start in range(n):
+        if label[start] < 0:
+            label[start], todo = count, [start]
+            while todo:
+                for m in nbrs[todo.pop()]:
+                    if label[m] < 0:
+                        label[m] = count
+                        todo.append(m)
+            count += 1
+    return count, label
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_graph_components_match_a_search(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    edges = rng.integers(0, n, size=(int(rng.integers(0, 2 * n)), 2))
+    count, labels = graph_components(n, edges[:, 0], edges[:, 1])
+    assert (count, labels.tolist()) == _components_by_search(n, edges.tolist())
+
+
+@pytest.mark.parametrize("case", ["char1", "char3", "noise"])
+def test_empty_sub_cells_belong_to_the_nearest_piece_of_their_cell(case):
+    """Each sub-cell without mask pixels is owned by the piece of a Euclidean-nearest sub-cell with mask
+    pixels in the same cell (points just off the mask find their piece); cells with none own nothing."""
+    if case == "noise":
+        mask = np.random.default_rng(3).random((90, 120)) < 0.3
+    else:
+        mask = load_character(CHARACTERS / case).mask
+    mesh = build_mesh(mask)
+    ys, xs = np.nonzero(mask)
+    x0, y0 = mesh.origin
+    occupied = np.zeros(mesh.labels.shape, bool)
+    occupied[((ys - y0) / mesh.sub).astype(int), ((xs - x0) / mesh.sub).astype(int)] = True
+    kept = mesh.labels >= 0
+    checked = 0
+    for r0 in range(0, occupied.shape[0], SUB):
+        for c0 in range(0, occupied.shape[1], SUB):
+            block = (slice(r0, r0 + SUB), slice(c0, c0 + SUB))
+            occ, lab = occupied[block], mesh.labels[block]
+            if not (occ & kept[block]).any():
+                continue
+            sy, sx = np.nonzero(occ)
+            for y, x in zip(*np.nonzero(~occ)):
+                d2 = (sy - y) ** 2 + (sx - x) ** 2
+                nearest = d2 == d2.min()
+                assert lab[y, x] in set(lab[sy[nearest], sx[nearest]].tolist()), (r0 + y, c0 + x)
+                checked += 1
+    assert checked > 50

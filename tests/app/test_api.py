@@ -84,6 +84,51 @@ def test_motions_lists_the_library(client) -> None:
     assert all(m["source"] == "builtin" and m["description"] for m in body["motions"])
 
 
+def test_motions_are_listed_by_category_in_a_stable_order(client) -> None:
+    body = client.get("/motions").json
+    cats = body["categories"]
+    assert [c["name"] for c in cats] == ["dance", "funny", "jumping", "walking"]
+    listed = [name for c in cats for name in c["motions"]]
+    assert listed == [m["name"] for m in body["motions"]] and len(set(listed)) == len(listed) == 36
+    by_name = {m["name"]: m for m in body["motions"]}
+    for c in cats:
+        assert all(by_name[n]["category"] == c["name"] for n in c["motions"])
+    for m in body["motions"]:
+        assert m["title"] and m["origin"] and m["licence"] and m["seconds"] > 0 and isinstance(m["travels"], bool)
+        assert m["loop_gap_pct"] < 1.0 and m["preview"].endswith(f"/motions/{m['name']}/preview.gif")
+    assert by_name["walk"]["cmu_trial"] == "07_01" and by_name["walk"]["retarget_config"] == "auto"
+    assert client.get("/motions").json == body
+
+
+def test_a_motion_preview_is_made_once_then_served_from_the_storage(make_app) -> None:
+    app = make_app()
+    client = app.test_client()
+    previews = app.extensions["doodlepod"].previews
+    made = []
+    render = previews.pipeline.render
+    previews.pipeline.render = lambda *a, **k: made.append(a[1][0].name) or render(*a, **k)
+    try:
+        first = client.get("/motions/walk/preview.gif")
+        assert first.status_code == 302, first.get_data(as_text=True)
+        url = first.headers["Location"]
+        assert "/files/motions/previews/walk-" in url and url.endswith(".gif")
+        gif = client.get(url[url.index("/files/"):])
+        assert gif.status_code == 200
+        with Image.open(io.BytesIO(gif.data)) as im:
+            assert im.format == "GIF" and im.size == (128, 128) and im.n_frames > 10
+        again = client.get("/motions/walk/preview.gif")
+        assert again.headers["Location"] == url and made == ["walk"]
+        # another worker on the same storage finds it there and renders nothing
+        other = make_app(local_dir=app.extensions["doodlepod"].settings.local_dir)
+        other.extensions["doodlepod"].previews.pipeline.render = lambda *a, **k: made.append("again")
+        assert other.test_client().get("/motions/walk/preview.gif").headers["Location"] == url
+        assert made == ["walk"]
+    finally:
+        previews.pipeline.render = render
+    assert_error(client.get("/motions/no_such_motion/preview.gif"), 404, "not_found")
+    assert_error(client.get("/motions/..%2F..%2Fetc/preview.gif"), 404, "not_found")
+
+
 def test_request_id_is_echoed_or_made(client) -> None:
     assert client.get("/healthz", headers={"X-Request-ID": "abc-1"}).headers["X-Request-ID"] == "abc-1"
     made = client.get("/healthz", headers={"X-Request-ID": "bad id with spaces"}).headers["X-Request-ID"]

@@ -75,7 +75,8 @@ def test_builtin_library_has_the_old_clients_motions_and_license() -> None:
     assert {"dab", "jumping", "zombie"} <= set(motions)
     assert (BUILTIN_DIR / "LICENSE").read_text().strip().startswith("MIT License")
     for m in motions.values():
-        assert m.motion_cfg.is_file() and m.retarget_cfg.is_file()
+        assert m.motion_cfg.is_file() and (m.retarget_cfg is None or m.retarget_cfg.is_file())
+        assert m.retarget_cfg is not None or m.motion_cfg.suffix == ".bvh"  # 'auto' derives from a clip
 
 
 def test_operator_library_merges_over_builtins(tmp_path: Path) -> None:

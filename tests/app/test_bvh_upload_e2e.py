@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -56,4 +57,31 @@ def test_a_client_clip_renders_and_a_bad_one_is_422_naming_the_line(server):
     assert "line 191" in resp.json()["message"] and "'bvh' (jj.bvh)" in resp.json()["message"]
     resp = _post(server, JJ.replace(b"Frames: 125", b"Frames: 5000"))
     assert resp.status_code == 422 and "at most 1000 frames" in resp.json()["message"]
+    assert list((server.workdir / "runtime").rglob("upload-*")) == []
+
+
+def test_two_uploads_with_the_same_request_id_each_render_their_own_clip(server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def post(end: str) -> requests.Response:
+        page, joints = stack.page_with_character("char1", (700, 700), (60, 40))
+        files = {"image": ("drawing.png", stack.encode(page), "image/png"), "bvh": ("jj.bvh", JJ, "text/plain")}
+        for _ in range(60):   # the clips are written and checked at once; one render slot: 503s are retried
+            resp = requests.post(f"{server.url}/animate", files=files, headers={"X-Request-ID": "same-id"},
+                                 data={"joints": json.dumps({k: list(v) for k, v in joints.items()}),
+                                       "start_frame": "0", "end_frame": end}, timeout=300)
+            if resp.status_code != 503:
+                return resp
+            time.sleep(0.5)
+        return resp
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(post, ["30", "120", "30", "120"]))
+    assert [r.status_code for r in answers] == [200] * 4, [r.text[:200] for r in answers]
+    frames = []
+    for resp in answers:
+        with Image.open(io.BytesIO(requests.get(resp.json()["animations"]["upload"], timeout=30).content)) as im:
+            frames.append(im.n_frames)
+    short, long = answers[0].json()["animations"]["upload"], answers[1].json()["animations"]["upload"]
+    assert short != long and frames[0] == frames[2] and frames[1] == frames[3] and frames[0] < frames[1], frames
     assert list((server.workdir / "runtime").rglob("upload-*")) == []

@@ -365,9 +365,14 @@ def test_characters_expire_from_local_storage(expiring, page) -> None:
     folder = expiring.files / "characters" / doc["id"]
     assert (folder / "character.json").exists()
     assert doc["expires_at"] > doc["created_at"]
+    files_folder = expiring.files / doc["urls"]["image"].split("/files/", 1)[1].rsplit("/", 1)[0]
+    assert doc["id"] not in str(files_folder) and (files_folder / "image.png").exists()
     stack.wait_for(lambda: not folder.exists(), 60, "the expiry sweep")
     assert_error(requests.get(f"{expiring.url}/characters/{doc['id']}", timeout=30), 404, "not_found")
-    assert _counter(expiring, "doodlepod_expired_total", 'kind="character"') >= 1
+    stack.wait_for(lambda: not files_folder.exists(), 10, "the character's files to go with it")
+    # counted once the sweep has finished (the folder goes before the count)
+    stack.wait_for(lambda: _counter(expiring, "doodlepod_expired_total", 'kind="character"') >= 1, 10,
+                   "the expiry counter")
 
 
 def test_a_clients_own_clip_is_rendered_and_cached_by_its_content(pods, page) -> None:

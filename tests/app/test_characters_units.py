@@ -146,6 +146,35 @@ def test_rig_check_refuses_joints_off_the_drawing() -> None:
     assert steps.check_rig(char.mask, half) == 9
 
 
+def test_a_render_process_rigs_a_character_version_once_for_all_its_motions() -> None:
+    """Stored character files as the characters API sends them: the second motion of the same
+    version reuses the decoded character, its rig and (same clip again) its sprite; the files are
+    those of a render from scratch."""
+    import animator
+    from tests.conftest import AD_EXAMPLES, FAIR
+
+    char = animator.load_character(CHAR1)
+    files = (steps.encode_png(np.ascontiguousarray(char.texture[..., :3])), steps.mask_png(char.mask),
+             [(j.name, list(j.loc), j.parent) for j in char.skeleton])
+    dab, zombie = (str(AD_EXAMPLES / "config" / "motion" / f"{m}.yaml") for m in ("dab", "zombie"))
+    options = {"width": 128, "height": 128, "max_frames": 10, "threads": 1}
+    steps._rigs.cache_clear()
+    steps._stored_character.cache_clear()
+    first = steps.render_stored(*files, dab, str(FAIR), options)
+    second = steps.render_stored(*files, zombie, str(FAIR), options)
+    third = steps.render_stored(*files, dab, str(FAIR), options)
+    assert steps._stored_character.cache_info().hits == 2
+    assert steps._rigs().hits == {"rig": 2, "sprite": 1}
+    assert max(second["timings_ms"]["setup"], third["timings_ms"]["setup"]) < first["timings_ms"]["setup"] / 5
+    assert third["data"] == first["data"]
+    fresh = animator.Character(steps.read_texture(files[0]), steps.read_mask(files[1]), char.skeleton)
+    want = animator.render(fresh, *steps._configs(zombie, str(FAIR)), animator.RenderOptions(**options))
+    assert second["data"] == want.data
+    moved = [(n, [loc[0] + 4, loc[1]] if n == "left_hand" else loc, p) for n, loc, p in files[2]]
+    steps.render_stored(files[0], files[1], moved, dab, str(FAIR), options)   # a new version: rigged anew
+    assert steps._rigs().hits == {"rig": 2, "sprite": 1}
+
+
 def test_document_coordinates_round_trip() -> None:
     rec = Record(id="a" * 32, version=3, created_at=0.0, expires_at=86400.0, image={"width": 1200, "height": 900},
                  work_scale=1000 / 1200, box=[250, 125, 675, 627], texture_size=[425, 502], detections=[],

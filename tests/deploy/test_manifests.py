@@ -605,3 +605,27 @@ def test_runtime_folder_has_a_small_volume_of_its_own(label, spec, docs):
     empty_dir = volumes[runtime]["emptyDir"]
     assert empty_dir.get("medium") == "Memory", f"{label}: the runtime volume should be in memory"
     assert bytes_of(empty_dir["sizeLimit"]) <= 256 * 2**20, f"{label}: the runtime volume should be small"
+
+
+@pytest.mark.parametrize("label,spec,docs", [pytest.param(*s, id=s[0]) for s in pod_specs()])
+def test_the_storage_budget_is_set_well_under_the_data_volume(label, spec, docs):
+    """The kubelet evicts a pod whose emptyDir passes its sizeLimit: every container that stores files
+    must refuse work (DOODLEPOD_STORAGE_BUDGET_MB) at no more than 80% of the volume holding them."""
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    checked = 0
+    for name, container in containers(spec).items():
+        env = effective_env(container, docs)
+        local_dir = env.get("DOODLEPOD_LOCAL_DIR", "")
+        if not local_dir or env.get("DOODLEPOD_STORAGE", "local") not in ("local", "s3"):
+            continue
+        mounts = [m for m in container.get("volumeMounts", [])
+                  if (local_dir + "/").startswith(m["mountPath"].rstrip("/") + "/")]
+        if not mounts:
+            continue
+        volume = volumes[max(mounts, key=lambda m: len(m["mountPath"]))["name"]]
+        limit = volume.get("emptyDir", {}).get("sizeLimit")
+        assert limit, f"{label} {name}: the volume holding {local_dir} has no sizeLimit"
+        budget_mb = float(env.get("DOODLEPOD_STORAGE_BUDGET_MB", "0"))
+        assert 0 < budget_mb * 2**20 <= 0.8 * bytes_of(limit), (label, name, budget_mb, limit)
+        checked += 1
+    assert checked >= 1, f"{label}: no container stores local files"

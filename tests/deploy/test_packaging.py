@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +147,66 @@ def test_relative_links_and_anchors_resolve(page: Path) -> None:
         elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
             broken.append(target)
     assert not broken, f"{page.name}: broken links {broken}"
+
+
+# --- the compiled frame kernel ----------------------------------------------------------------------
+
+def test_build_requirements_are_the_pinned_ones() -> None:
+    requires = _names_in_pyproject(PYPROJECT["build-system"]["requires"])
+    assert requires == _names_in_requirements(REPO / "requirements" / "build.txt"), (
+        "pyproject.toml's [build-system] requires and requirements/build.txt list different packages")
+    assert "-r build.txt" in (REPO / "requirements" / "test.txt").read_text(), (
+        "the venv needs the build requirements: scripts/bootstrap.sh builds the kernel without isolation")
+
+
+#: Drawn by the installed kernel: one point in a unit triangle mapped 10x onto (2, 2)-(12, 12).
+KERNEL_CHECK = r"""
+import sys, numpy as np, animator, animator._raster as r
+k = r.FrameKernel(np.array([[0.25], [0.25]], np.float32), np.array([3], np.uint8), [0], [1], [[0, 1, 2]],
+                  np.eye(2)[None], 10.0, [[0, 1]], [0, 1], [(0.0, 0.0)], 3)
+out = np.empty((16, 16), np.uint8)
+k.draw(out, np.array([[2, 2], [12, 2], [2, 12]], np.float32), np.array([0], np.int32), np.zeros(1, np.uint8), 9)
+print(animator.__file__, r.__file__, int((out == 3).sum()), int(out[4, 4]))
+"""
+
+
+def test_pip_install_from_a_clean_copy_builds_the_kernel(tmp_path: Path) -> None:
+    """`pip install .` of the committed files alone (no compiled module lying around) compiles the
+    frame kernel into the installed package, which imports and draws from outside the repo."""
+    listed = subprocess.run(["git", "ls-files", "-z", "pyproject.toml", "setup.py", "README.md", "animator",
+                             "app", "handlers"], cwd=REPO, capture_output=True, check=True).stdout
+    src = tmp_path / "src"
+    for name in filter(None, listed.decode().split("\0")):
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    assert not list((src / "animator").glob("_raster*.so")) and (src / "animator" / "_raster.pyx").is_file()
+    site = tmp_path / "site"
+    env = _activated_env()
+    # no build isolation: the venv holds the pinned build requirements (requirements/build.txt)
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                             "--target", str(site), str(src)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    built = list((site / "animator").glob("_raster*.so"))
+    assert len(built) == 1, sorted(p.name for p in (site / "animator").iterdir())
+    check = subprocess.run([sys.executable, "-c", KERNEL_CHECK], cwd=tmp_path, env=dict(env, PYTHONPATH=str(site)),
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stderr
+    package, module, drawn, centre = check.stdout.split()
+    assert Path(package).is_relative_to(site) and Path(module) == built[0]
+    assert int(drawn) == 1 and int(centre) == 3   # the point lands at 2 + 10 * 0.25 = 4.5 -> pixel (4, 4)
+
+
+def test_app_image_compiles_the_kernel_in_a_build_stage() -> None:
+    """Docker cannot build here: Dockerfile.app read as text. A build stage with the compiler runs
+    setup.py's build_ext; the runtime (last) stage copies the built module and installs no compiler."""
+    text = re.sub(r"\\\n", " ", (REPO / "Dockerfile.app").read_text())
+    stages = re.split(r"^FROM\s+", text, flags=re.M)[1:]
+    assert len(stages) >= 2, "Dockerfile.app needs a build stage for the kernel"
+    build_name = re.match(r"\S+\s+AS\s+(\S+)", stages[0], re.I)
+    assert build_name and "gcc" in stages[0] and "setup.py build_ext --inplace" in stages[0]
+    assert "-r requirements/build.txt" in stages[0]
+    runtime = stages[-1]
+    assert re.search(rf"^COPY --from={build_name.group(1)} \S+\.so animator/", runtime, re.M)
+    assert not re.search(r"\b(gcc|g\+\+|build-essential|cython)\b", runtime, re.I), "a compiler in the runtime image"

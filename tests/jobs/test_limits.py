@@ -57,6 +57,22 @@ def test_fingerprint_ignores_field_order_and_sees_file_content():
     assert a != fingerprint("POST", "/characters", [("format", "gif"), ("motions", "dab")], [("image", b"png1")])
 
 
+def test_fingerprint_of_a_form_with_an_unreadable_part_name():
+    """werkzeug names a part whose Content-Disposition name it cannot read None (here: a name ending in a
+    backslash, which escapes the closing quote); the fingerprint must still order and tell it apart."""
+    from werkzeug.test import EnvironBuilder
+    from werkzeug.wrappers import Request
+
+    body = (b'--b\r\nContent-Disposition: form-data; name="x\\"\r\n\r\nv1\r\n'
+            b'--b\r\nContent-Disposition: form-data; name="y"\r\n\r\nv2\r\n--b--\r\n')
+    environ = EnvironBuilder(method="POST", data=body, content_type="multipart/form-data; boundary=b").get_environ()
+    fields = list(Request(environ).form.items(multi=True))
+    assert (None, "v1") in fields
+    got = fingerprint("POST", "/animate", fields, [(None, b"f"), ("image", b"png")])
+    assert got == fingerprint("POST", "/animate", fields[::-1], [("image", b"png"), (None, b"f")])
+    assert got != fingerprint("POST", "/animate", [("None", "v1"), ("y", "v2")], [(None, b"f"), ("image", b"png")])
+
+
 @pytest.mark.parametrize("bad", ["", " ", "x" * 256, "caf\u00e9", "a\nb"])
 def test_bad_keys_are_400(bad):
     with pytest.raises(BadRequest):

@@ -130,3 +130,21 @@ def test_has_work_sees_new_and_abandoned_entries_and_consumes_nothing(queue):
     time.sleep(queue.visibility_s + 0.2)
     assert queue.has_work()                               # its worker stopped: it can be taken over
     assert queue.take("w2", 0).job_id == job_id
+
+
+def test_redis_out_of_memory_says_so_not_unreachable(queue):
+    queue.redis.config_set("maxmemory-policy", "noeviction")
+    queue.redis.config_set("maxmemory", "1")
+    try:
+        with pytest.raises(JobsUnavailable) as err:
+            queue.submit("animate", {}, b"x")
+    finally:
+        queue.redis.config_set("maxmemory", "0")
+    assert err.value.status == 503 and "out of memory" in err.value.message
+    assert "not reachable" not in err.value.message
+
+
+def test_a_job_record_never_shows_callback_credentials(queue):
+    job_id = queue.submit("animate", {}, b"x", callback_url="https://user:secret@hooks.example.com/in").job["id"]
+    shown = queue.get(job_id)["webhook"]["url"]
+    assert shown == "https://hooks.example.com/in" and "secret" not in shown

@@ -389,6 +389,52 @@ def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, ope
     assert all(l <= x <= r and t <= y <= b for x, y in doc["joints"].values())
 
 
+def test_the_picker_groups_the_library_and_previews_only_what_is_on_screen(server, open_page):
+    """36 motions in four sections; cards show the reference character at once; the person's own
+    previews are asked for the first motion and the cards on screen only, more as they scroll."""
+    doc = _upload(server)
+    page = open_page(1280, 800)
+    asked: list[str] = []
+
+    def on_request(req) -> None:
+        if req.method == "POST" and req.url.endswith(f"/characters/{doc['id']}/animations"):
+            asked.append(req.post_data_json["motions"][0])
+    page.on("request", on_request)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    paste_token(page)
+    page.goto(f"{server.url}/studio#character={doc['id']}")
+    page.reload()
+    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')"
+                           ".dataset.state === 'playing'", timeout=120_000)
+    sections = page.locator("#motions section.category")
+    assert sections.evaluate_all("s => s.map(x => x.dataset.category)") == ["dance", "funny", "jumping", "walking"]
+    assert page.locator("[data-testid^=motion-]").count() == 36
+    assert page.get_by_test_id("credits-link").get_attribute("href") == "studio/credits"
+
+    # the motions section on screen: its visible cards get the person's previews, the rest keep the reference
+    page.locator("#step-motions").scroll_into_view_if_needed()
+    page.wait_for_function("() => document.querySelectorAll('.motion .preview[data-state=playing]').length > 1",
+                           timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('.motion .preview[data-state=loading]')", timeout=120_000)
+    first_round = list(asked)
+    assert first_round[0] == "dab" and 1 < len(first_round) < 36 and len(set(first_round)) == len(first_round)
+    reference = page.locator(".motion .preview[data-state=reference] img")
+    assert reference.count() >= 36 - len(first_round) - 1
+    shown = page.evaluate("() => [...document.querySelectorAll('.motion .preview[data-state=reference] img')]"
+                          ".filter(i => i.complete && i.naturalWidth > 0).map(i => i.src)")
+    assert shown and all("/motions/" in u or "/files/motions/previews/" in u for u in shown)
+
+    # a jump to the last category asks for its cards, not for everything in between
+    page.get_by_test_id("category-walking").click()
+    page.wait_for_function("() => document.querySelector('[data-testid=motion-hoop_walk] ~ .preview')"
+                           ".dataset.state === 'playing'", timeout=120_000)
+    assert "hoop_walk" in asked and "hoop_walk" not in first_round
+    assert len(asked) < 36 and len(set(asked)) == len(asked)
+    page.screenshot(path=str(SCREENSHOTS / "studio-1280x800-motions.png"))
+    assert page.get_by_test_id("error").is_hidden()
+
+
 def _upload(server) -> dict:
     with open(TEXTURE, "rb") as fh:
         r = requests.post(f"{server.url}/characters", files={"image": ("char1.png", fh, "image/png")},

@@ -54,12 +54,23 @@ def test_page_is_public_and_locked_down(locked):
 def test_every_file_the_page_loads_is_served(locked):
     files = _page_files()
     assert {"studio/studio.css", "studio/js/main.js", "studio/js/api.js", "studio/js/editor.js"} <= set(files)
-    kinds = {"js": "text/javascript", "css": "text/css", "svg": "image/svg+xml"}
+    kinds = {"js": "text/javascript", "css": "text/css", "svg": "image/svg+xml", "credits": "text/plain"}
     for path in files:
         r = locked.get(f"/{path}")
         assert r.status_code == 200, path
-        assert r.mimetype == kinds[path.rsplit(".", 1)[1]], (path, r.mimetype)
+        name = path.rsplit("/", 1)[1]
+        assert r.mimetype == kinds[name.rsplit(".", 1)[1] if "." in name else name], (path, r.mimetype)
         assert r.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_page_links_the_motion_credits(locked):
+    """The picker's credits link: docs/motions.md, with CMU's acknowledgement, served by the app."""
+    assert "studio/credits" in _page_files()
+    r = locked.get("/studio/credits")
+    assert r.status_code == 200 and r.mimetype == "text/plain"
+    text = r.get_data(as_text=True)
+    assert text == (REPO / "docs" / "motions.md").read_text()
+    assert "obtained from mocap.cs.cmu.edu" in text and "NSF EIA-0196217" in text
 
 
 def test_nothing_comes_from_elsewhere():

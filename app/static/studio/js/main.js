@@ -15,7 +15,7 @@ const ui = {
   fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"),
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
-  detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
+  detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), credits: $("credits"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
   results: $("step-results"), animations: $("animations"),
 };
 
@@ -24,7 +24,7 @@ const picker = new MotionPicker(ui.motions, () => Object.keys(editor.edits()).le
 const gallery = new Gallery(ui.animations);
 const state = { doc: null, photo: null, mask: null, busy: false, motions: [], defaults: [] };
 // Figures the page measures (tests and curious people read them from the console).
-window.studio = { timings: [] };
+window.studio = { timings: [], previews: () => picker.shown };
 
 // --- errors and progress ----------------------------------------------------------------------
 
@@ -277,12 +277,25 @@ async function loadMotions() {
     const answer = await call("GET", "motions");
     state.motions = answer.motions || [];
     state.defaults = answer.default || [];
-    picker.show(state.motions, state.defaults.slice(0, 1));
+    picker.show(state.motions, state.defaults.slice(0, 1), answer.categories || []);
+    showCredits(state.motions);
     return true;
   } catch (err) {
     showError(err);
     return false;
   }
+}
+
+/** The credits under the picker: CMU's acknowledgement when a CMU clip is listed, and each motion's source. */
+function showCredits(motions) {
+  const list = ui.credits.querySelector("ul");
+  list.replaceChildren(...motions.map((m) => {
+    const li = document.createElement("li");
+    li.textContent = `${m.title || m.name}: ${m.origin || "source not given"} (${m.licence || "licence not given"})`;
+    return li;
+  }));
+  ui.credits.querySelector(".cmu").hidden = !motions.some((m) => m.cmu_trial);
+  ui.credits.hidden = !motions.length;
 }
 
 async function render() {

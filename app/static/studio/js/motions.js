@@ -1,4 +1,5 @@
-// The motion picker (each motion with a small looping preview of the character) and the rendered
+// The motion picker (the library by category, each motion with a small looping preview: the server's
+// reference character at first, the person's own character once it is on screen) and the rendered
 // animations with their download links.
 
 import { call } from "./api.js";
@@ -8,7 +9,20 @@ export const PREVIEW_SIZE = 128; // px, the previews' side: small renders answer
 // a full clip's time (the mesh setup is the rest).
 export const PREVIEW_FRAMES = 40;
 const PREVIEW_FORMAT = "gif"; // every browser loops a GIF in an <img>
-const EXTENSIONS = { gif: "gif", webp: "webp", mp4: "mp4" };
+// The file each format downloads as, and how the page shows it: an <img>, a <video>, or (files a
+// browser does not play: zips, JSON, a 3D model) a line saying what the download holds.
+const EXTENSIONS = {
+  gif: "gif", webp: "webp", mp4: "mp4", apng: "png", webm: "webm",
+  sheet: "sheet.zip", frames: "frames.zip", joints: "joints.json", glb: "glb",
+};
+const VIDEOS = new Set(["mp4", "webm"]);
+const IMAGES = new Set(["gif", "webp", "apng"]);
+const DOWNLOADS = {
+  sheet: "Sprite sheet (PNG) and its JSON Hash atlas, for Phaser, PixiJS or Godot",
+  frames: "Every frame as a transparent PNG, with frames.json (size, durations, loop)",
+  joints: "Each joint's position per frame (JSON), with the skeleton's parent links",
+  glb: "The character as a rigged glTF model: textured mesh, skeleton, animation",
+};
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -38,6 +52,11 @@ function firstFrame(img) {
   });
 }
 
+const CATEGORY_TITLES = { dance: "Dance", funny: "Funny", jumping: "Jumping", walking: "Walking" };
+
+/** Resolves after `ms` milliseconds. */
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 export class MotionPicker {
   /** `paused()`: true while background previews should wait (the person is editing: a Save will
    * replace this version, so its previews would be wasted work on the server). */
@@ -46,22 +65,61 @@ export class MotionPicker {
     this.paused = paused;
     this.cards = new Map();
     this.generation = 0;
+    this.onScreen = new Set(); // motion names whose card is (nearly) in the viewport
+    this.waiting = []; // resolvers of preview loops waiting for a card to come on screen
+    this.observer = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        const name = e.target.dataset.motion;
+        if (e.isIntersecting) this.onScreen.add(name);
+        else this.onScreen.delete(name);
+      }
+      this.wake();
+    }, { rootMargin: "120px" });
+    // For the bench and the tests: when this version's previews of the person's character began to play.
+    this.shown = { generation: 0, started: 0, playing: [] };
   }
 
-  /** Build one card per motion; `checked` names start selected. */
-  show(motions, checked) {
+  /** Let every waiting preview loop look again (a card came on screen, or a newer call began). */
+  wake() {
+    for (const resolve of this.waiting.splice(0)) resolve();
+  }
+
+  /** Build one card per motion, grouped in `categories` ([{name, motions: [names]}], in order;
+   * without them, one group); `checked` names start selected. Each card first shows the motion
+   * played by the server's reference character (its `preview` URL, loaded when near the screen). */
+  show(motions, checked, categories) {
+    this.observer.disconnect();
+    this.onScreen.clear();
     this.list.replaceChildren();
     this.cards.clear();
-    for (const m of motions) {
-      const box = el("input", { type: "checkbox", "data-testid": `motion-${m.name}`, value: m.name, checked: checked.includes(m.name) });
-      const img = el("img", { alt: `${m.name} preview`, width: PREVIEW_SIZE, height: PREVIEW_SIZE, hidden: true });
-      const frame = el("span", { class: "preview", "data-state": "empty" }, img);
-      const label = el("label", { class: "motion" }, box, frame,
-        el("span", { class: "name", text: m.name.replaceAll("_", " ") }),
-        el("span", { class: "description", text: m.description || "" }));
-      this.list.append(el("li", {}, label));
-      this.cards.set(m.name, { box, img, frame });
+    const byName = new Map(motions.map((m) => [m.name, m]));
+    const groups = categories?.length ? categories : [{ name: "", motions: motions.map((m) => m.name) }];
+    const nav = el("nav", { class: "categories", "aria-label": "Motion categories" });
+    for (const group of groups) {
+      const names = group.motions.filter((n) => byName.has(n));
+      if (!names.length) continue;
+      const title = CATEGORY_TITLES[group.name] || group.name.replaceAll("_", " ");
+      const id = `category-${group.name || "all"}`;
+      const ul = el("ul", { class: "motions" });
+      for (const name of names) {
+        const m = byName.get(name);
+        const box = el("input", { type: "checkbox", "data-testid": `motion-${m.name}`, value: m.name, checked: checked.includes(m.name) });
+        const img = el("img", { alt: `${m.title || m.name} preview`, width: PREVIEW_SIZE, height: PREVIEW_SIZE, loading: "lazy", decoding: "async" });
+        const frame = el("span", { class: "preview", "data-state": m.preview ? "reference" : "empty" }, img);
+        if (m.preview) img.src = m.preview; else img.hidden = true;
+        const label = el("label", { class: "motion", title: m.origin ? `${m.origin} · ${m.licence}` : "" }, box, frame,
+          el("span", { class: "name", text: m.title || m.name.replaceAll("_", " ") }),
+          el("span", { class: "description", text: m.description || "" }));
+        const li = el("li", { "data-motion": m.name }, label);
+        ul.append(li);
+        this.cards.set(m.name, { box, img, frame, reference: m.preview || null });
+        this.observer.observe(li);
+      }
+      if (group.name) nav.append(el("a", { href: `#${id}`, "data-testid": `category-${group.name}`, text: title }));
+      this.list.append(el("section", { class: "category", id, "data-category": group.name },
+        group.name ? el("h3", { text: title }) : "", ul));
     }
+    if (nav.children.length > 1) this.list.prepend(nav);
   }
 
   selected() {
@@ -69,19 +127,30 @@ export class MotionPicker {
   }
 
   /**
-   * Render small previews of `doc` for every motion, `first` first (it should play at once), then
-   * the others one request at a time: the pod's other render processes stay free for the next
-   * Save's preview. Resolves with `{answered, playing}`: when the API answered `first`'s URL, and a
-   * promise of when its preview began to play (performance.now() times; null if a newer call
-   * replaced it meanwhile); rejects with the first request's error. A newer call (the character
-   * changed) stops the older one's remaining requests and aborts the one in flight.
+   * Render small previews of `doc`: `first` first (it should play at once), then, one request at a
+   * time, the motions whose cards are on screen (in page order; scrolling brings more): the pod's
+   * other render processes stay free for the next Save's preview, and the 30-odd motions nobody
+   * looks at cost nothing. Other cards show the reference character meanwhile. Resolves with
+   * `{answered, playing}`: when the API answered `first`'s URL, and a promise of when its preview
+   * began to play (performance.now() times; null if a newer call replaced it meanwhile); rejects
+   * with the first request's error. A newer call (the character changed) stops the older one's
+   * remaining requests and aborts the one in flight.
    */
   async preview(doc, first) {
     const generation = ++this.generation;
     this.inFlight?.abort();
+    this.wake();
     const names = [...this.cards.keys()];
-    const order = names.includes(first) ? [first, ...names.filter((n) => n !== first)] : names;
-    for (const name of order) this.cards.get(name).frame.dataset.state = "loading";
+    const head = names.includes(first) ? first : names[0];
+    this.shown = { generation, started: performance.now(), playing: [] };
+    for (const [name, card] of this.cards) { // the older version's previews are stale: back to the reference
+      if (card.own) {
+        card.own = false;
+        if (card.reference) card.img.src = card.reference;
+        card.frame.dataset.state = card.reference ? "reference" : "empty";
+      }
+      if (name === head) card.frame.dataset.state = "loading";
+    }
     const current = () => generation === this.generation;
     const request = (motion) => {
       this.inFlight = new AbortController();
@@ -92,23 +161,38 @@ export class MotionPicker {
       const card = this.cards.get(name);
       const url = urlsOf(answer)[name];
       if (!current() || !card || !url) return null; // a newer version's previews are coming
+      card.own = true;
       card.img.hidden = false;
+      card.img.loading = "eager";
       const playing = firstFrame(card.img);
       card.img.src = url;
-      playing.then(() => { card.frame.dataset.state = "playing"; }, () => { card.frame.dataset.state = "failed"; });
+      playing.then((t) => {
+        card.frame.dataset.state = "playing";
+        if (current()) this.shown.playing.push(t);
+      }, () => { card.frame.dataset.state = "failed"; });
       return playing;
     };
-    const head = await request(order[0]);
+    const answer = await request(head);
     const answered = performance.now();
-    const playing = show(order[0], head);
+    const playing = show(head, answer);
     (async () => {
-      for (const name of order.slice(1)) {
-        while (current() && this.paused()) await new Promise((resolve) => setTimeout(resolve, 200));
-        if (!current()) return;
+      const done = new Set([head]);
+      while (current()) {
+        if (this.paused()) {
+          await sleep(200);
+          continue;
+        }
+        const next = names.find((n) => !done.has(n) && this.onScreen.has(n));
+        if (!next) { // nothing on screen left to do: wait for a scroll (or a newer call)
+          await new Promise((resolve) => this.waiting.push(resolve));
+          continue;
+        }
+        done.add(next);
+        this.cards.get(next).frame.dataset.state = "loading";
         try {
-          show(name, await request(name));
+          show(next, await request(next));
         } catch {
-          if (current()) this.cards.get(name).frame.dataset.state = "failed";
+          if (current()) this.cards.get(next).frame.dataset.state = "failed";
         }
       }
     })();
@@ -135,9 +219,11 @@ export class Gallery {
     for (const name of motions) {
       const url = urls[name];
       if (!url) continue;
-      const media = format === "mp4"
+      const media = VIDEOS.has(format)
         ? el("video", { src: url, autoplay: true, loop: true, muted: true, playsinline: true, controls: true })
-        : el("img", { src: url, alt: `${name} animation` });
+        : IMAGES.has(format)
+          ? el("img", { src: url, alt: `${name} animation` })
+          : el("p", { class: "download-note", "data-testid": `download-note-${name}`, text: DOWNLOADS[format] || format });
       if (media.tagName === "VIDEO") media.muted = true; // the attribute alone does not mute in every browser
       const file = `${doc.id}-${name}.${EXTENSIONS[format] || format}`;
       this.root.append(el("figure", { class: "animation", "data-testid": `animation-${name}` }, media,

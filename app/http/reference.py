@@ -1,0 +1,121 @@
+"""The API's reference (public): GET /openapi.json, /openapi.yaml and the page GET /docs.
+
+``openapi.yaml`` beside this module is the contract: every route, field, bound, header and error code
+(tests/app/test_openapi_contract.py holds it to the code). Its bounds are written as the settings'
+defaults and marked ``x-bounds: {keyword: SOURCE}``; :func:`spec` answers the document with each
+marked value taken from the running settings (or the Python constant named), so a deployment that
+raises ``DOODLEPOD_MAX_UPLOAD_MB`` publishes its own limit.
+
+The page is static HTML, CSS and one vanilla-JS module in ``app/static/docs/`` that fetches
+``/openapi.json`` and renders it (no build step, no CDN), under the studio's Content-Security-Policy.
+"""
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from flask import Blueprint, Response
+
+from ..services import services
+from .studio import serve_static
+
+bp = Blueprint("reference", __name__)
+
+SPEC_PATH = Path(__file__).resolve().with_name("openapi.yaml")
+STATIC = Path(__file__).resolve().parents[1] / "static" / "docs"
+
+
+@lru_cache(maxsize=1)
+def written() -> dict[str, Any]:
+    """The document as written (bounds at the settings' defaults); callers must not change it."""
+    return yaml.safe_load(SPEC_PATH.read_text())
+
+
+def bound_value(source: str, settings: Any) -> Any:
+    """The value an ``x-bounds`` SOURCE names under ``settings``.
+
+    ``DOODLEPOD_X`` is a setting (``*_MB`` and ``*_KB`` in bytes), ``module:NAME`` a Python constant
+    (a dict gives its keys, a compiled regex its pattern), ``A or B`` the first of them that is set.
+    """
+    for option in (s.strip() for s in source.split(" or ")):
+        if option.startswith("DOODLEPOD_"):
+            value = getattr(settings, option.removeprefix("DOODLEPOD_").lower())
+            if option.endswith("_MB"):
+                value = int(value * 2**20)
+            elif option.endswith("_KB"):
+                value = int(value * 1024)
+            elif isinstance(value, float) and value.is_integer():
+                value = int(value)
+        else:
+            module, _, name = option.partition(":")
+            value = getattr(importlib.import_module(module), name)
+            if isinstance(value, dict):
+                value = list(value)
+            elif isinstance(value, re.Pattern):
+                value = value.pattern
+        if value:
+            return value
+    return value
+
+
+def resolve(document: dict[str, Any], settings: Any) -> dict[str, Any]:
+    """A copy of ``document`` with every ``x-bounds`` keyword set from ``settings``."""
+    out = copy.deepcopy(document)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for keyword, source in (node.get("x-bounds") or {}).items():
+                node[keyword] = bound_value(source, settings)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(out)
+    return out
+
+
+@lru_cache(maxsize=4)
+def _served(settings_key: str) -> tuple[bytes, bytes]:
+    document = resolve(written(), services().settings)
+    return (json.dumps(document, separators=(",", ":")).encode(),
+            yaml.safe_dump(document, sort_keys=False, allow_unicode=True).encode())
+
+
+def spec() -> tuple[bytes, bytes]:
+    """The served document as (JSON, YAML) bytes, made once per settings."""
+    return _served(repr(sorted(services().settings.values.items())))
+
+
+@bp.get("/openapi.json")
+def openapi_json() -> Response:
+    return _document(spec()[0], "application/json")
+
+
+@bp.get("/openapi.yaml")
+def openapi_yaml() -> Response:
+    return _document(spec()[1], "application/yaml")
+
+
+def _document(body: bytes, content_type: str) -> Response:
+    response = Response(body, content_type=content_type)
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["Access-Control-Allow-Origin"] = "*"  # client generators and gateways read it cross-origin
+    return response
+
+
+@bp.get("/docs")
+def page() -> Response:
+    return serve_static(STATIC, "index.html")
+
+
+@bp.get("/docs/<path:name>")
+def asset(name: str) -> Response:
+    return serve_static(STATIC, name)

@@ -1,0 +1,139 @@
+"""POST /characters/{id}/animations and POST /animate in every export format: one URL per motion,
+served with the format's type, cached per format, within the same size and frame bounds.
+
+In-process on the real app factory (Flask's test client, real render processes, local storage); the
+character comes with its own box and joints, so neither model is called."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+import yaml
+from PIL import Image
+
+import animator
+from tests.conftest import CHAR1
+
+NEW_FORMATS = ("apng", "webm", "frames", "sheet", "joints", "glb")
+
+
+@pytest.fixture(scope="module")
+def character(make_app):
+    client = make_app(render_size_min=64).test_client()
+    cfg = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())
+    joints = {j["name"]: j["loc"] for j in cfg["skeleton"]}
+    with Image.open(CHAR1 / "texture.png") as im:
+        box = [0, 0, im.width, im.height]
+    r = client.post("/characters", data={"image": ((CHAR1 / "texture.png").open("rb"), "char1.png", "image/png"),
+                                         "joints": json.dumps(joints), "bbox": json.dumps(box)})
+    assert r.status_code == 201, r.get_json()
+    return client, r.get_json()["id"], joints, box
+
+
+def _get(client, url: str):
+    r = client.get(url[url.index("/files/"):])
+    assert r.status_code == 200, url
+    return r
+
+
+def _check(fmt: str, data: bytes, frames: int) -> None:
+    """The file read back by its own kind of reader."""
+    if fmt == "apng":
+        assert Image.open(io.BytesIO(data)).n_frames == frames
+    elif fmt == "webm":
+        assert data[:4] == b"\x1aE\xdf\xa3" and b"webm" in data[:64]
+    elif fmt == "frames":
+        doc = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("frames.json"))
+        assert doc["frame_count"] == frames
+    elif fmt == "sheet":
+        atlas = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("sheet.json"))
+        assert len(atlas["frames"]) == frames
+    elif fmt == "joints":
+        assert len(json.loads(data)["frames"]) == frames
+    else:
+        assert data[:4] == b"glTF"
+
+
+@pytest.mark.parametrize("fmt", NEW_FORMATS)
+def test_each_format_is_one_url_per_motion_served_as_its_type(character, fmt):
+    client, cid, _, _ = character
+    body = {"motions": ["dab", "zombie"], "format": fmt, "size": 64, "max_frames": 5}
+    r = client.post(f"/characters/{cid}/animations", json=body)
+    assert r.status_code == 200, r.get_json()
+    answer = r.get_json()
+    assert answer["format"] == fmt and sorted(answer["animations"]) == ["dab", "zombie"] and answer["cached"] == []
+    mime, ext = animator.FORMATS[fmt]
+    for url in answer["animations"].values():
+        assert url.endswith(f".{ext}")
+        got = _get(client, url)
+        assert got.mimetype == mime
+        _check(fmt, got.get_data(), 5)
+    again = client.post(f"/characters/{cid}/animations", json=body).get_json()
+    assert again["cached"] == ["dab", "zombie"] and again["animations"] == answer["animations"]
+
+
+def test_the_cache_key_holds_the_format(character):
+    client, cid, _, _ = character
+    urls = {fmt: client.post(f"/characters/{cid}/animations",
+                             json={"motions": ["dab"], "format": fmt, "size": 64, "max_frames": 3}
+                             ).get_json()["animations"]["dab"] for fmt in ("frames", "sheet", "gif")}
+    assert len(set(urls.values())) == 3
+    assert urls["frames"].endswith(".frames.zip") and urls["sheet"].endswith(".sheet.zip")
+    assert urls["gif"].endswith(".gif")
+
+
+@pytest.mark.parametrize("fmt", NEW_FORMATS)
+@pytest.mark.parametrize("field,value", [("size", 5000), ("size", 10), ("max_frames", 0), ("max_frames", 10_001)])
+def test_size_and_frame_bounds_hold_for_every_format(character, fmt, field, value):
+    client, cid, _, _ = character
+    r = client.post(f"/characters/{cid}/animations", json={"motions": ["dab"], "format": fmt, field: value})
+    assert r.status_code == 400 and r.get_json()["error"] == "bad_request" and field in r.get_json()["message"]
+
+
+def test_an_unknown_format_lists_the_new_ones(character):
+    client, cid, _, _ = character
+    r = client.post(f"/characters/{cid}/animations", json={"motions": ["dab"], "format": "fbx"})
+    assert r.status_code == 400 and all(f in r.get_json()["message"] for f in NEW_FORMATS)
+
+
+@pytest.mark.parametrize("fmt", ["sheet", "glb"])
+def test_animate_answers_the_format_too(character, fmt):
+    client, _, joints, box = character
+    r = client.post("/animate", data={"image": ((CHAR1 / "texture.png").open("rb"), "char1.png", "image/png"),
+                                      "joints": json.dumps(joints), "bbox": json.dumps(box), "format": fmt,
+                                      "motions": "dab"})
+    assert r.status_code == 200, r.get_json()
+    url = r.get_json()["animations"]["dab"]
+    got = _get(client, url)
+    assert got.mimetype == animator.FORMATS[fmt][0]
+    assert url.endswith({"sheet": ".sheet.zip", "glb": ".glb"}[fmt])
+
+
+def test_a_sheet_over_its_bound_is_422_output_too_large():
+    from animator.errors import OutputTooLarge as Animator
+    from app.errors import from_animator
+
+    err = from_animator(Animator("a sprite sheet of these 900 frames would hold over 67108864 pixels"))
+    assert (err.status, err.code) == (422, "output_too_large")
+
+
+def test_the_sheet_bound_stops_packing_as_soon_as_it_is_passed():
+    import numpy as np
+
+    from animator.errors import OutputTooLarge
+    from animator.export.sheet import pack_sheet
+
+    served = []
+
+    def frames():
+        for i in range(50):
+            served.append(i)
+            f = np.zeros((40, 40, 4), np.uint8)
+            f[5:35, 5:35 - (i % 7)] = 255       # 7 distinct frames (repeats are aliases), <= 900 px each
+            yield f
+
+    with pytest.raises(OutputTooLarge, match="fewer frames"):
+        pack_sheet(frames(), 50, 0.04, max_pixels=5 * 900)
+    assert len(served) <= 7      # the sixth distinct frame passes 5 frames of pixels

@@ -1,0 +1,327 @@
+"""The OpenAPI document against the code: one source of truth for routes, fields, bounds and error codes.
+
+The document (app/http/openapi.yaml) is written by hand; these tests fail when the code and it
+disagree, in either direction:
+
+* routes: Flask's url_map (path and method) against the document's paths and operations;
+* error codes: every ApiError class of the app against the document's ErrorCode list, with its status,
+  and each status's error schema against the codes of that status;
+* bounds: every ``x-bounds`` value equals what it names (a setting's default, a constant), every
+  request-bounding setting and ``MAX_*`` constant of the app is named by one, and the served document
+  carries the running settings;
+* fields and headers: every form/JSON field and header the routes read (found in their source) is a
+  property or header parameter of the document, and every one the document has is read somewhere.
+"""
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import pkgutil
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import app as app_package
+from app import config
+from app.errors import ApiError
+from app.http import reference
+
+REPO = Path(__file__).resolve().parents[2]
+ROUTES = REPO / "app" / "http"
+SPEC = yaml.safe_load(reference.SPEC_PATH.read_text())
+METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+def _walk(node: Any):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def _deref(node: dict) -> dict:
+    while "$ref" in node:
+        target: Any = SPEC
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def test_the_document_is_valid_openapi_3_1(client):
+    from openapi_spec_validator import validate
+
+    assert SPEC["openapi"].startswith("3.1")
+    validate(SPEC)
+    served = client.get("/openapi.json")
+    assert served.status_code == 200 and served.mimetype == "application/json"
+    validate(served.get_json())
+    as_yaml = client.get("/openapi.yaml")
+    assert as_yaml.status_code == 200 and yaml.safe_load(as_yaml.data) == served.get_json()
+
+
+# --- routes --------------------------------------------------------------------------------------
+
+def _flask_path(rule: str) -> str:
+    return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule)
+
+
+def test_every_route_is_in_the_document_and_every_operation_is_a_route(app):
+    routes = {(_flask_path(rule.rule), method.lower()) for rule in app.url_map.iter_rules()
+              for method in rule.methods - {"HEAD", "OPTIONS"}}
+    documented = {(path, method) for path, item in SPEC["paths"].items() for method in item if method in METHODS}
+    assert routes - documented == set(), "routes the document lacks"
+    assert documented - routes == set(), "operations no route answers"
+
+
+def test_path_parameters_match_the_routes():
+    for path, item in SPEC["paths"].items():
+        names = set(re.findall(r"{([a-z_]+)}", path))
+        for method, op in item.items():
+            if method not in METHODS:
+                continue
+            params = [_deref(p) for p in item.get("parameters", []) + op.get("parameters", [])]
+            assert {p["name"] for p in params if p["in"] == "path"} == names, f"{method} {path}"
+
+
+# --- error codes ---------------------------------------------------------------------------------
+
+def _api_errors() -> dict[str, int]:
+    """code -> status of every ApiError class the app defines (every module imported)."""
+    for info in pkgutil.walk_packages(app_package.__path__, "app."):
+        if info.name not in ("app.jobs.worker", "app.gunicorn_conf"):  # entry points with import-time effects
+            importlib.import_module(info.name)
+    importlib.import_module("app.jobs.worker")  # its classes too (it only runs when started as __main__)
+    found: dict[str, int] = {}
+    todo = [ApiError]
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if cls.__module__.startswith("app.") and not _family_base(cls):
+            assert found.get(cls.code, cls.status) == cls.status, f"{cls.code} has two statuses"
+            found[cls.code] = cls.status
+    return found
+
+
+def _family_base(cls: type) -> bool:
+    """A class only subclassed, never raised itself (ApiError, ClientError, UpstreamError, Unavailable)."""
+    if not cls.__subclasses__():
+        return False
+    source = "\n".join(p.read_text() for p in (REPO / "app").rglob("*.py"))
+    return re.search(rf"\b{cls.__name__}\(", source.replace(f"class {cls.__name__}(", "")) is None
+
+
+#: Codes werkzeug's own HTTP errors become (app/errors.py, on_http_error) on the routes we have.
+WERKZEUG_CODES = {"method_not_allowed": 405, "not_found": 404, "bad_request": 400,
+                  "requested_range_not_satisfiable": 416}
+
+
+def _documented_codes() -> dict[str, int]:
+    return {entry["const"]: entry["x-status"] for entry in SPEC["components"]["schemas"]["ErrorCode"]["oneOf"]}
+
+
+def test_every_error_code_is_documented_with_its_status_and_back():
+    code = {**_api_errors(), "internal_error": 500, **WERKZEUG_CODES}
+    assert code == _documented_codes()
+
+
+def test_each_status_error_schema_lists_exactly_that_status_codes():
+    documented = _documented_codes()
+    statuses = sorted(set(documented.values()))
+    for status in statuses:
+        schema = SPEC["components"]["schemas"][f"Error{status}"]
+        assert sorted(schema["properties"]["error"]["enum"]) == sorted(c for c, s in documented.items() if s == status)
+    # and every error response of the document uses its status's schema
+    for path, item in SPEC["paths"].items():
+        for method, op in item.items():
+            if method not in METHODS:
+                continue
+            for status, response in op["responses"].items():
+                body = _deref(response).get("content", {}).get("application/json", {}).get("schema", {})
+                if int(status) >= 400 and path != "/ping":  # /ping's 503 is its readiness document
+                    assert body == {"$ref": f"#/components/schemas/Error{status}"}, f"{method} {path} {status}"
+
+
+# --- bounds --------------------------------------------------------------------------------------
+
+def _bounds() -> list[tuple[dict, str, str]]:
+    return [(node, keyword, source) for node in _walk(SPEC) for keyword, source in node.get("x-bounds", {}).items()]
+
+
+def test_written_bounds_are_the_code_defaults():
+    defaults = config.load_settings({})
+    assert _bounds(), "the document names no bound"
+    for node, keyword, source in _bounds():
+        assert node[keyword] == reference.bound_value(source, defaults), f"{keyword} from {source}"
+    assert reference.resolve(SPEC, defaults) == SPEC
+
+
+def test_the_served_document_carries_the_running_settings(make_app):
+    app = make_app(render_size_max=512, max_upload_mb=2, bvh_max_joints=99, render_max_frames=300)
+    served = app.test_client().get("/openapi.json").get_json()
+    schemas = served["components"]["schemas"]
+    assert schemas["RenderSize"]["maximum"] == 512
+    assert schemas["MaxFrames"]["maximum"] == 300
+    assert schemas["BvhFile"]["x-max-joints"] == 99
+    assert served["paths"]["/animate"]["post"]["requestBody"]["x-max-bytes"] == 2 * 2**20
+
+
+#: Settings whose names say "limit" but that bound no client input (capacity, operations, processing);
+#: each is documented where it shows (Retry-After, /ping) or in docs/configuration.md.
+NOT_REQUEST_BOUNDS = {
+    "DOODLEPOD_MAX_INFLIGHT",        # capacity: 503 overloaded
+    "DOODLEPOD_MIN_FREE_DISK_MB",    # operations: 503 low_disk_space, /ping
+    "DOODLEPOD_DETECT_MAX_SIDE",     # the image is downsized to it, not refused
+    "DOODLEPOD_MIN_DETECTION_SCORE",  # the detector's threshold
+    "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
+    "DOODLEPOD_JOBS_MAX_ATTEMPTS",   # the worker's retries
+}
+#: MAX_* constants of the app that bound no client input.
+NOT_REQUEST_CONSTANTS = {
+    "app.characters.torchserve:MAX_ANSWER_BYTES",         # TorchServe's answers
+    "app.render.pipeline:MAX_PROCESSES_PER_RENDER",   # CPUs a render uses
+    "app.jobs.queue:DEAD_STREAM_MAX",          # the dead-letter stream's length
+}
+
+
+def _named_sources() -> set[str]:
+    return {part.strip() for _, _, source in _bounds() for part in source.split(" or ")}
+
+
+def test_every_request_bound_of_the_code_is_in_the_document():
+    named = _named_sources()
+    bounding = {s.name for s in config.SETTINGS
+                if re.search(r"(^|_)(MAX|MIN)(_|$)|_(MB|KB|PIXELS)$|DEADLINE|BODY_TIMEOUT|RATE_LIMIT", s.name.removeprefix("DOODLEPOD_"))}
+    assert bounding - NOT_REQUEST_BOUNDS - named == set(), "settings that bound requests but the document lacks"
+    constants = set()
+    for path in (REPO / "app").rglob("*.py"):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for name in re.findall(r"^(MAX_[A-Z_]+|[A-Z_]+_MAX|[A-Z_]+_LIMIT)\s*[:=]", path.read_text(), re.M):
+            constants.add(f"{module}:{name}")
+    assert constants - NOT_REQUEST_CONSTANTS - named == set(), "constants that bound requests but the document lacks"
+    assert {s for s in named if ":" in s and s.startswith("app.")} - constants - {"app.http.hooks:_REQUEST_ID"} == set()
+
+
+def test_format_enum_is_the_animator_formats():
+    from animator.encode import FORMATS
+
+    assert SPEC["components"]["schemas"]["Format"]["enum"] == list(FORMATS)
+
+
+# --- fields and headers --------------------------------------------------------------------------
+
+_READERS = {"get", "getlist"}
+_CONTAINERS = {"form", "files", "body", "fields", "headers"}
+
+
+def _read_in_code() -> tuple[set[str], set[str]]:
+    """(field names, header names) the routes and their helpers read, found in their source."""
+    sources = [*ROUTES.glob("*.py"), REPO / "app" / "intake" / "bvh.py"]
+    fields: set[str] = set()
+    headers: set[str] = set()
+    for path in sources:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _READERS
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                owner = node.func.value
+                name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+                if name == "headers":
+                    headers.add(node.args[0].value.lower())
+                elif name in _CONTAINERS:
+                    fields.add(node.args[0].value)
+            elif (isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                  and _name_of(node.args[0]) == "form"):  # a helper reading form[name], e.g. _int_field(form, name)
+                fields.add(node.args[1].value)
+            elif (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)
+                  and isinstance(node.left.value, str) and any(isinstance(op, ast.In) for op in node.ops)):
+                target = node.comparators[0]
+                if isinstance(target, ast.Attribute) and target.attr in ("files", "form"):
+                    fields.add(node.left.value)
+    from app.jobs.idempotency import HEADER
+    headers.add(HEADER.lower())
+    return fields, headers
+
+
+def _name_of(node: ast.AST) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
+def _documented_fields() -> set[str]:
+    names: set[str] = set()
+    for item in SPEC["paths"].values():
+        for method, op in item.items():
+            if method not in METHODS or "requestBody" not in op:
+                continue
+            for media in _deref(op["requestBody"])["content"].values():
+                schema = _deref(media.get("schema", {}))
+                names |= set(schema.get("properties", {}))
+    return names
+
+
+def _documented_headers() -> set[str]:
+    names = set()
+    for item in SPEC["paths"].values():
+        for method, op in item.items():
+            if method in METHODS:
+                names |= {_deref(p)["name"].lower() for p in item.get("parameters", []) + op.get("parameters", [])
+                          if _deref(p)["in"] == "header"}
+    return names
+
+
+def test_every_field_the_routes_read_is_documented_and_back():
+    fields, _ = _read_in_code()
+    # "skeleton" is a key inside the joints JSON (its documented object form), read by the joints parser
+    assert fields - {"skeleton"} == _documented_fields()
+
+
+def test_every_header_the_routes_read_is_documented_and_back():
+    _, headers = _read_in_code()
+    documented = _documented_headers()
+    # Authorization is the bearer scheme (components.securitySchemes); Range of /files is read by werkzeug's
+    # send_file
+    assert headers - {"authorization"} == documented - {"range"}
+
+
+def test_security_scheme_is_bearer_and_public_routes_say_so(app):
+    assert SPEC["components"]["securitySchemes"]["bearerAuth"] == {
+        **SPEC["components"]["securitySchemes"]["bearerAuth"], "type": "http", "scheme": "bearer"}
+    from app.http import API_CHILDREN
+    api_endpoints = {f"api.{bp.name}" for bp in API_CHILDREN}
+    for rule in app.url_map.iter_rules():
+        public = not any(rule.endpoint.startswith(prefix + ".") for prefix in api_endpoints)
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            op = SPEC["paths"][_flask_path(rule.rule)][method.lower()]
+            assert (op.get("security") == []) == public, f"{method} {rule.rule}"
+
+
+# --- the page ------------------------------------------------------------------------------------
+
+def test_docs_page_is_self_hosted_under_the_studio_policy(client):
+    from app.http.studio import CONTENT_SECURITY_POLICY
+
+    page = client.get("/docs")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    html = page.get_data(as_text=True)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "the page loads nothing from elsewhere"
+    for asset in re.findall(r"""(?:src|href)="(docs/[^"]+)""", html):
+        got = client.get("/" + asset)
+        assert got.status_code == 200, asset
+        assert "http://" not in got.get_data(as_text=True) and "https://" not in got.get_data(as_text=True)
+    assert client.get("/static/studio/index.html").status_code == 404  # no second copy without the policy
+
+
+def test_document_names_no_unknown_schema():
+    text = json.dumps(SPEC)
+    for ref in set(re.findall(r'"\$ref": "#/([^"]+)"', text)):
+        target: Any = SPEC
+        for part in ref.split("/"):
+            assert part in target, ref
+            target = target[part]

@@ -1,0 +1,245 @@
+"""Job callbacks reach only what they should, and a slow receiver holds back nobody else.
+
+Units: the address rules of app/jobs/egress.py (a resolver stub stands in for DNS, which cannot be
+made to answer on cue here), and one delivery attempt against a real tarpit socket on loopback.
+End to end: gunicorn (gevent) + ``python -m app.jobs.worker`` + Valkey + the fake-model TorchServe on
+loopback; the receivers are real HTTP servers on loopback, let through by DOODLEPOD_WEBHOOK_ALLOW.
+"""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+
+from app.jobs.egress import Allowance, CallbackRefused, check_callback
+from app.jobs.webhooks import deliver
+from tests.support import stack
+from tests.support.jobstack import WorkerProcess
+
+SECRET = "callback-test-secret"
+PUBLIC = "93.184.216.34"
+
+
+def public_dns(host: str, port: int) -> list[str]:
+    return [PUBLIC]
+
+
+REFUSED = [
+    ("http://127.0.0.1:6379/", "loopback"), ("http://localhost/", "internal_name"), ("http://[::1]/", "loopback"),
+    ("http://2130706433/", "address_form"), ("http://0x7f.1/", "address_form"), ("http://127.1/", "address_form"),
+    ("http://0177.0.0.1/", "address_form"), ("http://169.254.169.254/latest/meta-data/", "link_local"),
+    ("http://[fd00:ec2::254]/", "unique_local"), ("http://10.0.0.1/", "private"), ("http://192.168.1.10/", "private"),
+    ("http://172.16.0.1/", "private"), ("http://100.64.0.1/", "private"), ("http://224.0.0.1/", "multicast"),
+    ("http://0.0.0.0/", "unspecified"), ("http://[::ffff:127.0.0.1]/", "loopback"),
+    ("http://metadata.google.internal/", "internal_name"), ("http://kubernetes.default.svc/", "internal_name"),
+    ("http://doodlepod-redis.default.svc.cluster.local:6379/", "internal_name"),
+    ("http://doodlepod-redis:6379/", "internal_name"), ("https://user:pw@example.com/hook", "credentials"),
+    ("http://:pw@example.com/hook", "credentials"),
+]
+
+
+@pytest.mark.parametrize(("url", "rule"), REFUSED)
+def test_internal_and_odd_destinations_are_refused_naming_the_rule(url, rule):
+    with pytest.raises(CallbackRefused) as caught:
+        check_callback(url, Allowance(), public_dns)
+    assert caught.value.rule == rule and caught.value.status == 422 and rule in caught.value.message
+
+
+def test_a_name_is_refused_when_any_of_its_addresses_is_internal():
+    with pytest.raises(CallbackRefused) as caught:
+        check_callback("https://hooks.example.com/x", Allowance(), lambda h, p: [PUBLIC, "10.1.2.3"])
+    assert caught.value.rule == "private" and "hooks.example.com" in caught.value.message
+    with pytest.raises(CallbackRefused) as caught:
+        check_callback("https://nowhere.example.com/x", Allowance(), lambda h, p: [])
+    assert caught.value.rule == "unresolvable"
+
+
+def test_public_destinations_pass_and_keep_the_checked_address():
+    target = check_callback("https://hooks.example.com:8443/in?x=1", Allowance(), public_dns)
+    assert (target.scheme, target.host, target.port, target.path, target.address) == \
+        ("https", "hooks.example.com", 8443, "/in?x=1", PUBLIC)
+
+
+def test_the_allow_list_lets_named_networks_and_hosts_through():
+    allow = Allowance.parse(["127.0.0.1/32", "hooks.team.svc", ".corp.internal"])
+    assert check_callback("http://127.0.0.1:9/x", allow).address == "127.0.0.1"
+    assert check_callback("http://hooks.team.svc/x", allow, lambda h, p: ["10.3.0.7"]).address == "10.3.0.7"
+    assert check_callback("http://a.corp.internal/x", allow, lambda h, p: ["10.3.0.8"]).address == "10.3.0.8"
+    for url in ("http://127.0.0.2/x", "http://other.team.svc/x"):
+        with pytest.raises(CallbackRefused):
+            check_callback(url, allow, lambda h, p: ["10.3.0.9"])
+
+
+def test_delivery_checks_again_and_refuses_a_name_that_now_resolves_inside():
+    answers = iter([[PUBLIC], ["127.0.0.1"]])
+    check_callback("http://rebind.example.com/x", Allowance(), lambda h, p: next(answers))  # at submit: fine
+    outcome = deliver("http://rebind.example.com/x", {"id": "j1", "status": "succeeded"}, SECRET, attempts=3,
+                      timeout_s=1, now=lambda: "t", resolve=lambda h, p: next(answers))
+    assert not outcome.delivered and outcome.attempts == 1 and outcome.detail == "refused: loopback"
+
+
+class Tarpit:
+    """A receiver on loopback that reads the request, then answers one byte every ``every`` seconds."""
+
+    def __init__(self, every: float = 2.0) -> None:
+        self.every = every
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/slow"
+        self.stopped = threading.Event()
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
+                    if self.stopped.wait(self.every):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.sock.close()
+
+
+def test_one_attempt_ends_at_its_deadline_however_slowly_the_receiver_trickles():
+    tarpit = Tarpit(every=0.3)   # each byte well within a per-read timeout: only a total deadline ends it
+    try:
+        t0 = time.monotonic()
+        outcome = deliver(tarpit.url, {"id": "j1", "status": "succeeded"}, SECRET, attempts=1, timeout_s=1.5,
+                          now=lambda: "t", allow=Allowance.parse(["127.0.0.1/32"]))
+        took = time.monotonic() - t0
+    finally:
+        tarpit.close()
+    assert not outcome.delivered and outcome.detail == "timeout", outcome
+    assert 1.4 <= took < 2.5, took
+
+
+# --- end to end ----------------------------------------------------------------------------------
+
+class Receiver:
+    """A normal receiver on loopback: 204 at once; remembers when each callback arrived."""
+
+    def __init__(self) -> None:
+        self.arrived: list[tuple[float, bytes]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                owner.arrived.append((time.monotonic(), body))
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def page():
+    return stack.page_with_character("char1", (800, 600), (200, 60))
+
+
+@pytest.fixture(scope="module")
+def pod(redis_server, torchserve, page):
+    image, joints = page
+    torchserve.set_control(detector={"mode": "nonwhite"},
+                           pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
+    workdir = stack.make_workdir("dp-callbacks-")
+    env = {"DOODLEPOD_REDIS_URL": redis_server.url, "DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
+           "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url, "DOODLEPOD_RENDER_SIZE": "96",
+           "DOODLEPOD_RENDER_MAX_FRAMES": "6", "DOODLEPOD_RENDER_PROCESSES": "1", "DOODLEPOD_MAX_INFLIGHT": "4",
+           "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"),
+           "DOODLEPOD_WEBHOOK_SECRET": SECRET, "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32",
+           "DOODLEPOD_WEBHOOK_TIMEOUT_S": "4", "DOODLEPOD_WEBHOOK_ATTEMPTS": "3",
+           "DOODLEPOD_RATE_LIMIT_PER_MIN": "6000", "DOODLEPOD_RATE_LIMIT_BURST": "1000"}
+    app = stack.Gunicorn(workdir / "app", env)
+    worker = WorkerProcess(workdir, env)
+    try:
+        app.start()
+        worker.start()
+        yield app
+    finally:
+        worker.stop()
+        app.stop()
+        stack.remove(workdir)
+
+
+def _submit(pod, page, callback_url: str) -> requests.Response:
+    data = stack.encode(page[0], "PNG")
+    return requests.post(f"{pod.url}/animate", files={"image": ("d.png", data, "image/png")},
+                         data={"motions": "dab", "callback_url": callback_url},
+                         headers={"Prefer": "respond-async"}, timeout=60)
+
+
+@pytest.mark.redis
+@pytest.mark.e2e
+@pytest.mark.timeout(300)
+def test_internal_callbacks_are_refused_over_http_with_422(pod, page):
+    for url, rule in [("http://127.0.0.2:6379/", "loopback"), ("http://2130706433/", "address_form"),
+                      ("http://169.254.169.254/", "link_local"), ("http://doodlepod-redis:6379/", "internal_name"),
+                      ("http://kubernetes.default.svc/", "internal_name"), ("http://u:p@127.0.0.1/", "credentials")]:
+        resp = _submit(pod, page, url)
+        assert resp.status_code == 422, (url, resp.status_code, resp.text[:300])
+        body = resp.json()
+        assert body["error"] == "callback_url_refused" and f"rule {rule}" in body["message"], body
+        assert "p@" not in body["message"]
+
+
+@pytest.mark.redis
+@pytest.mark.e2e
+@pytest.mark.timeout(300)
+def test_a_tarpit_receiver_does_not_delay_another_clients_callback(pod, page):
+    tarpit, normal = Tarpit(every=2.0), Receiver()
+    try:
+        for _ in range(4):   # more slow callbacks than the old worker had delivery threads
+            assert _submit(pod, page, tarpit.url).status_code == 202
+        t_end = time.monotonic() + 60
+        while tarpit.connections < 2 and time.monotonic() < t_end:
+            time.sleep(0.1)
+        assert tarpit.connections >= 2, "the tarpit's callbacks never started"
+        resp = _submit(pod, page, normal.url)
+        assert resp.status_code == 202, resp.text
+        location = resp.headers["Location"]
+        t_end = time.monotonic() + 90
+        while time.monotonic() < t_end:
+            job = requests.get(pod.url + location, timeout=10).json()
+            if job["status"] in ("succeeded", "failed"):
+                break
+            time.sleep(0.1)
+        ended = time.monotonic()
+        assert job["status"] == "succeeded", job
+        while not normal.arrived and time.monotonic() < ended + 20:
+            time.sleep(0.1)
+        assert normal.arrived, "the normal receiver's callback did not arrive within 20 s"
+        assert normal.arrived[0][0] - ended < 5, normal.arrived[0][0] - ended
+    finally:
+        tarpit.close()
+        normal.close()
