@@ -108,6 +108,7 @@ def main() -> int:
                                  mask=char.mask)
     walls, cpus = [], []
     for _ in range(4):
+        steps._rigs.cache_clear()  # as after an edit: a new version, rigged anew (its decoded files are kept)
         w0, c0 = time.perf_counter(), time.process_time()
         steps.render_stored(files["texture"], files["mask"], [(j.name, j.loc, j.parent) for j in char.skeleton],
                            str(motion.motion_cfg), str(motion.retarget_cfg),

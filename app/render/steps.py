@@ -457,20 +457,29 @@ def character_files(joints: list[tuple[str, tuple[float, float], str | None]], *
 def render_stored(texture_png: bytes, mask_png_bytes: bytes, joints: list[tuple[str, tuple[float, float], str | None]],
                   motion_path: str, retarget_path: str, options: dict[str, Any]) -> dict[str, Any]:
     """:func:`render_motion` for a stored character (its texture and mask PNGs, joints in texture pixels)."""
+    import animator
+
     t0 = time.perf_counter()
-    character = _stored_character(texture_png, mask_png_bytes, tuple((n, tuple(loc), p) for n, loc, p in joints))
+    with animator_boundary("the character cannot be animated"):
+        character = animator.Character(_stored_texture(texture_png), _stored_mask(mask_png_bytes),
+                                       [animator.Joint(n, tuple(loc), p) for n, loc, p in joints])
     read_ms = (time.perf_counter() - t0) * 1e3
     out = render_motion(character, motion_path, retarget_path, options)
     out["timings_ms"]["read_character"] = read_ms
     return out
 
 
+# A stored version's texture and mask, decoded once per process: its later motions, and the versions
+# that only move joints (the same files), skip the PNG decode. Read-only: a Character never writes them.
 @lru_cache(maxsize=RIG_CACHE_CHARACTERS)
-def _stored_character(texture_png: bytes, mask_png_bytes: bytes, joints: tuple) -> Any:
-    """A stored character version's files decoded (kept for the version's later motions in this process)."""
-    import animator
-
+def _stored_texture(texture_png: bytes) -> np.ndarray:
     texture = read_texture(texture_png)
+    texture.setflags(write=False)
+    return texture
+
+
+@lru_cache(maxsize=RIG_CACHE_CHARACTERS)
+def _stored_mask(mask_png_bytes: bytes) -> np.ndarray:
     mask = read_mask(mask_png_bytes)
-    with animator_boundary("the character cannot be animated"):
-        return animator.Character(texture, mask, [animator.Joint(n, loc, p) for n, loc, p in joints])
+    mask.setflags(write=False)
+    return mask

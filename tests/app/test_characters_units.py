@@ -148,8 +148,8 @@ def test_rig_check_refuses_joints_off_the_drawing() -> None:
 
 def test_a_render_process_rigs_a_character_version_once_for_all_its_motions() -> None:
     """Stored character files as the characters API sends them: the second motion of the same
-    version reuses the decoded character, its rig and (same clip again) its sprite; the files are
-    those of a render from scratch."""
+    version reuses the decoded files, its rig and (same clip again) its sprite; the files are those of
+    a render from scratch. A version that only moved a joint reuses the decoded files alone."""
     import animator
     from tests.conftest import AD_EXAMPLES, FAIR
 
@@ -158,12 +158,12 @@ def test_a_render_process_rigs_a_character_version_once_for_all_its_motions() ->
              [(j.name, list(j.loc), j.parent) for j in char.skeleton])
     dab, zombie = (str(AD_EXAMPLES / "config" / "motion" / f"{m}.yaml") for m in ("dab", "zombie"))
     options = {"width": 128, "height": 128, "max_frames": 10, "threads": 1}
-    steps._rigs.cache_clear()
-    steps._stored_character.cache_clear()
+    for cache in (steps._rigs, steps._stored_texture, steps._stored_mask):
+        cache.cache_clear()
     first = steps.render_stored(*files, dab, str(FAIR), options)
     second = steps.render_stored(*files, zombie, str(FAIR), options)
     third = steps.render_stored(*files, dab, str(FAIR), options)
-    assert steps._stored_character.cache_info().hits == 2
+    assert steps._stored_texture.cache_info().hits == steps._stored_mask.cache_info().hits == 2
     assert steps._rigs().hits == {"rig": 2, "sprite": 1}
     assert max(second["timings_ms"]["setup"], third["timings_ms"]["setup"]) < first["timings_ms"]["setup"] / 5
     assert third["data"] == first["data"]
@@ -171,8 +171,9 @@ def test_a_render_process_rigs_a_character_version_once_for_all_its_motions() ->
     want = animator.render(fresh, *steps._configs(zombie, str(FAIR)), animator.RenderOptions(**options))
     assert second["data"] == want.data
     moved = [(n, [loc[0] + 4, loc[1]] if n == "left_hand" else loc, p) for n, loc, p in files[2]]
-    steps.render_stored(files[0], files[1], moved, dab, str(FAIR), options)   # a new version: rigged anew
-    assert steps._rigs().hits == {"rig": 2, "sprite": 1}
+    steps.render_stored(files[0], files[1], moved, dab, str(FAIR), options)   # a new version: rigged anew,
+    assert steps._rigs().hits == {"rig": 2, "sprite": 1}                        # its files not decoded again
+    assert steps._stored_texture.cache_info().hits == steps._stored_mask.cache_info().hits == 3
 
 
 def test_document_coordinates_round_trip() -> None:
