@@ -20,35 +20,18 @@ import pytest
 import requests
 
 from tests.support import procs, stack, wait
+from tests.support.rawhttp import RawServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 
-class BadModelServer:
+class BadModelServer(RawServer):
     """A TorchServe stand-in on loopback whose answers misbehave: ``mode`` is 'cut' (a 200 whose
     body stops half way and the connection closes) or 'trickle' (one byte every 2 s)."""
 
     def __init__(self) -> None:
         self.mode = "cut"
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.stopped = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _serve(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+        super().__init__(self._answer, backlog=16)
 
     def _answer(self, conn: socket.socket) -> None:
         with conn:
@@ -80,16 +63,12 @@ class BadModelServer:
             except OSError:
                 return
 
-    def stop(self) -> None:
-        self.stopped.set()
-        self.sock.close()
-
 
 @pytest.fixture(scope="module")
 def bad_model_server():
     server = BadModelServer()
     yield server
-    server.stop()
+    server.close()
 
 
 def _env(bad_model_server, workdir: Path, **extra: str) -> dict[str, str]:

@@ -12,11 +12,9 @@ import hashlib
 import hmac
 import json
 import re
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ import requests
 from tests.support import stack, wait
 from tests.support.answers import assert_error
 from tests.support.jobstack import WorkerProcess
+from tests.support.receiver import CallbackReceiver
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600),
               pytest.mark.usefixtures("models_find_the_drawing")]
@@ -171,41 +170,10 @@ def test_the_same_idempotency_key_twice_renders_once_and_another_body_gets_422(p
     assert_error(_post(pod, page, sync_key, motions="zombie"), 422, "idempotency_key_reused")
 
 
-class _Receiver:
-    """A webhook receiver on loopback: answers ``fail_first`` 500s, then 204; records what arrived."""
-
-    def __init__(self, fail_first: int = 0) -> None:
-        self.received: list[tuple[dict, bytes]] = []
-        self.fail_first = fail_first
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.received.append((dict(self.headers), body))
-                self.send_response(500 if len(receiver.received) <= receiver.fail_first else 204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/doodlepod"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait(self, n: int, timeout: float = 60) -> None:
-        t_end = time.monotonic() + timeout
-        while len(self.received) < n and time.monotonic() < t_end:
-            time.sleep(0.1)
-        assert len(self.received) >= n, f"{len(self.received)} of {n} callbacks arrived"
-
-    def close(self) -> None:
-        self.server.shutdown()
 
 
 def test_the_webhook_arrives_signed_and_is_retried_with_backoff(pod, page):
-    receiver = _Receiver(fail_first=2)
+    receiver = CallbackReceiver(fail_first=2)
     try:
         resp = _post(pod, page, ASYNC, callback_url=receiver.url)
         assert resp.status_code == 202, resp.text
