@@ -29,8 +29,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /srv/doodlepod
 
 # Dependencies first (pinned), so code changes do not reinstall them.
-COPY requirements/animator.txt requirements/app.txt requirements/
+COPY requirements/animator.txt requirements/app.txt requirements/pose.txt requirements/
 RUN pip install --no-cache-dir -r requirements/app.txt
+# The pose model (a motion from a video): mediapipe without its declared dependencies (see pose.txt),
+# with the OpenCV and matplotlib builds it imports.
+RUN pip install --no-cache-dir opencv-python-headless==5.0.0.93 matplotlib==3.11.2 \
+    && pip install --no-cache-dir --no-deps -r requirements/pose.txt
 
 COPY animator/ animator/
 COPY --from=kernel /src/animator/*.so animator/

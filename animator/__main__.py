@@ -1,5 +1,6 @@
 """Command line: ``python -m animator CHARACTER_DIR --motion M.yaml [--retarget R.yaml] -o out.gif``,
-or ``python -m animator SCENE.yaml`` for an AnimatedDrawings scene (mvc config).
+or ``python -m animator SCENE.yaml`` for an AnimatedDrawings scene (mvc config), or
+``python -m animator motion-from-video VIDEO -o clip.bvh`` for a person's movement as a BVH clip.
 
 Run ``python -m animator --help`` for the options. Exit codes: 0 done, 1 bad input or the output
 cannot be produced (one line on stderr), 2 bad command line, 3 the output file cannot be written.
@@ -66,6 +67,7 @@ examples (from tests/fixtures/animated_drawings):
   python -m animator examples/characters/char1 --motion examples/bvh/fair1/dab.bvh -o dab.gif
   python -m animator --motion examples/bvh/cmu1/jumping_jacks.bvh --print-retarget > cmu.yaml
   python -m animator scene.yaml -o scene.gif
+  python -m animator motion-from-video dance.mp4 -o dance.bvh   (then --motion dance.bvh)
 """
 
 
@@ -181,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "motion-from-video":
+        from animator.video_motion import cli
+
+        return cli(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     log = _logger(args.verbose)

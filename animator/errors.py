@@ -40,6 +40,22 @@ class RenderError(AnimatorError):
     """Rendering or encoding failed for a reason other than bad input (e.g. no codec for a format)."""
 
 
+class NoPersonError(AnimatorError):
+    """A video in which the pose model found no person (or too few frames with one) to make a motion."""
+
+
+class VideoError(AnimatorError):
+    """A video that cannot be read, or is longer or larger than the limits allow."""
+
+    def __init__(self, path, message: str) -> None:
+        self.path = str(path) if path is not None else None
+        self.message = message
+        super().__init__(f"{self.path or '<video>'}: {message}")
+
+    def __reduce__(self):  # keep (path, message) across process-pool pickling
+        return (type(self), (self.path, self.message))
+
+
 class OutputTooLarge(AnimatorError):
     """The file asked for would pass a bound of its format (e.g. a sprite sheet's pixels): bad input
     (the request's, not the renderer's fault); fewer frames or a smaller size fit."""

@@ -179,6 +179,10 @@ SETTINGS: tuple[Setting, ...] = (
             "beyond), checked before its frames are read.", int),
     Setting("DOODLEPOD_BVH_MAX_SECONDS", "120", "Longest stretch of an uploaded clip (its start_frame to "
             "end_frame) that is rendered, in seconds (422 invalid_motion beyond).", _positive_float),
+    Setting("DOODLEPOD_VIDEO_MAX_MB", "32", "Largest video POST /motions accepts (form field 'video'), in MiB "
+            "(413 beyond).", _positive_float),
+    Setting("DOODLEPOD_VIDEO_MAX_SECONDS", "20", "Longest video POST /motions accepts, in seconds (the job fails "
+            "422 invalid_video beyond, checked before any frame is decoded).", _positive_float),
     # --- TorchServe ---
     Setting("DOODLEPOD_TORCHSERVE_URL", "http://127.0.0.1:8080", "TorchServe inference API."),
     Setting("DOODLEPOD_TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", "TorchServe management API "
@@ -199,9 +203,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_PUBLIC_URL", "", "Base URL clients reach the app at (e.g. https://doodles.example.com), "
             "used for local-storage URLs; empty: the host the request reached through a trusted proxy "
             "(DOODLEPOD_FORWARDED_ALLOW_IPS), else URLs relative to the server."),
-    Setting("DOODLEPOD_EXPIRY_HOURS", "24", "Characters and animations are deleted this many hours after "
-            "they are made (a character: after its upload; GET answers 404 from then on). Local storage "
-            "sweeps them; with S3 give the bucket a lifecycle rule (deploy/examples/s3-lifecycle.json).",
+    Setting("DOODLEPOD_EXPIRY_HOURS", "24", "Characters, animations and motions made from videos are deleted "
+            "this many hours after they are made (a character: after its upload; GET answers 404 from then on). "
+            "Local storage sweeps them; with S3 give the bucket a lifecycle rule (deploy/examples/s3-lifecycle.json).",
             _positive_float),
     Setting("DOODLEPOD_SWEEP_INTERVAL_S", "600", "How often the local storage is swept of expired files, "
             "in seconds (one worker of the pod sweeps at a time).", _positive_float),

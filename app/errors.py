@@ -151,6 +151,16 @@ class InvalidMotion(ClientError):
     status, code = 422, "invalid_motion"
 
 
+class InvalidVideo(ClientError):
+    """A video sent to POST /motions cannot be used: unreadable, too long or too large a frame."""
+    status, code = 422, "invalid_video"
+
+
+class NoPerson(ClientError):
+    """The pose model found no person in the video (or in too few of its frames)."""
+    status, code = 422, "no_person"
+
+
 class OutputTooLarge(ClientError):
     """The file asked for would pass a bound of its format (a sprite sheet's pixels): fewer frames
     (``max_frames``) or a smaller ``size`` fit."""
@@ -231,6 +241,8 @@ ANIMATOR_ERRORS: tuple[tuple[type[Exception], type[ApiError]], ...] = (
     (animator_errors.BVHError, InvalidMotion),
     (animator_errors.ConfigError, InvalidMotion),
     (animator_errors.OutputTooLarge, OutputTooLarge),
+    (animator_errors.NoPersonError, NoPerson),
+    (animator_errors.VideoError, InvalidVideo),
     (animator_errors.RenderError, RenderFailed),
     (animator_errors.AnimatorError, InvalidCharacter),
 )

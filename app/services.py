@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .jobs.queue import JobQueue
     from .jobs.ratelimit import RateLimiter
     from .render.motions import Motion
+    from .render.own_motions import OwnMotions
     from .render.pipeline import Pipeline
     from .render.pool import InflightSlots, RenderPool
     from .render.previews import MotionPreviews
@@ -42,6 +43,7 @@ class Services:
     limiter: RateLimiter | None = None           # per-client token buckets (None: limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
     previews: MotionPreviews | None = None       # each motion on the reference character (GET /motions)
+    own_motions: OwnMotions | None = None        # clients' motions made from their videos (POST /motions)
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
@@ -70,11 +72,15 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
     pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=scratch)
     jobs, limiter, idempotency = redis_services(settings)
+    own = None
+    if jobs is not None:
+        from .render.own_motions import OwnMotions
+        own = OwnMotions(jobs.redis, settings.redis_prefix, storage, int(settings.expiry_hours * 3600))
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=Characters(settings, pipeline, storage),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
-                    previews=MotionPreviews(storage, pipeline))
+                    previews=MotionPreviews(storage, pipeline), own_motions=own)
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

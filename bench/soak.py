@@ -56,6 +56,7 @@ BODY_TIMEOUT_S = 8
 #: The soak's rate limit per client (each client is one forwarded address); the flood goes past it.
 RATE_PER_MIN, RATE_BURST = 120, 20
 WEBHOOK_SECRET = "soak-secret"
+RACE_ENDS = ("30", "120")   # two cuts of the clip: frames 0-29 and 0-119
 JJ = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "bvh" / "cmu1" / "jumping_jacks.bvh"
 
 
@@ -98,7 +99,8 @@ class Soak:
         self.me = threading.local()          # this thread's client address (X-Forwarded-For)
         self.callbacks: dict[str, float] = {}  # job id -> when its good callback arrived (unix s)
         self.good_jobs: list[str] = []
-        self.race: list[tuple[int, int]] = []  # (frames of the short clip's answer, of the long one's)
+        self.race: list[tuple[str, int]] = []  # (the cut's end frame, frames of its rendered answer)
+        self.race_expected: dict[str, int] = {}
 
     # -- the clients ----------------------------------------------------------------------------
     def record(self, kind: str, status: int | str, seconds: float, code: str = "") -> None:
@@ -259,39 +261,44 @@ class Soak:
         while not self.stop.is_set():
             self.post("character-flood", path="/characters", **self.form(self.inputs.png, self.inputs.joints))
 
+    def clip_upload(self, end: str, request_id: str, patience_s: float) -> int:
+        """Upload frames 0..``end`` of the clip under ``request_id`` (retrying 503s for ``patience_s``);
+        the frame count of the animation answered, or -1 if none was rendered."""
+        give_up = time.monotonic() + patience_s
+        while True:
+            resp = self.post("bvh-race", headers={"X-Request-ID": request_id}, files={
+                "image": ("d.png", self.inputs.png, "image/png"), "bvh": ("jj.bvh", JJ.read_bytes(), "text/plain")},
+                data={"joints": json.dumps(self.inputs.joints), "start_frame": "0", "end_frame": end})
+            if resp is None or resp.status_code != 503 or time.monotonic() > give_up:
+                break
+            time.sleep(0.3)   # sooner than Retry-After: the flood retries at once, a race must too
+        if resp is None or resp.status_code != 200:
+            return -1
+        gif = requests.get(resp.json()["animations"]["upload"], timeout=30).content
+        from io import BytesIO
+        with Image.open(BytesIO(gif)) as im:
+            return im.n_frames
+
+    def calibrate_race(self) -> None:
+        """Each clip's frame count uploaded alone, on the idle pod: what a racing upload must get."""
+        self.me.address = "203.0.113.13"
+        self.race_expected = {end: self.clip_upload(end, f"alone-{end}", 60) for end in RACE_ENDS}
+
     def bvh_race(self) -> None:
+        """Two uploads of different cuts of one clip under one X-Request-ID at once, again and again;
+        each rendered answer's frame count must be its own cut's (a shared scratch name mixed them)."""
         self.me.address = "203.0.113.12"
-        clip = JJ.read_bytes()
-
-        def upload(end: str) -> int:
-            # a race under way is finished after the run's end too (up to a minute): with every render
-            # slot busy it may take a while to get one, and only a rendered answer shows whose clip it is
-            give_up = time.monotonic() + 60
-            while True:
-                resp = self.post("bvh-race", headers={"X-Request-ID": "race"}, files={
-                    "image": ("d.png", self.inputs.png, "image/png"), "bvh": ("jj.bvh", clip, "text/plain")},
-                    data={"joints": json.dumps(self.inputs.joints), "start_frame": "0", "end_frame": end})
-                if resp is None or resp.status_code != 503 or time.monotonic() > give_up:
-                    break
-                time.sleep(0.3)   # sooner than Retry-After: the flood retries at once, a race must too
-            if resp is None or resp.status_code != 200:
-                return -1
-            gif = requests.get(resp.json()["animations"]["upload"], timeout=30).content
-            from io import BytesIO
-            with Image.open(BytesIO(gif)) as im:
-                return im.n_frames
-
         while not self.stop.is_set():
             results: dict[str, int] = {}
-            threads = [threading.Thread(target=lambda e=e: results.__setitem__(e, upload(e))) for e in ("30", "120")]
+            threads = [threading.Thread(target=lambda e=e: results.__setitem__(e, self.clip_upload(e, "race", 20)))
+                       for e in RACE_ENDS]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            if results["30"] > 0 and results["120"] > 0:
-                with self.lock:
-                    self.race.append((results["30"], results["120"]))
-            self.stop.wait(3.0)
+            with self.lock:
+                self.race += [(end, frames) for end, frames in results.items() if frames > 0]
+            self.stop.wait(1.0)
 
     def client(self, seed: int) -> None:
         self.me.address = f"198.51.100.{seed % 250 + 1}"
@@ -346,6 +353,7 @@ class Soak:
             app = stack.Gunicorn(workdir / "app", env).start(timeout=120)
             worker = WorkerProcess(workdir, {**app.env, "DOODLEPOD_WORKER_CONCURRENCY": "1"}).start()
             self.url, self.port = app.url, app.port
+            self.calibrate_race()
             booted = app.log_text().count("Booting worker")
             print(f"soak: {self.args.clients} clients for {self.args.duration:.0f} s against {app.url} "
                   f"({self.args.workers} workers x {self.args.render_processes} render processes)", flush=True)
@@ -446,9 +454,11 @@ class Soak:
              f"{max(arrived, default=float('nan')):.2f} s; {tarpit_jobs} tarpit jobs"),
             ("character flood held to its bucket", flood.get(429, 0) > 0 and stored_by_flood <= flood_cap,
              f"{dict(flood)}; at most {flood_cap:.0f} stored"),
-            ("racing uploads render their own clips", bool(self.race) and all(a < b for a, b in self.race)
-             and len({a for a, _ in self.race}) == 1 and len({b for _, b in self.race}) == 1,
-             f"{len(self.race)} races, frames {sorted(set(self.race))[:4]}"),
+            ("racing uploads render their own clips", len(set(self.race_expected.values())) == 2
+             and -1 not in self.race_expected.values() and bool(self.race)
+             and all(frames == self.race_expected[end] for end, frames in self.race),
+             f"alone: {self.race_expected}; {len(self.race)} racing answers rendered, "
+             f"{Counter(self.race).most_common(4)}"),
         ]
         print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
               f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")

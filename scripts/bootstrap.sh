@@ -68,6 +68,8 @@ if [[ -x scripts/install_model_stack.sh ]]; then
   log "installing the CPU OpenMMLab stack (mmcv wheel cached under $CACHE/wheels)"
   scripts/install_model_stack.sh "$VENV"
 fi
+log "installing requirements/pose.txt (without dependencies: see that file)"
+"$VENV/bin/python" -m pip install --quiet --no-deps -r requirements/pose.txt 2> >(grep -v 'is ignored: it is neither' >&2)
 install_project
 echo "$key" > "$stamp"
 log "venv ready in $((SECONDS - start)) s"

@@ -345,7 +345,8 @@ class Characters:
     # -- render -------------------------------------------------------------------------------
     def animation_key(self, record: Record, motion: Motion, options: dict[str, Any]) -> str:
         """Where the animation of ``motion`` for ``record``'s version is stored: the render cache's
-        key names everything the file depends on (a client's own clip by its content's hash)."""
+        key names everything the file depends on (a client's own clip by its content's hash, a library
+        motion by its files' hash: a changed clip or cut renders anew)."""
         fps = options.get("fps", "default")
         fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
         cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
@@ -434,12 +435,25 @@ def _together(*calls: Callable[[], Any]) -> list[Any]:
         return [call() for call in calls]
     import gevent
 
-    greenlets = [gevent.spawn(call) for call in calls]
+    # each call's error is caught in its greenlet and re-raised here: an error left to end a greenlet is
+    # also printed by gevent's hub as an unhandled traceback on stderr (for a plain 504, say)
+    greenlets = [gevent.spawn(_outcome, call) for call in calls]
     try:
-        gevent.joinall(greenlets, raise_error=True)
+        gevent.joinall(greenlets)
     finally:
         gevent.killall([g for g in greenlets if not g.dead])
-    return [g.value for g in greenlets]
+    for failed, value in (g.value for g in greenlets):
+        if failed:
+            raise value
+    return [value for _, value in (g.value for g in greenlets)]
+
+
+def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
+    """``(False, result)``, or ``(True, the exception)`` when ``call`` raised one."""
+    try:
+        return False, call()
+    except Exception as exc:  # noqa: BLE001 - handed to the caller, which re-raises it
+        return True, exc
 
 
 def version_matches(if_match: str, version: int) -> bool:

@@ -99,14 +99,16 @@ def _animate(deadline: Deadline):
     fmt = _format()
     joints, bbox = parse_joints(request.form.get("joints")), parse_bbox(request.form.get("bbox"))
     clip = uploaded_clip(deadline)
+    named: list = []
     try:
-        named = motion_list(request.form.getlist("motions"), defaults=clip is None)
+        named = motion_list(request.form.getlist("motions"), defaults=clip is None, own=deadline)
         with render_slot():  # only now: the body is in and every field checked
             result = _run({"image": image, "motions": named + ([clip] if clip else []), "format": fmt,
                            "joints": joints, "bbox": bbox, "deadline": deadline})
     finally:
-        if clip is not None:
-            clip.remove()
+        for motion in named + ([clip] if clip else []):
+            if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request
+                motion.remove()
     return jsonify(id=result.id, animations=result.animations, character=result.character,
                    timings_ms=result.timings_ms)
 

@@ -190,15 +190,18 @@ def animate_character(cid: str):
     if callback:
         raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
     clip = uploaded_clip()  # the client's own BVH clip (file or text field), if any
+    chosen: list = []
     try:
-        chosen = motion_list(motions, defaults=clip is None) + ([clip] if clip else [])
+        # own=deadline: names of the client's motions made from videos resolve too (copied for this request)
+        chosen = motion_list(motions, defaults=clip is None, own=deadline) + ([clip] if clip else [])
         timings: dict[str, float] = {}
         record, urls, hits = services().characters.render(cid, chosen, fmt, side, request.headers.get("If-Match"),
                                                           deadline, timings, base_url(), render_slot,
                                                           max_frames=frames)
     finally:
-        if clip is not None:
-            clip.remove()
+        for motion in chosen or ([clip] if clip else []):
+            if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request
+                motion.remove()
     log.info("character %s v%d animations %s: %d cached, %d rendered", cid, record.version,
              ",".join(urls), len(hits), len(urls) - len(hits))
     response = jsonify(id=record.id, version=record.version, format=fmt, size=side, animations=urls,

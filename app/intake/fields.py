@@ -4,20 +4,29 @@ bounds and DOODLEPOD_MAX_FIELD_KB. Coordinates are image pixels (see :mod:`app.c
 """
 from __future__ import annotations
 
+import logging
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..characters import frames
 from ..errors import BadRequest, TooLarge, UnknownMotion, animator_boundary
+from ..render.deadline import Deadline
 from ..services import services
 from .body import parse_json
 
+log = logging.getLogger("doodlepod.http")
 
-def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
+
+def motion_list(raw: list[str] | None, defaults: bool = True, own: Deadline | None = None) -> list:
     """The motions asked for (repeated fields and/or comma lists), duplicates dropped; the default
-    motions when none is named and ``defaults`` (False: the request brings its own clip)."""
+    motions when none is named and ``defaults`` (False: the request brings its own clip).
+
+    ``own``: a deadline, to also look names up among the asking client's own motions (made from
+    their videos by POST /motions; synchronous requests only). Those come back as files copied for
+    this request: the caller calls their ``remove()`` when it ends."""
     svc = services()
     library = svc.motions
     names: list[str] = []
@@ -27,11 +36,39 @@ def motion_list(raw: list[str] | None, defaults: bool = True) -> list:
     if not names and defaults:
         names = list(svc.settings.default_motions)
     unknown = [n for n in names if n not in library]
+    found = _own_motions(unknown, own) if own is not None and unknown else {}
+    unknown = [n for n in unknown if n not in found]
     if unknown:
+        for motion in found.values():
+            motion.remove()
         shown = ", ".join(repr(n[:40]) for n in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise UnknownMotion(f"unknown motion(s): {shown}; GET /motions lists the {len(library)} available")
     seen: dict[str, None] = dict.fromkeys(names)
-    return [library[n] for n in seen]
+    return [library[n] if n in library else found[n] for n in seen]
+
+
+def _own_motions(names: list[str], deadline: Deadline) -> dict[str, Any]:
+    """The asking client's own motions among ``names``, copied to the scratch folder (name -> motion)."""
+    from ..http.jobs import client
+    from ..jobs.queue import REDIS_ERRORS
+
+    svc = services()
+    if svc.own_motions is None:
+        return {}
+    folder = Path(svc.pipeline.scratch_dir) / "uploads"
+    found: dict[str, Any] = {}
+    try:
+        for n in dict.fromkeys(names):
+            motion = svc.own_motions.resolve(client(), n, folder, deadline)
+            if motion is not None:
+                found[n] = motion
+    except REDIS_ERRORS as exc:  # the library still works without Redis; own motions are then unknown
+        log.warning("own motions not looked up: Redis unavailable (%s)", type(exc).__name__)
+    except BaseException:
+        for motion in found.values():
+            motion.remove()
+        raise
+    return found
 
 
 #: What :func:`json_field` answers for a field the request did not send (or sent empty).

@@ -254,6 +254,8 @@ class JobQueue:
         if h.get("result"):  # what the synchronous answer holds; never over the job's own fields
             for key, value in json.loads(h["result"]).items():
                 out.setdefault(key, value)
+        if h.get("progress"):
+            out["progress"] = json.loads(h["progress"])
         if h.get("error"):
             out["error"] = json.loads(h["error"])
         if h.get("callback_url"):
@@ -338,6 +340,13 @@ class JobQueue:
         raw, data = pipe.execute()
         job = {_text(k): _text(v) for k, v in raw.items()}
         return Started("run", owner, job, data)
+
+    def progress(self, job_id: str, done: int, total: int) -> None:
+        """Record how far a running job is (``progress``: ``{"done", "total"}`` in GET /jobs/{id});
+        nothing when the job's record is gone."""
+        self.redis.eval("if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'progress', "
+                        "ARGV[1], 'updated', ARGV[2]) end", 1, self.job_key(job_id),
+                        json.dumps({"done": int(done), "total": int(total)}), now_iso())
 
     def heartbeat(self, consumer: str, entry_ids: list[str], *, stream: str | None = None,
                   group: str = WORKERS_GROUP) -> set[str]:

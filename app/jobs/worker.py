@@ -107,6 +107,16 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
             "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
 
 
+@handler("motion_from_video")
+def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes | None, job_id: str,
+                          deadline) -> dict:
+    """POST /motions' work: the person's movement in the video as the client's own motion
+    (app/render/own_motions.py). The pose model runs in this job thread, under the render slot."""
+    from ..render.own_motions import make_motion
+
+    return make_motion(ctx, payload, video or b"", job_id, deadline)
+
+
 class Worker:
     def __init__(self, services: Services, run_dir: Path, retry_delay_s: float = retry.FIRST_DELAY_S) -> None:
         self.settings = services.settings

@@ -24,6 +24,7 @@ category in library order. Only file existence is checked here; the configs are 
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ class Motion:
     cmu_trial: str = ""
     travels: bool = False
     loop_gap_pct: float | None = None
+    sha256: str = ""  # of the files it plays (see clip_digest): render caches key on it, so a changed clip renders anew
 
     def as_json(self) -> dict:
         return {"name": self.name, "title": self.title or self.name.replace("_", " ").title(),
@@ -119,7 +121,7 @@ def load_library(folder: str | Path, source: str) -> dict[str, Motion]:
                            clip_seconds(paths[0]), title=str(entry.get("title") or ""), category=category,
                            origin=str(entry.get("source") or ""), licence=str(entry.get("licence") or ""),
                            cmu_trial=str(entry.get("cmu_trial") or ""), travels=bool(entry.get("travels", False)),
-                           loop_gap_pct=None if gap is None else float(gap))
+                           loop_gap_pct=None if gap is None else float(gap), sha256=clip_digest(paths[0], paths[1]))
     return out
 
 
@@ -150,6 +152,28 @@ def categories(motions: dict[str, Motion]) -> list[dict]:
     for m in motions.values():
         out.setdefault(m.category, []).append(m.name)
     return [{"name": c, "motions": names} for c, names in out.items()]
+
+
+def motion_files(motion_cfg: Path, retarget_cfg: Path | None) -> list[Path]:
+    """Every file a motion plays: its motion config (and the clip a config names), its retarget config."""
+    files = [motion_cfg]
+    if motion_cfg.suffix.lower() != ".bvh":
+        from animator.config import load_motion_config
+
+        try:
+            files.append(Path(load_motion_config(motion_cfg).bvh_path))
+        except Exception:  # noqa: BLE001 - the render process reports a bad config; the digest then covers the config
+            pass
+    return files + ([retarget_cfg] if retarget_cfg is not None else [])
+
+
+def clip_digest(motion_cfg: Path, retarget_cfg: Path | None) -> str:
+    """sha256 (hex) of the files a motion plays (:func:`motion_files`) and whether its retarget config
+    is derived: a changed clip, cut or config gives another digest."""
+    digest = hashlib.sha256(b"auto" if retarget_cfg is None else b"")
+    for path in motion_files(motion_cfg, retarget_cfg):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def clip_seconds(motion_cfg: str | Path) -> float:

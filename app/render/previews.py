@@ -17,11 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from pathlib import Path
 from typing import Any
 
 from .deadline import Deadline
-from .motions import BUILTIN_DIR, Motion
+from .motions import BUILTIN_DIR, Motion, clip_digest
 
 #: The character every preview shows.
 REFERENCE_DIR = BUILTIN_DIR / "reference" / "char1"
@@ -50,10 +49,9 @@ class MotionPreviews:
     def key(self, motion: Motion) -> str:
         """``motions/previews/<name>-<digest>.gif`` (digest over the clip, configs, character, options)."""
         if motion.name not in self._keys:
-            digest = hashlib.sha256()
-            for path in _inputs(motion):
+            digest = hashlib.sha256((motion.sha256 or clip_digest(motion.motion_cfg, motion.retarget_cfg)).encode())
+            for path in sorted(REFERENCE_DIR.iterdir()):
                 digest.update(path.name.encode() + b"\0" + path.read_bytes())
-            digest.update(b"auto" if motion.retarget_cfg is None else b"")
             digest.update(json.dumps(self.options(), sort_keys=True).encode())
             self._keys[motion.name] = f"{PREFIX}{motion.name}-{digest.hexdigest()[:16]}.gif"
         return self._keys[motion.name]
@@ -80,16 +78,3 @@ class MotionPreviews:
             self.storage.put(key, out["data"], out["mime"], deadline)
             return key
         self.pipeline.render((str(REFERENCE_DIR),), [motion], self.options(), deadline, {}, store, job=render_reference)
-
-
-def _inputs(motion: Motion) -> list[Path]:
-    """Every file a motion's preview is made from: its motion config (and the clip it plays), its
-    retarget config, the reference character's files."""
-    files = [motion.motion_cfg]
-    if motion.motion_cfg.suffix.lower() != ".bvh":
-        from animator.config import load_motion_config
-
-        files.append(Path(load_motion_config(motion.motion_cfg).bvh_path))
-    if motion.retarget_cfg is not None:
-        files.append(motion.retarget_cfg)
-    return files + sorted(REFERENCE_DIR.iterdir())

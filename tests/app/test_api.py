@@ -271,7 +271,12 @@ def test_from_animator_maps_every_animator_error() -> None:
     import animator.errors as ae
 
     for cls in [ae.AnimatorError, *_all_subclasses(ae.AnimatorError)]:
-        exc = cls(None, "field", "what went wrong") if issubclass(cls, ae.ConfigError) else cls("what went wrong")
+        if issubclass(cls, ae.ConfigError):
+            exc = cls(None, "field", "what went wrong")
+        elif issubclass(cls, ae.VideoError):
+            exc = cls(None, "what went wrong")
+        else:
+            exc = cls("what went wrong")
         mapped = errors.from_animator(exc, "while testing")
         named = ", field" if issubclass(cls, ae.ConfigError) else ""   # the field the animator names
         assert mapped.message == f"while testing{named}: what went wrong"
@@ -279,5 +284,7 @@ def test_from_animator_maps_every_animator_error() -> None:
             assert mapped.status == 500, cls.__name__          # the renderer failed on input it accepted
         else:
             assert isinstance(mapped, errors.ClientError) and mapped.status == 422, cls.__name__
+    assert errors.from_animator(ae.NoPersonError("nobody")).code == "no_person"
+    assert errors.from_animator(ae.VideoError(None, "unreadable")).code == "invalid_video"
     with pytest.raises(TypeError):
         errors.from_animator(ValueError("not the animator's"))

@@ -248,3 +248,27 @@ def test_patch_takes_merge_patch_json(make_app) -> None:
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert resp.json["version"] == 2 and resp.headers["ETag"] == '"2"'
     assert resp.json["joints"]["left_hand"] == pytest.approx(hand, abs=0.05)
+
+
+def test_parallel_storage_calls_reraise_the_first_error_without_a_hub_traceback(monkeypatch) -> None:
+    """_together runs storage calls as greenlets; an error (a plain 504, say) comes back to the caller and
+    is not also printed by gevent's hub as an unhandled greenlet traceback on the workers' stderr."""
+    import gevent
+
+    from app.characters import resource
+    from app.errors import DeadlineExceeded
+
+    monkeypatch.setattr("app.loop.under_gevent", lambda: True)
+    hub = gevent.get_hub()
+    printed = io.StringIO()
+    monkeypatch.setattr(hub, "exception_stream", printed, raising=False)
+
+    def late():
+        gevent.sleep(0)
+        raise DeadlineExceeded("request deadline passed during storage read")
+
+    with pytest.raises(DeadlineExceeded):
+        resource._together(lambda: 1, late, late)
+    gevent.sleep(0.01)  # let the hub report whatever ended badly
+    assert printed.getvalue() == ""
+    assert resource._together(lambda: 1, lambda: 2) == [1, 2]

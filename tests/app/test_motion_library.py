@@ -124,6 +124,27 @@ def test_auto_retarget_needs_a_bvh_clip(tmp_path):
     assert [c["name"] for c in categories(merged)] == ["dance", "funny", "jumping", "walking", "party"]
 
 
+def test_a_changed_clip_gets_a_new_digest_and_preview_key(tmp_path):
+    """Render caches (a character's animations, the reference previews) key on the clip's files."""
+    from app.render.previews import MotionPreviews
+
+    shutil.copy(BUILTIN_DIR / "cmu" / "walking" / "walk.bvh", tmp_path / "walk.bvh")
+    (tmp_path / "library.yaml").write_text(yaml.safe_dump({"motions": {"walk": {"motion": "walk.bvh",
+                                                                                "retarget": "auto"}}}))
+
+    class Pipeline:
+        def render_options(self, fmt, size):
+            return {"width": size, "height": size, "format": fmt}
+    before = load_library(tmp_path, "x")["walk"]
+    key_before = MotionPreviews(None, Pipeline()).key(before)
+    text = (tmp_path / "walk.bvh").read_text()
+    (tmp_path / "walk.bvh").write_text(text.replace("Frame Time: 0.0333333", "Frame Time: 0.04"))
+    after = load_library(tmp_path, "x")["walk"]
+    assert len(before.sha256) == 64 and after.sha256 != before.sha256
+    assert MotionPreviews(None, Pipeline()).key(after) != key_before
+    assert LIBRARY["dab"].sha256 and len({m.sha256 for m in LIBRARY.values()}) == len(LIBRARY)
+
+
 def test_every_library_path_is_inside_the_library():
     for m in LIBRARY.values():
         for p in (m.motion_cfg, m.retarget_cfg):

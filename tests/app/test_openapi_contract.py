@@ -177,16 +177,19 @@ def test_the_served_document_carries_the_running_settings(make_app):
 NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_MAX_INFLIGHT",        # capacity: 503 overloaded
     "DOODLEPOD_MIN_FREE_DISK_MB",    # operations: 503 low_disk_space, /ping
+    "DOODLEPOD_STORAGE_BUDGET_MB",   # operations: 503 storage_full (what the app stored, not one request)
     "DOODLEPOD_DETECT_MAX_SIDE",     # the image is downsized to it, not refused
     "DOODLEPOD_MIN_DETECTION_SCORE",  # the detector's threshold
     "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
     "DOODLEPOD_JOBS_MAX_ATTEMPTS",   # the worker's retries
+    "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
 }
 #: MAX_* constants of the app that bound no client input.
 NOT_REQUEST_CONSTANTS = {
     "app.characters.torchserve:MAX_ANSWER_BYTES",         # TorchServe's answers
     "app.render.pipeline:MAX_PROCESSES_PER_RENDER",   # CPUs a render uses
     "app.jobs.queue:DEAD_STREAM_MAX",          # the dead-letter stream's length
+    "app.jobs.webhooks:MAX_ANSWER_HEAD",       # what a callback receiver's answer may hold
 }
 
 
@@ -222,7 +225,7 @@ _CONTAINERS = {"form", "files", "body", "fields", "headers"}
 
 def _read_in_code() -> tuple[set[str], set[str]]:
     """(field names, header names) the routes and their helpers read, found in their source."""
-    sources = [*ROUTES.glob("*.py"), REPO / "app" / "intake" / "bvh.py"]
+    sources = [*ROUTES.glob("*.py"), REPO / "app" / "intake" / "bvh.py", REPO / "app" / "intake" / "video.py"]
     fields: set[str] = set()
     headers: set[str] = set()
     for path in sources:
@@ -284,14 +287,15 @@ def test_every_field_the_routes_read_is_documented_and_back():
 def test_every_header_the_routes_read_is_documented_and_back():
     _, headers = _read_in_code()
     documented = _documented_headers()
-    # Authorization is the bearer scheme (components.securitySchemes); Range of /files is read by werkzeug's
-    # send_file
-    assert headers - {"authorization"} == documented - {"range"}
+    # Authorization is the bearer scheme (components.securitySchemes); X-Forwarded-For is believed only from
+    # the proxies in front (DOODLEPOD_TRUSTED_PROXIES), not a client's to send; Range of /files is read by
+    # werkzeug's send_file
+    assert headers - {"authorization", "x-forwarded-for"} == documented - {"range"}
 
 
 def test_security_scheme_is_bearer_and_public_routes_say_so(app):
-    assert SPEC["components"]["securitySchemes"]["bearerAuth"] == {
-        **SPEC["components"]["securitySchemes"]["bearerAuth"], "type": "http", "scheme": "bearer"}
+    scheme = SPEC["components"]["securitySchemes"]["bearerAuth"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
     from app.http import API_CHILDREN
     api_endpoints = {f"api.{bp.name}" for bp in API_CHILDREN}
     for rule in app.url_map.iter_rules():
@@ -325,3 +329,21 @@ def test_document_names_no_unknown_schema():
         for part in ref.split("/"):
             assert part in target, ref
             target = target[part]
+
+
+def test_the_document_has_no_duplicate_keys():
+    """YAML keeps the last of two equal keys silently: two branches adding the same path must not merge
+    into one document that quietly lost an operation's answers."""
+    class Strict(yaml.SafeLoader):
+        pass
+
+    duplicates = []
+
+    def mapping(loader, node, deep=False):
+        keys = [loader.construct_object(key, deep=True) for key, _ in node.value]
+        duplicates.extend(f"{k} (line {node.start_mark.line + 1})" for k in set(keys) if keys.count(k) > 1)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    yaml.load(reference.SPEC_PATH.read_text(), Loader=Strict)  # noqa: S506 - a SafeLoader subclass
+    assert duplicates == []

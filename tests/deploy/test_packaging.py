@@ -40,7 +40,8 @@ def _names_in_pyproject(specs: list[str]) -> set[str]:
     return {_canonical(re.split(r"[=<>\[;]", s)[0]) for s in specs} - {"doodlepod"}
 
 
-@pytest.mark.parametrize("extra, requirements", [(None, "animator.txt"), ("app", "app.txt"), ("test", "test.txt")])
+@pytest.mark.parametrize("extra, requirements", [(None, "animator.txt"), ("app", "app.txt"), ("pose", "pose.txt"),
+                                                      ("test", "test.txt")])
 def test_pyproject_names_the_pinned_packages(extra, requirements) -> None:
     project = PYPROJECT["project"]
     specs = project["dependencies"] if extra is None else project["optional-dependencies"][extra]

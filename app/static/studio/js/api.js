@@ -80,7 +80,7 @@ async function errorFrom(status, readJson, headers) {
  * upload progress. `onProgress(fraction)` gets 0..1 while the bytes go up, then `null` while the
  * models run.
  */
-export function upload(path, file, onProgress, fields = {}) {
+export function upload(path, file, onProgress, fields = {}, field = "image") {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", path);
@@ -102,7 +102,7 @@ export function upload(path, file, onProgress, fields = {}) {
       }
     };
     const form = new FormData();
-    form.append("image", file, file.name || "photo");
+    form.append(field, file, file.name || field);
     for (const [name, value] of Object.entries(fields)) form.append(name, value);
     xhr.send(form);
   });

@@ -17,12 +17,13 @@ const ui = {
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
   detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), credits: $("credits"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
   results: $("step-results"), animations: $("animations"),
+  video: $("video"), videoCamera: $("video-camera"), videoState: $("video-state"),
 };
 
 const editor = new Editor(ui.stage);
 const picker = new MotionPicker(ui.motions, () => Object.keys(editor.edits()).length > 0);
 const gallery = new Gallery(ui.animations);
-const state = { doc: null, photo: null, mask: null, busy: false, motions: [], defaults: [] };
+const state = { doc: null, photo: null, mask: null, busy: false, motions: [], defaults: [], categories: [] };
 // Figures the page measures (tests and curious people read them from the console).
 window.studio = { timings: [], previews: () => picker.shown };
 
@@ -277,7 +278,8 @@ async function loadMotions() {
     const answer = await call("GET", "motions");
     state.motions = answer.motions || [];
     state.defaults = answer.default || [];
-    picker.show(state.motions, state.defaults.slice(0, 1), answer.categories || []);
+    state.categories = answer.categories || [];
+    picker.show(state.motions, state.defaults.slice(0, 1), state.categories);
     showCredits(state.motions);
     return true;
   } catch (err) {
@@ -324,6 +326,57 @@ async function render() {
   }
 }
 
+// --- a motion from a video (POST /motions: a job, polled) ------------------------------------------
+
+/** The person's own motions come first in the picker, under "Your motions". */
+const OWN = "yours";
+
+async function motionFromVideo(file) {
+  if (!file) return;
+  showError(null);
+  const say = (text) => { ui.videoState.textContent = text; };
+  const made = await busy(async () => {
+    try {
+      say("Uploading the video…");
+      const job = await upload("motions", file, (f) =>
+        say(f === null ? "Waiting for a worker…" : `Uploading the video ${Math.round(f * 100)} %`), {}, "video");
+      const done = await followJob(job.id, say);
+      if (done.status !== "succeeded") {
+        const e = done.error || {};
+        throw new ApiError(e.status || 500, e.code || "failed", e.message || "the motion could not be made");
+      }
+      return done.motion;
+    } catch (err) {
+      say("");
+      throw err;
+    } finally {
+      ui.video.value = "";
+      ui.videoCamera.value = "";
+    }
+  });
+  if (!made) return;
+  const own = { name: made.name, category: OWN, title: `Your video (${made.seconds.toFixed(1)} s)`,
+    description: `${made.frames} frames at ${made.fps} fps; kept until ${made.expires.replace("T", " ").replace("Z", " UTC")}` };
+  state.motions = [own, ...state.motions.filter((m) => m.name !== own.name)];
+  const mine = state.categories.find((c) => c.name === OWN);
+  if (mine) mine.motions = [own.name, ...mine.motions.filter((n) => n !== own.name)];
+  else state.categories = [{ name: OWN, motions: [own.name] }, ...state.categories];
+  picker.show(state.motions, [own.name], state.categories);
+  say(`Made "${own.title}": it is selected below. Render to see the drawing move like the video.`);
+  if (state.doc) startPreviews(state.doc);
+}
+
+/** Poll the job until it ends, saying how far the pose model has read. */
+async function followJob(id, say) {
+  for (;;) {
+    const job = await call("GET", `jobs/${encodeURIComponent(id)}`);
+    if (job.status === "succeeded" || job.status === "failed") return job;
+    const p = job.progress;
+    say(p ? `Finding the person: frame ${p.done} of ${p.total}` : "Waiting for a worker…");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
 // --- wiring ------------------------------------------------------------------------------------
 
 function refreshButtons() {
@@ -336,6 +389,8 @@ function refreshButtons() {
   ui.upload.disabled = state.busy;
   ui.camera.disabled = state.busy;
   ui.manual.disabled = state.busy;
+  ui.video.disabled = state.busy;
+  ui.videoCamera.disabled = state.busy;
 }
 
 function wire() {
@@ -357,6 +412,8 @@ function wire() {
     createFrom(file);
   });
   ui.camera.addEventListener("change", () => createFrom(ui.camera.files[0]));
+  ui.video.addEventListener("change", () => motionFromVideo(ui.video.files[0]));
+  ui.videoCamera.addEventListener("change", () => motionFromVideo(ui.videoCamera.files[0]));
   ui.manual.addEventListener("change", () => createFrom(ui.manual.files[0], { manual: true }));
   for (const button of document.querySelectorAll("[data-tool]")) {
     button.addEventListener("click", () => {

@@ -52,7 +52,7 @@ function firstFrame(img) {
   });
 }
 
-const CATEGORY_TITLES = { dance: "Dance", funny: "Funny", jumping: "Jumping", walking: "Walking" };
+const CATEGORY_TITLES = { yours: "Your motions", dance: "Dance", funny: "Funny", jumping: "Jumping", walking: "Walking" };
 
 /** Resolves after `ms` milliseconds. */
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -107,6 +107,10 @@ export class MotionPicker {
         const img = el("img", { alt: `${m.title || m.name} preview`, width: PREVIEW_SIZE, height: PREVIEW_SIZE, loading: "lazy", decoding: "async" });
         const frame = el("span", { class: "preview", "data-state": m.preview ? "reference" : "empty" }, img);
         if (m.preview) img.src = m.preview; else img.hidden = true;
+        img.addEventListener("error", () => { // a reference preview the server could not make: an empty card, no broken image
+          const card = this.cards.get(m.name);
+          if (card && !card.own) { img.hidden = true; frame.dataset.state = "empty"; }
+        });
         const label = el("label", { class: "motion", title: m.origin ? `${m.origin} · ${m.licence}` : "" }, box, frame,
           el("span", { class: "name", text: m.title || m.name.replaceAll("_", " ") }),
           el("span", { class: "description", text: m.description || "" }));

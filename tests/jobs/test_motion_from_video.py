@@ -1,0 +1,157 @@
+"""A motion from a video, over real HTTP: gunicorn (gevent workers) + a render worker + a real Redis
+server (Valkey) + TorchServe serving the fake drawing models (the real weights cannot be downloaded
+here), all on loopback. The pose model is the real one (BlazePose, CPU), on a video made from a
+photo of a person (tests/fixtures/people): no video of a person moving is available offline.
+
+Upload the video -> the job reports progress -> it names the new motion -> the same client renders
+the drawing char1 with it by name, like a library motion.
+"""
+from __future__ import annotations
+
+import io
+import re
+import time
+
+import numpy as np
+import pytest
+import requests
+from PIL import Image
+
+from tests.animator.test_pose_model import PHOTO, _frame, _placements, _write_video
+from tests.support import stack
+from tests.support.jobstack import WorkerProcess
+
+pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def page():
+    return stack.page_with_character("char1", (800, 600), (200, 60))
+
+
+@pytest.fixture(autouse=True)
+def models_find_the_drawing(torchserve, page):
+    image, joints = page
+    torchserve.set_control(detector={"mode": "nonwhite"},
+                           pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
+    yield
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    path = stack.make_workdir("dp-video-")
+    yield path
+    stack.remove(path)
+
+
+@pytest.fixture(scope="module")
+def pod(redis_server, torchserve, workdir):
+    """The app and one render worker sharing a runtime folder, as in a pod."""
+    env = {"DOODLEPOD_REDIS_URL": redis_server.url, "DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
+           "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url, "DOODLEPOD_TORCHSERVE_RETRIES": "0",
+           "DOODLEPOD_RENDER_SIZE": "160", "DOODLEPOD_RENDER_MAX_FRAMES": "20", "DOODLEPOD_RENDER_PROCESSES": "1",
+           "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"),
+           "DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S": "30", "DOODLEPOD_MAX_INFLIGHT": "2",
+           "DOODLEPOD_VIDEO_MAX_SECONDS": "10"}
+    app = stack.Gunicorn(workdir / "app", env)
+    worker = WorkerProcess(workdir, env)
+    try:
+        app.start()
+        worker.start()
+        yield app
+    finally:
+        worker.stop()
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def person_mp4(tmp_path_factory) -> bytes:
+    photo = Image.open(PHOTO).convert("RGB")
+    frames = [_frame(photo, *p) for p in _placements(45)]  # 3 s at 15 fps
+    return _write_video(tmp_path_factory.mktemp("v") / "person.mp4", frames).read_bytes()
+
+
+def _upload(pod, data: bytes, name: str = "dance.mp4") -> requests.Response:
+    return requests.post(f"{pod.url}/motions", files={"video": (name, data, "video/mp4")}, timeout=60)
+
+
+def _follow(pod, location: str, timeout: float = 180) -> tuple[dict, list[dict]]:
+    """Poll the job until it ends: (last answer, every answer seen)."""
+    seen = []
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        job = requests.get(pod.url + location, timeout=10).json()
+        seen.append(job)
+        if job["status"] in ("succeeded", "failed"):
+            return job, seen
+        time.sleep(0.1)
+    raise AssertionError(f"{location} not ended after {timeout} s: {seen[-1]}")
+
+
+def test_a_video_becomes_a_motion_the_client_renders_by_name(pod, page, person_mp4):
+    resp = _upload(pod, person_mp4)
+    assert resp.status_code == 202, resp.text
+    assert re.fullmatch(r"/jobs/[0-9a-f]{32}", resp.headers["Location"])
+    job, seen = _follow(pod, resp.headers["Location"])
+    assert job["status"] == "succeeded", job
+    motion = job["motion"]
+    assert re.fullmatch(r"video-[0-9a-f]{12}", motion["name"]) and motion["frames"] == 45 and motion["fps"] == 15
+    assert motion["expires"] > job["created"]
+    # progress: frames read out of the frames expected, reported while it ran and complete at the end
+    running = [s["progress"] for s in seen if s["status"] == "running" and "progress" in s]
+    assert running and all(0 < p["done"] <= p["total"] == 45 for p in running), seen[-3:]
+    assert job["progress"] == {"done": 45, "total": 45}
+
+    drawing = stack.encode(page[0], "PNG")
+    made = requests.post(f"{pod.url}/animate", files={"image": ("drawing.png", drawing, "image/png")},
+                         data={"motions": motion["name"], "format": "gif"}, timeout=120)
+    assert made.status_code == 200, made.text
+    url = made.json()["animations"][motion["name"]]
+    gif = Image.open(io.BytesIO(requests.get(url, timeout=10).content))
+    assert gif.format == "GIF" and gif.n_frames > 1
+    # the drawing moves: frames differ
+    first = np.asarray(gif.convert("RGB"))
+    gif.seek(gif.n_frames - 1)
+    assert np.abs(np.asarray(gif.convert("RGB")).astype(int) - first).sum() > 0
+
+    # a stored character (the studio's path) renders it by name too
+    made = requests.post(f"{pod.url}/characters", files={"image": ("drawing.png", drawing, "image/png")}, timeout=120)
+    assert made.status_code == 201, made.text
+    cid = made.json()["id"]
+    anim = requests.post(f"{pod.url}/characters/{cid}/animations", json={"motions": [motion["name"]], "size": 96},
+                         timeout=120)
+    assert anim.status_code == 200, anim.text
+    gif = Image.open(io.BytesIO(requests.get(anim.json()["animations"][motion["name"]], timeout=10).content))
+    assert gif.format == "GIF" and gif.n_frames > 1
+
+
+def test_a_blank_video_fails_the_job_with_no_person(pod, tmp_path):
+    blank = [np.full((240, 320, 3), 128, np.uint8)] * 10
+    with_nobody = _write_video(tmp_path / "blank.mp4", blank).read_bytes()
+    resp = _upload(pod, with_nobody)
+    assert resp.status_code == 202, resp.text
+    job, _ = _follow(pod, resp.headers["Location"])
+    assert job["status"] == "failed" and job["attempts"] == 1
+    assert job["error"]["code"] == "no_person" and job["error"]["status"] == 422, job
+
+
+def test_a_video_too_long_fails_before_decoding(pod, tmp_path):
+    still = np.asarray(Image.open(PHOTO).convert("RGB").resize((160, 160)))
+    long_video = _write_video(tmp_path / "long.mp4", [still] * 12, fps=1.0).read_bytes()  # 12 s
+    job, seen = _follow(pod, _upload(pod, long_video).headers["Location"])
+    assert job["status"] == "failed" and job["error"]["code"] == "invalid_video", job
+    assert "at most 10 s" in job["error"]["message"] and "progress" not in job
+
+
+def test_what_is_not_a_video_is_refused_at_once(pod):
+    resp = _upload(pod, b"GIF89a" + b"\0" * 100, "x.gif")
+    assert resp.status_code == 415 and resp.json()["error"] == "unsupported_type"
+    resp = requests.post(f"{pod.url}/motions", data={"x": "1"}, timeout=10)
+    assert resp.status_code == 400 and resp.json()["error"] == "bad_request"
+
+
+def test_a_name_nobody_made_is_an_unknown_motion(pod, page):
+    drawing = stack.encode(page[0], "PNG")
+    resp = requests.post(f"{pod.url}/animate", files={"image": ("drawing.png", drawing, "image/png")},
+                         data={"motions": "video-0123456789ab"}, timeout=60)
+    assert resp.status_code == 400 and resp.json()["error"] == "unknown_motion"
