@@ -9,14 +9,17 @@ caller can catch or test a whole kind at once:
 - :class:`Unavailable` (503): the pod or a neighbour is busy or down; retry after ``Retry-After``.
 - :class:`DeadlineExceeded` (504): the request ran out of time.
 
-:func:`from_animator` maps the animator library's exceptions onto these at the boundary (one table,
-:data:`ANIMATOR_ERRORS`). :func:`register` installs handlers that turn them, werkzeug's HTTP errors
+:func:`animator_boundary` is the boundary into the animator library: every call into it runs inside,
+and the animator's exceptions come out as these (one table, :data:`ANIMATOR_ERRORS`, applied by
+:func:`from_animator`). :func:`register` installs handlers that turn them, werkzeug's HTTP errors
 and any unexpected exception into ``{"error": code, "message": text}`` plus one log line; clients
 never see a stack trace.
 """
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from flask import Flask, jsonify
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
@@ -31,7 +34,9 @@ class ApiError(Exception):
 
     status = 500
     code = "internal_error"
-    #: True when the same request may succeed later (clients and queues may retry it).
+    #: True when the same request may succeed later unchanged: a client may retry it, and the render
+    #: worker requeues an async job that failed with it (:mod:`app.jobs.retry`). False for failures that
+    #: would repeat: the request itself (4xx), a render that failed, a deadline, a bug.
     retryable = False
 
     def __init__(self, message: str, *, headers: dict[str, str] | None = None) -> None:
@@ -48,7 +53,7 @@ class ClientError(ApiError):
 
 
 class BadRequest(ClientError):
-    """The request itself is malformed (missing field, bad JSON, bad joints)."""
+    """The request itself is malformed (missing field, bad JSON, a field of the wrong type)."""
     status, code = 400, "bad_request"
 
 
@@ -101,7 +106,8 @@ class RequestTimeout(ClientError):
 
 
 class InvalidCharacter(ClientError):
-    """The character cannot be animated (e.g. client joints that make no usable skeleton)."""
+    """The character cannot be animated: client joints that make no usable skeleton (missing joints,
+    coordinates that are not numbers), a skeleton that cannot be rigged, an empty mask."""
     status, code = 422, "invalid_character"
 
 
@@ -137,7 +143,7 @@ class VersionMismatch(ClientError):
 
 class EditConflict(ClientError):
     """Without ``If-Match``, an edit lost every race to concurrent edits of the character; retry."""
-    status, code = 409, "edit_conflict"
+    status, code, retryable = 409, "edit_conflict", True
 
 
 class InvalidMotion(ClientError):
@@ -169,8 +175,10 @@ class RenderFailed(ApiError):
 
 
 class UpstreamError(ApiError):
-    """TorchServe or the storage answered, but wrongly (502)."""
+    """TorchServe or the storage answered, but wrongly (502): a restarting model worker or a storage
+    hiccup, which a later attempt may not meet."""
     status, code = 502, "upstream_error"
+    retryable = True
 
 
 class ModelServerError(UpstreamError):
@@ -188,8 +196,7 @@ class Unavailable(ApiError):
 
     Without an explicit ``retry_after`` the error handler sends DOODLEPOD_RETRY_AFTER_S.
     """
-    status, code = 503, "unavailable"
-    retryable = True
+    status, code, retryable = 503, "unavailable", True
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         headers = {"Retry-After": str(max(1, int(retry_after)))} if retry_after is not None else None
@@ -234,23 +241,37 @@ ANIMATOR_ERRORS: tuple[tuple[type[Exception], type[ApiError]], ...] = (
     (animator_errors.BVHError, InvalidMotion),
     (animator_errors.ConfigError, InvalidMotion),
     (animator_errors.OutputTooLarge, OutputTooLarge),
+    (animator_errors.NoPersonError, NoPerson),
+    (animator_errors.VideoError, InvalidVideo),
     (animator_errors.RenderError, RenderFailed),
     (animator_errors.AnimatorError, InvalidCharacter),
 )
 
 
 def from_animator(exc: Exception, doing: str = "") -> ApiError:
-    """The API error for ``exc``, an exception the animator raised; ``doing`` prefixes its message.
-
-    ``raise errors.from_animator(exc, "the character cannot be rigged") from None``
-    """
+    """The API error for ``exc``, an exception the animator raised. Its message is ``doing``, the
+    field the animator names (if any) and the animator's message: ``"<doing>, <field>: <message>"``."""
     for animator_type, api_type in ANIMATOR_ERRORS:
         if isinstance(exc, animator_type):
             break
     else:
         raise TypeError(f"not an animator error: {type(exc).__name__}") from exc
     text = getattr(exc, "message", None) or str(exc)
-    return api_type(f"{doing}: {text}" if doing else text)
+    where = ", ".join(part for part in (doing, getattr(exc, "field", None)) if part)
+    return api_type(f"{where}: {text}" if where else text)
+
+
+@contextmanager
+def animator_boundary(doing: str = "") -> Iterator[None]:
+    """Run a call into the animator: an animator exception raised inside leaves as its API error
+    (:func:`from_animator`; ``doing`` says what was being done), without the animator's traceback.
+
+    ``with animator_boundary("the character cannot be rigged"): character = animator.Character(...)``
+    """
+    try:
+        yield
+    except animator_errors.AnimatorError as exc:
+        raise from_animator(exc, doing) from None
 
 
 # --- HTTP answers --------------------------------------------------------------------------------

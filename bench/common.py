@@ -14,7 +14,7 @@ if str(REPO) not in sys.path:  # run as `python bench/NAME.py`: the app, the ani
     sys.path.insert(0, str(REPO))
 
 # The loopback test stack the benches start: fake-model TorchServe, gunicorn, moto, fixture photos.
-from tests.fixtures.torchserve_fake import stack  # noqa: E402
+from tests.support import stack  # noqa: E402
 
 __all__ = ["REPO", "load_avg", "pct", "run_clients", "shares", "stack"]
 

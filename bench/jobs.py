@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Async jobs benchmark: N jobs submitted with ``Prefer: respond-async`` by C clients at once.
 
-It starts the stack on loopback: a real Redis-compatible server (Valkey, tests/jobs/jobstack.py), a
+It starts the stack on loopback: a real Redis-compatible server (Valkey, tests/support/jobstack.py), a
 real TorchServe serving the *fake* models of tests/fixtures/torchserve_fake (they answer in
 milliseconds: model time is excluded), the app under gunicorn with gevent workers, and ``--workers``
 render worker processes (``python -m app.jobs.worker``), each as its own pod (own render slots).
@@ -32,7 +32,7 @@ import redis
 import requests
 from common import load_avg, pct, run_clients, shares, stack
 
-from tests.jobs import jobstack
+from tests.support import jobstack
 
 
 def epoch(iso: str) -> float:

@@ -41,14 +41,16 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import numpy as np
 import requests
 from common import REPO, pct, stack
 from PIL import Image
 
-from tests.jobs.jobstack import RedisServer, WorkerProcess  # after common, which puts the repository on sys.path
+from tests.support import procs  # after common, which puts the repository on sys.path
+from tests.support.jobstack import RedisServer, WorkerProcess
+from tests.support.rawhttp import Tarpit
+from tests.support.receiver import CallbackReceiver
 
 BODY_TIMEOUT_S = 8
 #: The soak's rate limit per client (each client is one forwarded address); the flood goes past it.
@@ -56,32 +58,6 @@ RATE_PER_MIN, RATE_BURST = 120, 20
 WEBHOOK_SECRET = "soak-secret"
 RACE_ENDS = ("30", "120")   # two cuts of the clip: frames 0-29 and 0-119
 JJ = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "bvh" / "cmu1" / "jumping_jacks.bvh"
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid``."""
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children[int(stat.rsplit(")", 1)[1].split()[1])].append(int(entry))
-    out, todo = set(), [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _closed(s: socket.socket) -> bool:
@@ -348,7 +324,11 @@ class Soak:
         workdir = stack.make_workdir("dp-soak-")
         ts = stack.FakeTorchServe(workdir / "ts")
         redis_server = RedisServer(workdir / "redis")
-        tarpit, receiver = Tarpit(), Receiver(self.callbacks)
+
+        def note(body: bytes) -> None:  # when each job's callback came (the first time)
+            self.callbacks.setdefault(json.loads(body)["job"]["id"], time.time())
+
+        tarpit, receiver = Tarpit(), CallbackReceiver(on_arrival=note)
         app = worker = None
         tracked: set[int] = set()
         try:
@@ -387,13 +367,13 @@ class Soak:
                 t.start()
             end = time.monotonic() + self.args.duration
             while time.monotonic() < end:
-                tracked |= descendants(app.proc.pid) | descendants(ts.server.proc.pid)
+                tracked |= procs.descendants(app.proc.pid, ts.server.proc.pid)
                 time.sleep(1.0)
             self.stop.set()
             for t in threads:
                 t.join(90)
             lags = self.callback_lags(app.url)
-            tracked |= descendants(app.proc.pid) | descendants(ts.server.proc.pid) | descendants(worker.proc.pid)
+            tracked |= procs.descendants(app.proc.pid, ts.server.proc.pid, worker.proc.pid)
             log = app.log_text()
             restarts = log.count("Booting worker") - booted
             timeouts = log.count("WORKER TIMEOUT")
@@ -408,7 +388,7 @@ class Soak:
             tarpit.close()
             receiver.close()
         time.sleep(2)
-        left = sorted(p for p in tracked if alive(p))
+        left = sorted(p for p in tracked if procs.alive(p))
         stack.remove(workdir)
         return self.report(restarts, timeouts, left, load, lags)
 
@@ -487,66 +467,6 @@ class Soak:
             failed += not ok
             print(f"  {'PASS' if ok else 'FAIL'}  {name}: {detail}")
         return 1 if failed else 0
-
-
-class Tarpit:
-    """A callback receiver that reads the request and answers one byte every 2 s."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/slow"
-        self.stopped = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
-
-    def _drip(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                conn.recv(65536)
-                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
-                    if self.stopped.wait(2.0):
-                        return
-                    conn.sendall(bytes([byte]))
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.sock.close()
-
-
-class Receiver:
-    """A callback receiver that answers 204 at once and notes when each job's callback came."""
-
-    def __init__(self, arrived: dict[str, float]) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                arrived.setdefault(json.loads(body)["job"]["id"], time.time())
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
 
 
 def main() -> int:

@@ -74,7 +74,7 @@ def torchserve(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A real TorchServe on a loopback port serving the fake-model archives of
     ``tests/fixtures/torchserve_fake`` (answers the test controls with ``set_control``: the models
     need a GPU and weights this machine lacks). One per test module; stopped and removed after it."""
-    from tests.fixtures.torchserve_fake import stack
+    from tests.support import stack
 
     workdir = stack.make_workdir(f"dp-{request.module.__name__.rsplit('.', 1)[-1]}-ts-")
     ts = stack.FakeTorchServe(workdir)
@@ -89,7 +89,7 @@ def torchserve(request: pytest.FixtureRequest) -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def s3() -> Iterator[Any]:
     """moto's S3 server on a loopback port (S3 itself is on the internet). One per test module."""
-    from tests.fixtures.torchserve_fake import stack
+    from tests.support import stack
 
     moto = stack.MotoS3()
     try:
@@ -97,3 +97,22 @@ def s3() -> Iterator[Any]:
         yield moto
     finally:
         moto.stop()
+
+
+@pytest.fixture
+def models_find_the_drawing(request: pytest.FixtureRequest, page: tuple[Any, Any]) -> Iterator[None]:
+    """The fake models answer the module's ``page`` fixture (a character pasted on a white page): the
+    detector finds its dark pixels, the pose model answers the character's joints; the calls log starts
+    empty. A module asks for it with ``pytest.mark.usefixtures``; tests without TorchServe skip it."""
+    if "torchserve" not in request.fixturenames:
+        yield
+        return
+    from tests.support import stack
+
+    ts = request.getfixturevalue("torchserve")
+    image, joints = page
+    ts.set_control(detector={"mode": "nonwhite"},
+                   pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
+    if ts.calls_log.exists():
+        ts.calls_log.unlink()
+    yield

@@ -40,7 +40,6 @@ from typing import Any
 from .. import metrics
 from ..errors import (
     BadRequest,
-    BoxOutsideImage,
     EditConflict,
     JointsOutsideImage,
     NotFound,
@@ -49,8 +48,9 @@ from ..errors import (
 from ..render import steps
 from ..render.deadline import Deadline
 from ..render.motions import Motion
-from ..render.pipeline import check_inside, file_suffix
+from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict
+from . import frames
 
 log = logging.getLogger("doodlepod.characters")
 
@@ -194,18 +194,17 @@ class Characters:
         size = {"width": int(img.image_size[0]), "height": int(img.image_size[1])}
         detections: list[dict[str, Any]] = []
         if joints is not None:
-            check_inside(joints, (size["width"], size["height"]), JointsOutsideImage)
+            frames.check_inside(joints, (size["width"], size["height"]), JointsOutsideImage)
         if bbox is not None:
-            box = _client_box(bbox, img.scale, width, height)
+            box = frames.client_box(bbox, img.scale, width, height)
         elif joints is not None:
-            from ..render.pipeline import _box_for_client, _scale_joints
-            box = _box_for_client(None, _scale_joints(joints, img.scale), img.scale, width, height)
+            box = frames.box_for_client(None, frames.joints_to_work(joints, img.scale), img.scale, width, height)
         else:
             found = p.detect(img, deadline, timings)
             detections = [{"box": list(d.box), "score": d.score} for d in found]
             box = found[0].box
         crop = p.segment(img, box, deadline, timings)
-        skeleton = (_texture_joints(joints, img.scale, box) if joints is not None
+        skeleton = (frames.joints_to_texture(joints, img.scale, box) if joints is not None
                     else p.pose(crop.png, deadline, timings))
         cid = new_id()
         now = time.time()
@@ -215,7 +214,7 @@ class Characters:
                         detections=detections, skeleton=_skeleton_rows(skeleton), files={},
                         rev=_folder("r", 1), files_key=new_id())
         files = self._rig_files(record, deadline, timings, texture=crop.texture, mask=crop.mask)
-        with p._stage(timings, "store"):
+        with p.stage(timings, "store"):
             record.files["image"] = self._file_key(record, "image.png")
             try:
                 self._put(record.files["image"], img.png, deadline)
@@ -231,7 +230,7 @@ class Characters:
     def _rig_files(self, record: Record, deadline: Deadline, timings: dict[str, float], **given: Any) -> dict[str, Any]:
         """The rig step for a stored character: check the skeleton on the mask, make the overlay and
         encode what changed (:func:`steps.character_files` in a render process)."""
-        with self.pipeline._stage(timings, "rig"):
+        with self.pipeline.stage(timings, "rig"):
             out = self.pipeline.pool.run(partial(steps.character_files, **given), record.joints(),
                                          deadline=deadline, stage="rig")
         record.texture_size = [int(out["size"][0]), int(out["size"][1])]
@@ -278,7 +277,7 @@ class Characters:
                                       "GET it again and reapply your change")
             new, written = self._apply(record, change, deadline, timings)
             try:
-                with self.pipeline._stage(timings, "swap"):
+                with self.pipeline.stage(timings, "swap"):
                     self.storage.put_if(self._key(cid, DOCUMENT), new.to_json(), "application/json", deadline, tag)
             except Conflict:  # certainly not written (any other error may have been: keep the files)
                 self._discard(new, written)
@@ -299,21 +298,21 @@ class Characters:
         given: dict[str, Any] = {}
         joints = _edited_joints(old, change.joints)
         if joints is not None:
-            check_inside(joints, (old.image["width"], old.image["height"]), JointsOutsideImage)
+            frames.check_inside(joints, (old.image["width"], old.image["height"]), JointsOutsideImage)
         if change.bbox is not None:
             work_png = self._get(old, "image", deadline)
             wh = (round(old.image["width"] * old.work_scale), round(old.image["height"] * old.work_scale))
-            box = _client_box(change.bbox, old.work_scale, *wh)
+            box = frames.client_box(change.bbox, old.work_scale, *wh)
             crop = p.segment_stored(work_png, box, deadline, timings)
             box = crop.box
             new.box = [int(v) for v in box]
             given = {"texture": crop.texture, "mask": crop.mask}
-            skeleton = (_texture_joints(joints, old.work_scale, box) if joints is not None
+            skeleton = (frames.joints_to_texture(joints, old.work_scale, box) if joints is not None
                         else p.pose(crop.png, deadline, timings))
             new.skeleton = _skeleton_rows(skeleton)
         else:
             if joints is not None:
-                new.skeleton = _skeleton_rows(_texture_joints(joints, old.work_scale, old.box))
+                new.skeleton = _skeleton_rows(frames.joints_to_texture(joints, old.work_scale, old.box))
             if change.mask is not None:  # read, checked against the texture and stored by the rig step
                 given = {"texture_png": self._get(old, "texture", deadline), "mask_bytes": change.mask,
                          "new_mask": True}
@@ -322,7 +321,7 @@ class Characters:
                                                lambda: self._get(old, "mask", deadline))
                 given = {"tinted": tinted, "mask_bytes": mask_bytes}
         files = self._rig_files(new, deadline, timings, **given)
-        with p._stage(timings, "store"):
+        with p.stage(timings, "store"):
             written = self._store_files(new, files, deadline)
         return new, written
 
@@ -502,54 +501,3 @@ def _skeleton_rows(skeleton: list) -> list[list[Any]]:
     return [[j.name, [round(float(j.loc[0]), 3), round(float(j.loc[1]), 3)], j.parent] for j in skeleton]
 
 
-def _texture_joints(joints: list, work_scale: float, box: Sequence[int]) -> list:
-    """Client joints (image pixels) -> texture pixels of the crop ``box`` (work pixels)."""
-    from animator.photo_skeleton import transform_skeleton
-    work = transform_skeleton(joints, scale=work_scale)
-    return transform_skeleton(work, offset=(-box[0], -box[1]))
-
-
-def _client_box(bbox: Sequence[float], work_scale: float, width: int, height: int) -> tuple[int, int, int, int]:
-    box = steps.clamp_box([v * work_scale for v in bbox], width, height)
-    if box is None or bbox[2] <= bbox[0] or bbox[3] <= bbox[1]:
-        raise BoxOutsideImage("the bbox is empty, smaller than 8 px, or outside the image "
-                              "([left, top, right, bottom] in image pixels)")
-    return box
-
-
-def parse_max_frames(raw: Any, settings) -> int | None:
-    """The optional ``max_frames`` of a render request (the whole clip in at most that many frames,
-    e.g. a quick preview): None when absent, else an integer from 1 to DOODLEPOD_RENDER_MAX_FRAMES
-    (when that setting caps every animation)."""
-    if raw is None or raw == "":
-        return None
-    value = None
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = raw
-    elif isinstance(raw, str) and raw.strip().isdigit():
-        value = int(raw.strip())
-    hi = settings.render_max_frames or MAX_FRAMES_LIMIT
-    if value is None or not 1 <= value <= hi:
-        raise BadRequest(f"'max_frames' must be an integer from 1 to {hi}, got {str(raw)[:40]!r}")
-    return value
-
-
-#: Largest ``max_frames`` a client may ask for when DOODLEPOD_RENDER_MAX_FRAMES sets no cap.
-MAX_FRAMES_LIMIT = 10_000
-
-
-def parse_size(raw: Any, settings) -> int:
-    """The ``size`` of a render request: an integer within the settings' bounds."""
-    if raw is None or raw == "":
-        return int(min(max(settings.render_size, settings.render_size_min), settings.render_size_max))
-    value = None
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = raw
-    elif isinstance(raw, str) and raw.strip().isdigit():
-        value = int(raw.strip())
-    if value is None:
-        raise BadRequest(f"'size' must be an integer number of pixels, got {str(raw)[:40]!r}")
-    lo, hi = settings.render_size_min, settings.render_size_max
-    if not lo <= value <= hi:
-        raise BadRequest(f"'size' must be from {lo} to {hi} pixels, got {value}")
-    return value

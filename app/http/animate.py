@@ -15,7 +15,6 @@ import binascii
 import io
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,13 @@ from flask import Blueprint, g, jsonify, request
 
 from animator import FORMATS
 
-from ..errors import BadRequest, TooLarge, UnknownMotion, UnsupportedType
+from ..errors import BadRequest, TooLarge, UnsupportedType
 from ..intake.body import parse_json
 from ..intake.bvh import read_bvh_upload
-from ..jobs.queue import REDIS_ERRORS
+from ..intake.fields import ABSENT, json_field, motion_list, parse_bbox, parse_joints
 from ..jobs.webhooks import validate_callback_url
 from ..render.deadline import Deadline
-from ..render.pipeline import Job, Result, check_spread
+from ..render.pipeline import Job, Result
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, idempotent, submit, wants_async
@@ -60,8 +59,8 @@ def _animate_async():
     if "bvh" in request.files or request.form.get("bvh"):
         raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
     motions = motion_list(request.form.getlist("motions"))
-    joints = _json_field(request.form.get("joints"), "joints")
-    joints = None if joints is _ABSENT else joints
+    joints = json_field(request.form.get("joints"), "joints")
+    joints = None if joints is ABSENT else joints
     if joints is not None:
         parse_joints(joints)  # 400 now, not a failed job later
     _check_image_header(image)
@@ -168,58 +167,6 @@ def _run(job_kwargs: dict[str, Any]) -> Result:
     return result
 
 
-# --- the request's fields -------------------------------------------------------------------------
-
-def motion_list(raw: list[str] | None, defaults: bool = True, own: Deadline | None = None) -> list:
-    """The motions asked for (repeated fields and/or comma lists), duplicates dropped; the default
-    motions when none is named and ``defaults`` (False: the request brings its own clip).
-
-    ``own``: a deadline, to also look names up among the asking client's own motions (made from
-    their videos by POST /motions; synchronous requests only). Those come back as files copied for
-    this request: the caller calls their ``remove()`` when it ends."""
-    svc = services()
-    library = svc.motions
-    names: list[str] = []
-    for item in raw or []:
-        _check_field_size(item, "motions")
-        names += [n.strip() for n in item.split(",") if n.strip()]
-    if not names and defaults:
-        names = list(svc.settings.default_motions)
-    unknown = [n for n in names if n not in library]
-    found = _own_motions(unknown, own) if own is not None and unknown else {}
-    unknown = [n for n in unknown if n not in found]
-    if unknown:
-        for motion in found.values():
-            motion.remove()
-        shown = ", ".join(repr(n[:40]) for n in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        raise UnknownMotion(f"unknown motion(s): {shown}; GET /motions lists the {len(library)} available")
-    seen: dict[str, None] = dict.fromkeys(names)
-    return [library[n] if n in library else found[n] for n in seen]
-
-
-def _own_motions(names: list[str], deadline: Deadline) -> dict[str, Any]:
-    """The asking client's own motions among ``names``, copied to the scratch folder (name -> motion)."""
-    from .jobs import client
-
-    svc = services()
-    if svc.own_motions is None:
-        return {}
-    folder = Path(svc.pipeline.scratch_dir) / "uploads"
-    found: dict[str, Any] = {}
-    try:
-        for n in dict.fromkeys(names):
-            motion = svc.own_motions.resolve(client(), n, folder, deadline)
-            if motion is not None:
-                found[n] = motion
-    except REDIS_ERRORS as exc:  # the library still works without Redis; own motions are then unknown
-        log.warning("own motions not looked up: Redis unavailable (%s)", type(exc).__name__)
-    except BaseException:
-        for motion in found.values():
-            motion.remove()
-        raise
-    return found
-
-
 def uploaded_clip(deadline: Deadline | None = None):
     """The request's own BVH clip (form field ``bvh``, optional ``start_frame``/``end_frame``),
     checked in a render process and saved for them (:mod:`app.intake.bvh`), or None. The caller
@@ -232,57 +179,6 @@ def uploaded_clip(deadline: Deadline | None = None):
 
     return read_bvh_upload(request.files, request.form, svc.settings, Path(svc.pipeline.scratch_dir) / "uploads",
                            run=in_pool)
-
-
-_ABSENT = object()
-
-
-def _check_field_size(text: str, name: str) -> None:
-    limit = services().settings.max_field_kb * 1024
-    if len(text) > limit:
-        raise TooLarge(f"'{name}' is over the limit of {limit / 1024:g} KiB")
-
-
-def _json_field(raw: Any, name: str) -> Any:
-    """A form/JSON field: absent or empty -> _ABSENT; JSON text is decoded within the bounds of
-    :func:`app.intake.body.parse_json` and DOODLEPOD_MAX_FIELD_KB; decoded values (the old client's JSON
-    body, bounded already) pass."""
-    if raw is None or raw == "":
-        return _ABSENT
-    if isinstance(raw, str):
-        _check_field_size(raw, name)
-        return parse_json(raw, name)
-    return raw
-
-
-def parse_joints(raw: Any) -> list | None:
-    """Client joints: JSON text or an already decoded value, in uploaded-image pixels (see docs)."""
-    value = _json_field(raw, "joints")
-    if value is _ABSENT:
-        return None
-    from animator import CharacterError
-    from animator.photo_skeleton import skeleton_from_client
-
-    try:
-        joints = skeleton_from_client(value)
-    except CharacterError as exc:
-        raise BadRequest(f"'joints': {exc.message}") from None
-    check_spread(joints)  # 422 now, before a render slot (the image's bounds are checked once decoded)
-    return joints
-
-
-def parse_bbox(raw: Any) -> list[float] | None:
-    """Client box [left, top, right, bottom] in uploaded-image pixels."""
-    value = _json_field(raw, "bbox")
-    if value is _ABSENT:
-        return None
-    try:
-        box = [float(v) for v in value] if isinstance(value, list) else []
-    except (TypeError, ValueError, OverflowError):
-        box = []
-    if len(box) != 4 or not all(math.isfinite(v) for v in box):
-        raise BadRequest("'bbox' must be [left, top, right, bottom]: four finite numbers, in pixels")
-    return box
 
 
 def _reject_if_not_image(data: bytes, declared: str) -> None:

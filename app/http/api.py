@@ -137,7 +137,7 @@ def base_url() -> str:
     it came through a trusted proxy (DOODLEPOD_FORWARDED_ALLOW_IPS), else empty, for URLs relative
     to the server: a client's own Host header never goes into a URL (DOODLEPOD_PUBLIC_URL, when set,
     wins over both in the storage)."""
-    if not _trusted(request.remote_addr, services().settings.forwarded_allow_ips):
+    if not trusted_peer(request.remote_addr, services().settings.forwarded_allow_ips):
         return ""
     return request.host_url.rstrip("/")
 
@@ -191,7 +191,7 @@ def _in(address: str, nets: tuple) -> bool:
     return any(ip.version == net.version and ip in net for net in nets)
 
 
-def _trusted(address: str | None, allowed: tuple[str, ...]) -> bool:
+def trusted_peer(address: str | None, allowed: tuple[str, ...]) -> bool:
     """Whether ``address`` (the peer) is one of the trusted proxies, as gunicorn decides it."""
     if "*" in allowed or not address:  # no address: a UNIX socket, which gunicorn trusts too
         return True

@@ -10,24 +10,16 @@ import logging
 from functools import partial
 from typing import Any
 
-import numpy as np
 from flask import Blueprint, Response, jsonify, request
 
 from animator import FORMATS
 
-from ..characters.resource import Edit, parse_max_frames, parse_size, version_matches
+from ..characters.resource import Edit, version_matches
 from ..errors import BadMask, BadRequest, VersionMismatch
+from ..intake.fields import motion_list, parse_bbox, parse_joint_moves, parse_joints, parse_max_frames, parse_size
 from ..jobs.webhooks import validate_callback_url
 from ..services import services
-from .animate import (
-    _ABSENT,
-    _json_field,
-    motion_list,
-    parse_bbox,
-    parse_joints,
-    read_drawing,
-    uploaded_clip,
-)
+from .animate import read_drawing, uploaded_clip
 from .api import base_url, json_body, read_body, render_slot, request_deadline, request_priority
 from .jobs import admit_work, idempotent, submit, wants_async
 
@@ -127,35 +119,13 @@ def _read_edit() -> Edit:
     if unknown:
         names = ", ".join(str(n)[:40] for n in sorted(unknown, key=str)[:5])
         raise BadRequest(f"unknown field(s): {names}; a PATCH takes bbox, joints or a mask file")
-    change = Edit(bbox=parse_bbox(fields.get("bbox")), joints=_parse_edit_joints(fields.get("joints")), mask=mask)
+    change = Edit(bbox=parse_bbox(fields.get("bbox")), joints=parse_joint_moves(fields.get("joints")), mask=mask)
     if change.bbox is None and change.joints is None and change.mask is None:
         raise BadRequest("nothing to change: send bbox, joints or a mask")
     if change.bbox is not None and change.mask is not None:
         raise BadRequest("a new bbox makes a new texture grid: send the bbox first, then a mask of the new "
                          "texture's size")
     return change
-
-
-def _parse_edit_joints(raw: Any):
-    """PATCH joints: a mapping ``{name: [x, y]}`` moves the joints it names (any subset); a skeleton
-    list (``[{"name", "loc", "parent"}]``) replaces the skeleton."""
-    value = _json_field(raw, "joints")
-    if value is _ABSENT:
-        return None
-    if isinstance(value, dict) and "skeleton" not in value:
-        moves: dict[str, tuple[float, float]] = {}
-        for name, xy in value.items():
-            try:
-                x, y = (float(v) for v in xy)
-            except (TypeError, ValueError):
-                raise BadRequest(f"'joints.{name}': expected [x, y] numbers, got {xy!r}") from None
-            if not (np.isfinite(x) and np.isfinite(y)):
-                raise BadRequest(f"'joints.{name}': coordinates must be finite numbers")
-            moves[str(name)] = (x, y)
-        if not moves:
-            raise BadRequest("'joints' is empty")
-        return moves
-    return parse_joints(value)
 
 
 @bp.delete("/characters/<cid>")

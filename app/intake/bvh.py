@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..errors import BadRequest, InvalidMotion, TooLarge
+from ..errors import BadRequest, InvalidMotion, TooLarge, animator_boundary
 
 log = logging.getLogger("doodlepod.bvh")
 
@@ -112,15 +112,11 @@ def check_clip(path: str, name: str, start: int | None, end: int | None,
     """
     from animator.auto_retarget import derive_motion_config, find_body
     from animator.bvh import parse_bvh
-    from animator.errors import BVHError
 
     max_joints, max_frames, max_seconds = limits
     text = Path(path).read_bytes().decode("utf-8", errors="replace")
-    try:
+    with animator_boundary(f"field 'bvh' ({name})"):  # a BVHError is invalid_motion (422)
         bvh = parse_bvh(text, None, max_joints=max_joints, max_frames=max_frames)
-    except BVHError as exc:
-        where = f", {exc.field}" if exc.field else ""
-        raise InvalidMotion(f"field 'bvh' ({name}){where}: {exc.message}") from None
     n = bvh.n_frames
     first = 0 if start is None else start
     if not 0 <= first < n:
@@ -134,11 +130,9 @@ def check_clip(path: str, name: str, start: int | None, end: int | None,
         raise InvalidMotion(f"field 'bvh' ({name}): the selected frames last {seconds:.1f} s; at most "
                             f"{max_seconds:g} s are accepted (DOODLEPOD_BVH_MAX_SECONDS): "
                             "pick a range with start_frame / end_frame")
-    try:
+    with animator_boundary(f"field 'bvh' ({name})"):
         body = find_body(bvh)
         derive_motion_config(bvh, name, first, end, body=body)
-    except BVHError as exc:
-        raise InvalidMotion(f"field 'bvh' ({name}): {exc.message}") from None
     clip = _cut(text, first, last)
     tmp = Path(path).with_suffix(".part")
     tmp.write_bytes(clip)

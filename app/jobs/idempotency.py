@@ -36,7 +36,7 @@ class IdempotencyKeyReused(ClientError):
 
 class IdempotencyInProgress(ClientError):
     """The first request with this key is still running; retry after it ends."""
-    status, code = 409, "idempotency_in_progress"
+    status, code, retryable = 409, "idempotency_in_progress", True
 
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message, headers={"Retry-After": str(int(retry_after))})

@@ -1,11 +1,13 @@
 """Async render jobs on Redis Streams: submit, take, heartbeat, finish, retry, dead-letter.
 
 The queue is one Redis stream read by one consumer group; every state change of a job is one Lua
-script, so a crash between two commands cannot leave a job half-moved. Keys, all under
+script (``app/jobs/lua/``), so a crash between two commands cannot leave a job half-moved. Keys, all under
 ``DOODLEPOD_REDIS_PREFIX`` (default ``doodlepod:``)::
 
     jobs              stream of unfinished jobs (group "workers"); an entry is acknowledged AND
-                      deleted when its job ends, so XLEN = jobs queued + running (the queue bound)
+                      deleted when its job ends, so XLEN = jobs queued + running
+    delayed           sorted set of queued jobs waiting out a retry delay (score: not-before time,
+                      Redis' clock); moved back into ``jobs`` when due. XLEN + ZCARD is the queue bound
     job:<id>          hash: id, kind, status, payload, result, error, attempts, owner, times
     job:<id>:input    the uploaded image; deleted when the job ends
     webhooks          stream of ended jobs whose callback is due (group "webhooks")
@@ -16,6 +18,8 @@ Delivery is at least once: a worker takes an entry with XREADGROUP and renews it
 ``visibility_s`` is taken over by another worker with XAUTOCLAIM. Each take counts an attempt; a
 job whose attempts are used up ends ``failed`` (dead letter) and stays readable. The ``owner``
 field (consumer/attempt) fences a worker that lost its job: only the current owner may end it.
+A job the worker retries (:mod:`app.jobs.retry` decides) leaves the stream for ``delayed`` until its
+not-before time, so no worker thread holds or sleeps on it meanwhile.
 """
 from __future__ import annotations
 
@@ -30,13 +34,13 @@ from typing import Any
 import redis
 
 from ..errors import Unavailable
+from .scripts import lua
 
 log = logging.getLogger("doodlepod.jobs")
 
 WORKERS_GROUP = "workers"
 WEBHOOKS_GROUP = "webhooks"
 STATUSES = ("queued", "running", "succeeded", "failed")
-DEAD_STREAM_MAX = 10000
 
 #: What a dead Redis raises through redis-py (refused, reset, timed out, read-only replica, OOM...).
 REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
@@ -61,103 +65,6 @@ def now_iso() -> str:
 
 def new_job_id() -> str:
     return uuid.uuid4().hex
-
-
-# --- Lua -----------------------------------------------------------------------------------------
-# Shared by the scripts that end a job: drop its stream entry, its input, give the record its TTL,
-# and queue the webhook if the job has a callback.
-_PRELUDE = """
-local function drop_entry(stream, group, entry)
-  redis.call('XACK', stream, group, entry)
-  redis.call('XDEL', stream, entry)
-end
-local function end_job(job, input, hooks, ttl, id)
-  redis.call('DEL', input)
-  redis.call('EXPIRE', job, ttl)
-  if (redis.call('HGET', job, 'callback_url') or '') ~= '' then
-    redis.call('HSET', job, 'webhook_status', 'pending')
-    redis.call('XADD', hooks, '*', 'job', id)
-  end
-end
-"""
-
-# KEYS: stream, job, input, idem ('' = none)
-# ARGV: max_queued, job_id, idem_record, idem_ttl, job_ttl, input, has_input, created_epoch, field, value, ...
-_SUBMIT = """
-if KEYS[4] ~= '' then
-  local prev = redis.call('GET', KEYS[4])
-  if prev then return {'duplicate', prev} end
-end
-if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return {'full', ''} end
-redis.call('HSET', KEYS[2], unpack(ARGV, 9))
-redis.call('EXPIRE', KEYS[2], ARGV[5])
-if ARGV[7] == '1' then redis.call('SET', KEYS[3], ARGV[6], 'EX', ARGV[5]) end
-local entry = redis.call('XADD', KEYS[1], '*', 'job', ARGV[2], 'created', ARGV[8])
-if KEYS[4] ~= '' then redis.call('SET', KEYS[4], ARGV[3], 'EX', ARGV[4]) end
-return {'queued', entry}
-"""
-
-# KEYS: job, stream, input, hooks, dead
-# ARGV: group, entry, consumer, max_attempts, now, dead_error_json, job_id, job_ttl
-_START = _PRELUDE + """
-if redis.call('EXISTS', KEYS[1]) == 0 then drop_entry(KEYS[2], ARGV[1], ARGV[2]); return {'gone', ''} end
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'succeeded' or status == 'failed' then drop_entry(KEYS[2], ARGV[1], ARGV[2]); return {'done', ''} end
-local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
-if attempts > tonumber(ARGV[4]) then
-  redis.call('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[6], 'updated', ARGV[5], 'owner', '',
-             'attempts', ARGV[4])
-  drop_entry(KEYS[2], ARGV[1], ARGV[2])
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '""" + str(DEAD_STREAM_MAX) + """', '*', 'job', ARGV[7])
-  end_job(KEYS[1], KEYS[3], KEYS[4], ARGV[8], ARGV[7])
-  return {'dead', ARGV[4]}
-end
-local owner = ARGV[3] .. '/' .. attempts
-redis.call('HSET', KEYS[1], 'status', 'running', 'owner', owner, 'updated', ARGV[5], 'started', ARGV[5])
-return {'run', owner}
-"""
-
-# KEYS: job, stream, input, hooks, dead
-# ARGV: group, entry, owner, job_ttl, job_id, dead_letter ('1'/'0'), field, value, ...
-_FINISH = _PRELUDE + """
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[3] then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 7))
-drop_entry(KEYS[2], ARGV[1], ARGV[2])
-if ARGV[6] == '1' then
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '""" + str(DEAD_STREAM_MAX) + """', '*', 'job', ARGV[5])
-end
-end_job(KEYS[1], KEYS[3], KEYS[4], ARGV[4], ARGV[5])
-return 1
-"""
-
-# KEYS: job, stream
-# ARGV: group, entry, owner, job_id, created_epoch, field, value, ...
-_RETRY = _PRELUDE + """
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[3] then return false end
-redis.call('HSET', KEYS[1], unpack(ARGV, 6))
-drop_entry(KEYS[2], ARGV[1], ARGV[2])
-return redis.call('XADD', KEYS[2], '*', 'job', ARGV[4], 'created', ARGV[5])
-"""
-
-# KEYS: job; ARGV: progress JSON  -> 1 when written (only while the job runs: never over its end)
-_PROGRESS = """
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
-redis.call('HSET', KEYS[1], 'progress', ARGV[1])
-return 1
-"""
-
-# KEYS: stream; ARGV: group, consumer, entry ids...  -> the ids still ours (their idle time reset)
-_HEARTBEAT = """
-local kept = {}
-for i = 3, #ARGV do
-  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
-  if p[1] and p[1][2] == ARGV[2] then
-    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
-    table.insert(kept, ARGV[i])
-  end
-end
-return kept
-"""
 
 
 @dataclass
@@ -234,12 +141,14 @@ class JobQueue:
         self.stream = self.key("jobs")
         self.hooks = self.key("webhooks")
         self.dead = self.key("dead")
-        self._submit = self.redis.register_script(_SUBMIT)
-        self._start = self.redis.register_script(_START)
-        self._finish = self.redis.register_script(_FINISH)
-        self._retry = self.redis.register_script(_RETRY)
-        self._heartbeat = self.redis.register_script(_HEARTBEAT)
-        self._progress = self.redis.register_script(_PROGRESS)
+        self.delayed = self.key("delayed")
+        self._submit = self.redis.register_script(lua("submit"))
+        self._start = self.redis.register_script(lua("start", prelude=True))
+        self._finish = self.redis.register_script(lua("finish", prelude=True))
+        self._retry = self.redis.register_script(lua("retry", prelude=True))
+        self._promote = self.redis.register_script(lua("promote", prelude=True))
+        self._heartbeat = self.redis.register_script(lua("heartbeat"))
+        self._progress = self.redis.register_script(lua("progress"))
         self._groups_made = False
         self.last_error = ""
 
@@ -293,7 +202,8 @@ class JobQueue:
         pipe = self.redis.pipeline(transaction=False)
         pipe.xlen(self.stream)
         pipe.xrange(self.stream, "-", "+", count=1)
-        length, first = pipe.execute()
+        pipe.zcard(self.delayed)
+        length, first, delayed = pipe.execute()
         running = 0
         try:
             for group in self.redis.xinfo_groups(self.stream):
@@ -306,7 +216,7 @@ class JobQueue:
             fields = first[0][1]
             created = float(fields.get(b"created", b"0") or 0)
             oldest = max(0.0, time.time() - created) if created else 0.0
-        return QueueStats(max(0, length - running), running, oldest)
+        return QueueStats(max(0, length - running) + delayed, running, oldest)
 
     # --- web side ----------------------------------------------------------------------------
     def submit(self, kind: str, payload: dict[str, Any], input_data: bytes | None = None, *,
@@ -329,7 +239,7 @@ class JobQueue:
         try:
             self._ensure_groups()
             verdict, detail = self._submit(
-                keys=[self.stream, self.job_key(job_id), self.input_key(job_id), idem_key],
+                keys=[self.stream, self.job_key(job_id), self.input_key(job_id), idem_key, self.delayed],
                 args=[self.max_queued, job_id, record, idem_ttl_s, self.job_ttl_s, input_data or b"",
                       "1" if input_data is not None else "0", f"{time.time():.3f}", *flat])
         except REDIS_ERRORS as exc:
@@ -390,6 +300,8 @@ class JobQueue:
         ask before it takes a render slot (an idle worker must not hold one)."""
         stream = stream or self.stream
         self._ensure_groups()
+        if stream == self.stream:
+            self.promote_due()
         info = next((g for g in self.redis.xinfo_groups(stream) if _text(g["name"]) == group), None)
         if info is None:
             return False
@@ -407,6 +319,8 @@ class JobQueue:
         timeout) first, else a new one (waiting up to ``block_ms``, 0: not at all); None if there is none."""
         stream = stream or self.stream
         self._ensure_groups()
+        if stream == self.stream:
+            self.promote_due()
         idle_ms = int(1000 * (visibility_s or self.visibility_s))
         try:
             _, claimed, _deleted = self.redis.xautoclaim(stream, group, consumer, idle_ms, "0-0", count=1)
@@ -474,15 +388,23 @@ class JobQueue:
                   *flat])
         return bool(done)
 
-    def retry(self, taken: Taken, owner: str, error: dict[str, Any], created_epoch: float) -> str | None:
-        """Put the job back at the end of the queue (its attempt counted); None if it was not ours."""
+    def retry(self, taken: Taken, owner: str, error: dict[str, Any], created_epoch: float,
+              delay_s: float = 0.0) -> float | None:
+        """Put the job back as queued, to be taken again ``delay_s`` seconds from now (Redis' clock; its
+        attempt counted). It waits in the delayed set, not in the stream, so no worker holds it meanwhile.
+        Returns its not-before time (epoch seconds), or None if the job was not ``owner``'s any more."""
         fields = {"status": "queued", "last_error": json.dumps(error), "updated": now_iso(), "owner": ""}
         flat: list[str] = []
         for k, v in fields.items():
             flat += [k, v]
-        entry = self._retry(keys=[self.job_key(taken.job_id), self.stream],
-                            args=[WORKERS_GROUP, taken.entry_id, owner, taken.job_id, f"{created_epoch:.3f}", *flat])
-        return _text(entry) if entry else None
+        not_before = self._retry(keys=[self.job_key(taken.job_id), self.stream, self.delayed],
+                                 args=[WORKERS_GROUP, taken.entry_id, owner, taken.job_id, f"{max(0.0, delay_s):.3f}",
+                                       f"{created_epoch:.3f}", *flat])
+        return float(_text(not_before)) if not_before else None
+
+    def promote_due(self, most: int = 100) -> int:
+        """Move delayed jobs whose not-before time has come back into the stream; how many moved."""
+        return int(self._promote(keys=[self.delayed, self.stream], args=[self.key("job", ""), most]))
 
     # --- webhooks bookkeeping (delivery itself: app/jobs/webhooks.py) ------------------------------
     def webhook_done(self, taken: Taken, status: str, attempts: int) -> None:

@@ -21,32 +21,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..errors import ClientError
-
-# KEYS: bucket; ARGV: rate (tokens per second), burst, cost -> {allowed, tokens, retry_after_s, reset_s}
-_TAKE = """
-local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local b = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-local tokens = tonumber(b[1]) or burst
-local ts = tonumber(b[2]) or now
-tokens = math.min(burst, tokens + math.max(0, now - ts) * rate)
-local allowed = 0
-if tokens >= cost then
-  tokens = tokens - cost
-  allowed = 1
-end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
-redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
-local retry = 0
-if allowed == 0 then retry = (cost - tokens) / rate end
-return {allowed, tostring(tokens), tostring(retry), tostring((burst - tokens) / rate)}
-"""
+from .scripts import lua
 
 
 class RateLimited(ClientError):
     """The client used up its token bucket (DOODLEPOD_RATE_LIMIT_PER_MIN, DOODLEPOD_RATE_LIMIT_BURST)."""
-    status, code = 429, "rate_limited"
+    status, code, retryable = 429, "rate_limited", True
 
 
 @dataclass
@@ -80,7 +60,7 @@ class RateLimiter:
         self.key_prefix = key_prefix
         self.rate = per_min / 60.0
         self.burst = burst
-        self._take = redis_client.register_script(_TAKE)
+        self._take = redis_client.register_script(lua("token_bucket"))
 
     def take(self, client: str, cost: int = 1) -> Decision:
         """Take ``cost`` tokens from ``client``'s bucket (raises redis errors: the caller decides)."""

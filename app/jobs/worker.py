@@ -15,9 +15,11 @@ SIGTERM stops taking work and lets running jobs finish
 (bounded by the request deadline); a worker killed outright loses nothing: its jobs are taken over
 after ``DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S``.
 
-A job that fails with a client-side error (4xx: no character, unreadable image ...) ends ``failed``
-at once; a server-side one (5xx, a crash) is retried with backoff until ``DOODLEPOD_JOBS_MAX_ATTEMPTS``,
-then ends ``failed`` and is dead-lettered.
+A failed attempt is judged by :func:`app.jobs.retry.decide`, from the error alone: a deterministic
+failure (4xx, ``render_failed``, ``deadline_exceeded``, a crash) ends ``failed`` at once; a retryable one
+(TorchServe or the storage down or wrong) is requeued with a not-before time, growing each attempt,
+until ``DOODLEPOD_JOBS_MAX_ATTEMPTS``, then ends ``failed`` and is dead-lettered. No thread waits out
+the delay: the job thread goes on to the next job.
 
 ``python -m app.jobs.worker --alive`` exits 0 if this pod's worker renewed its heartbeat file recently
 (the container's liveness probe).
@@ -35,6 +37,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ..errors import ApiError
+from . import retry
 
 if TYPE_CHECKING:
     from ..services import Services
@@ -75,7 +80,10 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
     joints = None
     if payload.get("joints") is not None:
         from animator.photo_skeleton import skeleton_from_client
-        joints = skeleton_from_client(payload["joints"])
+
+        from ..errors import animator_boundary
+        with animator_boundary():
+            joints = skeleton_from_client(payload["joints"])
     job = Job(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]], format=payload["format"],
               deadline=deadline, base_url=payload["base_url"], request_id=job_id, joints=joints,
               bbox=payload.get("bbox"), progress=progress)
@@ -114,13 +122,14 @@ def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes |
 
 
 class Worker:
-    def __init__(self, services: Services, run_dir: Path) -> None:
+    def __init__(self, services: Services, run_dir: Path, retry_delay_s: float = retry.FIRST_DELAY_S) -> None:
         self.settings = services.settings
         self.queue = services.jobs
         self.ctx = services
         self.slots = services.slots
         self.pool = services.pool
         self.run_dir = run_dir
+        self.retry_delay_s = retry_delay_s   # the first retry's delay (then doubled each attempt)
         self.stop = threading.Event()
         self._stopped = threading.Event()   # set after the job threads ended: the heartbeat stops last
         self.name = f"{socket.gethostname()}-{os.getpid()}"
@@ -171,7 +180,7 @@ class Worker:
                 try:
                     taken = self.queue.take(consumer, block_ms=0)
                     if taken is not None:
-                        self._run(taken, consumer, slot)
+                        self._run(taken, consumer)
                 finally:
                     slot.release()
                 backoff = 0.5
@@ -220,9 +229,8 @@ class Worker:
                 log.warning("heartbeat failed: %s: %s", type(exc).__name__, exc)
 
     # --- one job ---------------------------------------------------------------------------------
-    def _run(self, taken, consumer: str, slot) -> None:
+    def _run(self, taken, consumer: str) -> None:
         from .. import metrics
-        from ..errors import ApiError
         from ..render.deadline import Deadline
 
         self._track(self.queue.stream, consumer, taken.entry_id, True)
@@ -245,11 +253,11 @@ class Worker:
                 result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
                              Deadline(self.settings.request_deadline_s), progress=self._reporter(taken.job_id))
             except ApiError as exc:
-                self._failed(taken, started.owner, job, exc.status, exc.code, exc.message, slot)
+                self._failed(taken, started.owner, job, exc)
                 return
-            except Exception as exc:  # a bug or a crash: retried like any server-side failure
+            except Exception as exc:  # a bug: it would fail the same way again
                 log.exception("job %s crashed", taken.job_id)
-                self._failed(taken, started.owner, job, 500, "internal_error", f"{type(exc).__name__}", slot)
+                self._failed(taken, started.owner, job, ApiError(f"{type(exc).__name__}"))
                 return
             if self.queue.succeed(taken, started.owner, result):
                 metrics.JOBS.labels(event="succeeded").inc()
@@ -278,32 +286,27 @@ class Worker:
 
         return report
 
-    def _failed(self, taken, owner: str, job: dict, status: int, code: str, message: str, slot) -> None:
+    def _failed(self, taken, owner: str, job: dict, exc: ApiError) -> None:
+        """End or requeue the job as :func:`app.jobs.retry.decide` says for ``exc``."""
         from .. import metrics
 
-        error = {"code": code, "status": status, "message": message}
+        error = {"code": exc.code, "status": exc.status, "message": exc.message}
         attempt = int(job["attempts"])
-        if status < 500:
-            self.queue.fail(taken, owner, error, dead_letter=False)
-            metrics.JOBS.labels(event="failed").inc()
-            metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))
-            log.info("job %s failed: %s (%d) %s", taken.job_id, code, status, message)
+        verdict = retry.decide(exc, attempt, self.queue.max_attempts, self.retry_delay_s)
+        if verdict.retry:
+            not_before = self.queue.retry(taken, owner, error, _created_epoch(job), verdict.delay_s)
+            if not_before is not None:
+                metrics.JOBS.labels(event="retried").inc()
+                log.warning("job %s attempt %d/%d failed: %s %s; requeued, not before %.1f s from now",
+                            taken.job_id, attempt, self.queue.max_attempts, exc.code, exc.message, verdict.delay_s)
             return
-        if attempt >= self.queue.max_attempts:
+        if exc.retryable:
             error["message"] += f" (after {attempt} attempts)"
-            self.queue.fail(taken, owner, error, dead_letter=True)
-            metrics.JOBS.labels(event="failed").inc()
-            metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))
-            log.warning("job %s failed for good after %d attempts: %s %s", taken.job_id, attempt, code, message)
-            return
-        # Server-side failure with attempts left: free the render slot, back off, requeue at the end.
-        slot.release()
-        wait = min(30.0, 1.0 * 2 ** (attempt - 1))
-        log.warning("job %s attempt %d/%d failed: %s %s; requeued in %.0f s", taken.job_id, attempt,
-                    self.queue.max_attempts, code, message, wait)
-        self.stop.wait(wait)
-        if self.queue.retry(taken, owner, error, _created_epoch(job)):
-            metrics.JOBS.labels(event="retried").inc()
+        self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter)
+        metrics.JOBS.labels(event="failed").inc()
+        metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))
+        log.log(logging.WARNING if exc.status >= 500 else logging.INFO, "job %s failed after %d attempt(s): %s (%d) %s",
+                taken.job_id, attempt, exc.code, exc.status, exc.message)
 
     # --- callbacks ---------------------------------------------------------------------------
     def _webhook_loop(self, consumer: str) -> None:

@@ -86,11 +86,10 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
     """The ``motion_from_video`` job: the person's movement in ``video`` as the client's own motion.
     ``report(progress)``: where the frames read go (the worker's job progress; default: the job
     record directly)."""
-    from animator.errors import NoPersonError, VideoError
     from animator.video import VideoLimits
     from animator.video_motion import motion_from_video
 
-    from ..errors import InvalidVideo, NoPerson
+    from ..errors import animator_boundary
 
     settings = ctx.settings
     folder = Path(ctx.pipeline.scratch_dir) / "videos"
@@ -112,12 +111,9 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
 
     t0 = time.perf_counter()
     try:
-        clip = motion_from_video(path, VideoLimits(max_seconds=settings.video_max_seconds),
-                                 max_bytes=int(settings.video_max_mb * 2**20), progress=progress)
-    except NoPersonError as exc:
-        raise NoPerson(str(exc)) from None
-    except VideoError as exc:
-        raise InvalidVideo(exc.message) from None
+        with animator_boundary():  # NoPersonError: no_person, VideoError: invalid_video (422)
+            clip = motion_from_video(path, VideoLimits(max_seconds=settings.video_max_seconds),
+                                     max_bytes=int(settings.video_max_mb * 2**20), progress=progress)
     finally:
         path.unlink(missing_ok=True)
     from animator.pose_bvh import SKELETON

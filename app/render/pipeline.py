@@ -24,16 +24,14 @@ from typing import Any
 import numpy as np
 
 from .. import metrics
+from ..characters import frames
 from ..errors import (
-    ApiError,
-    DegenerateSkeleton,
     InsufficientStorage,
-    InvalidCharacter,
     ModelServerError,
     NoCharacter,
     NoSkeleton,
     StorageFull,
-    from_animator,
+    animator_boundary,
 )
 from ..loop import off_loop
 from ..storage.backends import LocalStorage, free_disk_mb
@@ -85,7 +83,7 @@ class Pipeline:
 
     # -- helpers -------------------------------------------------------------------------------
     @contextmanager
-    def _stage(self, timings: dict[str, float], name: str) -> Iterator[None]:
+    def stage(self, timings: dict[str, float], name: str) -> Iterator[None]:
         t0 = time.perf_counter()
         try:
             yield
@@ -122,7 +120,7 @@ class Pipeline:
         """Decode the upload, apply its EXIF orientation, downsize to work pixels (render process)."""
         s = self.settings
         self.check_disk()
-        with self._stage(timings, "decode"):
+        with self.stage(timings, "decode"):
             img: steps.PreparedImage = self.pool.run(steps.prepare_image, image, s.max_image_pixels,
                                                    s.detect_max_side, deadline=deadline, stage="decode")
         log.info("image %s %dx%d, work size %dx%d (scale %.3f)", img.format, *img.image_size,
@@ -134,7 +132,7 @@ class Pipeline:
         """The detector's boxes (work pixels, clipped to the image) scoring at least the minimum,
         best first; raises :class:`NoCharacter` when none is left."""
         height, width = img.rgb.shape[:2]
-        with self._stage(timings, "detect"):
+        with self.stage(timings, "detect"):
             answer = self.torchserve.predict(self.settings.detector_model, img.png, deadline, "detect")
         return self._detections(answer, width, height)
 
@@ -142,19 +140,19 @@ class Pipeline:
                 timings: dict[str, float]) -> steps.SegmentedCrop:
         """Crop ``box`` (work pixels) and mask the character in it (render process)."""
         l, t, r, b = box
-        with self._stage(timings, "segment"):
+        with self.stage(timings, "segment"):
             return self.pool.run(steps.segment_crop, np.ascontiguousarray(img.rgb[t:b, l:r]), box,
                                  deadline=deadline, stage="segment")
 
     def segment_stored(self, work_png: bytes, box: tuple[int, int, int, int], deadline: Deadline,
                        timings: dict[str, float]) -> steps.SegmentedCrop:
         """:meth:`segment` for a stored work image (a character's ``image.png``)."""
-        with self._stage(timings, "segment"):
+        with self.stage(timings, "segment"):
             return self.pool.run(steps.segment_png, work_png, box, deadline=deadline, stage="segment")
 
     def pose(self, crop_png: bytes, deadline: Deadline, timings: dict[str, float]) -> list:
         """The skeleton the pose model finds in the crop (animator Joints, crop pixels)."""
-        with self._stage(timings, "pose"):
+        with self.stage(timings, "pose"):
             people = self.torchserve.predict(self.settings.pose_model, crop_png, deadline, "pose")
         return self._skeleton(people)
 
@@ -166,11 +164,9 @@ class Pipeline:
         (e.g. joints placed on blank paper), instead of a render failing later.
         """
         import animator
-        try:
+        with animator_boundary("the character cannot be rigged"):
             character = animator.Character(texture, mask, skeleton)
-        except animator.AnimatorError as exc:
-            raise from_animator(exc, "the character cannot be rigged") from None
-        with self._stage(timings, "rig"):  # about a millisecond of numpy: no render-process round trip
+        with self.stage(timings, "rig"):  # about a millisecond of numpy: no render-process round trip
             steps.check_rig(character.mask, [(j.name, j.loc) for j in character.skeleton])
         return character
 
@@ -223,7 +219,7 @@ class Pipeline:
                          out["frame_count"], len(out["data"]), out["pid"],
                          {k: round(v, 1) for k, v in out["timings_ms"].items()})
                 report("storing")
-                with self._stage(timings, f"upload:{motion.name}"):
+                with self.stage(timings, f"upload:{motion.name}"):
                     done[motion.name] = store(motion, out)
                 metrics.ANIMATIONS.labels(motion=motion.name, format=options.get("format", "gif")).inc()
         except BaseException:
@@ -264,9 +260,9 @@ class Pipeline:
         img = self.decode(job.image, job.deadline, timings)
         height, width = img.rgb.shape[:2]
         if job.joints is not None:
-            check_inside(job.joints, img.image_size)
-            work_joints = _scale_joints(job.joints, img.scale)
-            box = _box_for_client(job.bbox, work_joints, img.scale, width, height)
+            frames.check_inside(job.joints, img.image_size)
+            work_joints = frames.joints_to_work(job.joints, img.scale)
+            box = frames.box_for_client(job.bbox, work_joints, img.scale, width, height)
         else:
             box = self.detect(img, job.deadline, timings)[0].box
         crop = self.segment(img, box, job.deadline, timings)
@@ -308,7 +304,7 @@ class Pipeline:
                  f"{scored[0][0]:.3f}" if scored else "-")
         found = []
         for score, bbox in kept:
-            box = steps.clamp_box(bbox, width, height)
+            box = frames.clamp_box(bbox, width, height)
             if box is not None:
                 found.append(Detection(box, score))
         if not found:
@@ -388,63 +384,3 @@ def file_suffix(fmt: str) -> str:
 
     ext = animator.FORMATS[fmt][1]
     return fmt if ext == fmt else f"{fmt}.{ext}"
-
-
-def check_inside(joints: list, image_size: tuple[int, int], error: type[ApiError] = InvalidCharacter) -> None:
-    """Client joints must lie on the uploaded image (image pixels): ``error`` names the first that
-    does not (and how many more). (A joint far off the drawing made the render's work grow with its
-    distance.) /animate answers ``invalid_character``; the characters API its own code."""
-    width, height = image_size
-    outside = [j for j in joints if not (0 <= j.loc[0] <= width and 0 <= j.loc[1] <= height)]
-    if outside:
-        j = outside[0]
-        more = f" (and {len(outside) - 1} more)" if len(outside) > 1 else ""
-        raise error(f"joint '{j.name}' at ({j.loc[0]:g}, {j.loc[1]:g}) lies outside the {width}x{height} "
-                    f"image{more}; coordinates are image pixels, x right, y down")
-    check_spread(joints)
-
-
-#: A client skeleton must span at least this many image pixels (its joints' box, longer side) ...
-MIN_SKELETON_EXTENT_PX = 16
-#: ... and have at least this many joints at distinct spots (1 px apart; root and hip may share one).
-MIN_DISTINCT_JOINTS = 8
-
-
-def check_spread(joints: list) -> None:
-    """422 ``degenerate_skeleton`` for client joints piled on (nearly) one spot: such a skeleton
-    cannot bend a drawing, and its crop (the joints' box) is a few pixels blown up to the render size."""
-    xs = [float(j.loc[0]) for j in joints]
-    ys = [float(j.loc[1]) for j in joints]
-    extent = max(max(xs) - min(xs), max(ys) - min(ys)) if joints else 0.0
-    distinct = len({(round(x), round(y)) for x, y in zip(xs, ys)})
-    if extent < MIN_SKELETON_EXTENT_PX or distinct < MIN_DISTINCT_JOINTS:
-        raise DegenerateSkeleton(f"the joints span {extent:g} px at {distinct} distinct spots; a skeleton needs "
-                                 f"at least {MIN_SKELETON_EXTENT_PX} px and {MIN_DISTINCT_JOINTS} distinct joints "
-                                 "(image pixels)")
-
-
-def _scale_joints(joints: list, scale: float) -> list:
-    from animator.photo_skeleton import transform_skeleton
-    return transform_skeleton(joints, scale=scale)
-
-
-def _box_for_client(bbox: Sequence[float] | None, joints: list, scale: float, width: int,
-                    height: int) -> tuple[int, int, int, int]:
-    """The crop for client joints: their box if given (image pixels), else the joints' extent padded.
-
-    Joints sit inside the figure (the neck joint is on the nose, hands on the wrists), so the
-    joints' bounding box is grown by 25% of its larger side on every side to take in the head,
-    hands and feet, then clipped to the image.
-    """
-    if bbox is not None:
-        box = steps.clamp_box([v * scale for v in bbox], width, height)
-        if box is None:
-            raise InvalidCharacter("the bbox sent with the joints is empty or outside the image")
-        return box
-    xy = np.array([j.loc for j in joints], dtype=np.float64)
-    lo, hi = xy.min(axis=0), xy.max(axis=0)
-    pad = 0.25 * float((hi - lo).max()) + 8
-    box = steps.clamp_box([lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad], width, height)
-    if box is None:
-        raise InvalidCharacter("the joints sent lie outside the image")
-    return box

@@ -180,13 +180,13 @@ class PoolJob:
         """Stop the job: dropped if still queued, else its process is told to abandon it. The spill
         files go once the future settles."""
         if self.future.cancel():
-            self._remove_files()
+            self.remove_files()
             return
         if self.future.done():
             return
         with open(self.stem + ".cancel", "w"):
             pass
-        self.future.add_done_callback(lambda _f: self._remove_files())
+        self.future.add_done_callback(lambda _f: self.remove_files())
         pid = self.pid()
         if pid is not None:
             try:
@@ -211,7 +211,7 @@ class PoolJob:
         except (FileNotFoundError, ValueError):
             return None
 
-    def _remove_files(self) -> None:
+    def remove_files(self) -> None:
         _remove(self.in_path, self.out_path, self.stem + ".pid", self.stem + ".cancel", self.stem + ".progress")
 
 
@@ -279,7 +279,7 @@ class RenderPool:
             self.abandon([job])
             raise deadline.exceeded(stage) from None
         except cf.process.BrokenProcessPool:
-            job._remove_files()
+            job.remove_files()
             self._restart()
             raise RenderFailed(f"a render process died during {stage}; please retry") from None
         except BaseException:
@@ -289,7 +289,7 @@ class RenderPool:
             with open(out_path, "rb") as fh:
                 return pickle.load(fh)
         finally:
-            job._remove_files()
+            job.remove_files()
 
     def run(self, fn: Callable[..., Any], *args: Any, deadline: Deadline, stage: str) -> Any:
         return self.wait(self.submit(fn, *args), deadline, stage)

@@ -30,7 +30,7 @@ from ..errors import (
     TooLarge,
     UnreadableImage,
     UnsupportedType,
-    from_animator,
+    animator_boundary,
 )
 
 #: Formats Pillow reports for the images we accept (MPO: the multi-picture JPEG some phones write;
@@ -163,21 +163,6 @@ def _flatten(im: Image.Image) -> Image.Image:
     return im.convert("RGB")
 
 
-def clamp_box(box: Any, width: int, height: int) -> tuple[int, int, int, int] | None:
-    """``[l, t, r, b]`` rounded and clipped to the image; None when nothing is left."""
-    try:
-        l, t, r, b = (float(v) for v in box)
-    except (TypeError, ValueError):
-        return None
-    if not all(np.isfinite([l, t, r, b])):
-        return None
-    l, t = max(0, int(round(l))), max(0, int(round(t)))
-    r, b = min(width, int(round(r))), min(height, int(round(b)))
-    if r - l < 8 or b - t < 8:
-        return None
-    return l, t, r, b
-
-
 @dataclass
 class SegmentedCrop:
     box: tuple[int, int, int, int]  # work pixels
@@ -193,7 +178,8 @@ def segment_crop(crop: np.ndarray, box: tuple[int, int, int, int]) -> SegmentedC
     from animator.segment import segment_drawing
 
     t0 = time.perf_counter()
-    mask = segment_drawing(crop)
+    with animator_boundary("the character cannot be separated from the paper"):
+        mask = segment_drawing(crop)
     t1 = time.perf_counter()
     if not mask.any():
         raise NoCharacter("no drawn character could be separated from the paper in the detected box")
@@ -251,8 +237,8 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
 
     ``motion_path``/``retarget_path``: a library motion's configs, or a client's .bvh clip and None.
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
-    The animator's errors (e.g. a skeleton it cannot rig) become API errors by
-    :func:`app.errors.from_animator` (422 for bad input). In a render pool job, its frames' progress
+    The animator's errors (e.g. a skeleton it cannot rig) become API errors at
+    :func:`app.errors.animator_boundary` (422 for bad input). In a render pool job, its frames' progress
     goes to :func:`app.render.pool.report_progress`.
     """
     import animator
@@ -260,13 +246,11 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
     from .pool import report_progress
 
     t0 = time.perf_counter()
-    try:
+    with animator_boundary("the character cannot be animated"):
         motion_cfg, retarget_cfg = _configs(motion_path, retarget_path)
         t1 = time.perf_counter()
         result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options),
                                  rigs=_rigs(), progress=report_progress)
-    except animator.AnimatorError as exc:
-        raise from_animator(exc, "the character cannot be animated") from None
     t2 = time.perf_counter()
     timings = {"load_configs": (t1 - t0) * 1e3, **{k: float(v) for k, v in result.timings_ms.items()},
                "total": (t2 - t0) * 1e3}
@@ -479,11 +463,9 @@ def render_stored(texture_png: bytes, mask_png_bytes: bytes, joints: list[tuple[
     import animator
 
     t0 = time.perf_counter()
-    try:
+    with animator_boundary("the character cannot be animated"):
         character = animator.Character(_stored_texture(texture_png), _stored_mask(mask_png_bytes),
                                        [animator.Joint(n, tuple(loc), p) for n, loc, p in joints])
-    except animator.AnimatorError as exc:
-        raise from_animator(exc, "the character cannot be animated") from None
     read_ms = (time.perf_counter() - t0) * 1e3
     out = render_motion(character, motion_path, retarget_path, options)
     out["timings_ms"]["read_character"] = read_ms

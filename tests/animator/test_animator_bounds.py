@@ -1,4 +1,4 @@
-"""The work one character may cause is bounded by its inputs (issue 8, findings 1, 3, 4, 5, 8, 12).
+"""The work one character may cause is bounded by its inputs.
 
 Memory-hungry cases run in a child process whose address space is capped with ``RLIMIT_AS`` (set
 in the child only, never on the machine): before these bounds they asked for gigabytes.

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from animator import RenderOptions, render
 from animator.encode import GifWriter, encode_gif, gif_delays
 from animator.parallel import MIN_FRAMES_PER_PROCESS, gif_in_processes, runs
 from tests.conftest import AD_EXAMPLES, CHARACTERS, CMU, FAIR, REPO
+from tests.support import procs, wait
 
 T = 3  # transparent index
 PALETTE = np.array([[200, 0, 0], [0, 0, 200], [20, 20, 20]], np.uint8)
@@ -36,28 +36,6 @@ def _frames_of(frames):
     return lambda a, b: iter(frames[a:b])
 
 
-def _children(pid: int) -> list[int]:
-    """Live (not zombie) processes whose parent is ``pid``, from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
-
-
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state == "Z"
-
-
 def test_runs_are_consecutive_and_never_shorter_than_the_minimum():
     assert runs(100, 2) == [(0, 50), (50, 100)]
     assert runs(2 * MIN_FRAMES_PER_PROCESS - 1, 2) == [(0, 2 * MIN_FRAMES_PER_PROCESS - 1)]
@@ -75,7 +53,7 @@ def test_runs_joined_are_the_single_process_file(processes):
     want = encode_gif(frames, PALETTE, T, delays, threads=1)
     got = gif_in_processes(GifWriter(PALETTE, T, delays), _frames_of(frames), len(frames), processes)
     assert got == want
-    assert _children(os.getpid()) == []
+    assert procs.children(os.getpid()) == []
 
 
 def test_a_run_that_ends_on_a_full_screen_is_refused():
@@ -83,7 +61,7 @@ def test_a_run_that_ends_on_a_full_screen_is_refused():
     frames = [np.pad(np.zeros((10, 10), np.uint8), 5, constant_values=T)] * 60
     gif = GifWriter(PALETTE, T, gif_delays(60, 0.04))
     assert gif_in_processes(gif, _frames_of(frames), 60, 2) is None
-    assert _children(os.getpid()) == []
+    assert procs.children(os.getpid()) == []
 
 
 def test_a_failing_child_makes_the_caller_render_in_one_process():
@@ -97,7 +75,7 @@ def test_a_failing_child_makes_the_caller_render_in_one_process():
 
     gif = GifWriter(PALETTE, T, gif_delays(60, 0.04))
     assert gif_in_processes(gif, frames_of, 60, 2) is None
-    assert _children(os.getpid()) == []
+    assert procs.children(os.getpid()) == []
 
 
 def test_an_error_in_the_parent_kills_the_children():
@@ -115,7 +93,7 @@ def test_an_error_in_the_parent_kills_the_children():
     with pytest.raises(KeyError):
         gif_in_processes(GifWriter(PALETTE, T, gif_delays(60, 0.04)), frames_of, 60, 2)
     assert time.monotonic() - t0 < 30
-    assert _children(os.getpid()) == []
+    assert procs.children(os.getpid()) == []
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -138,18 +116,13 @@ def test_children_die_with_a_killed_parent(tmp_path):
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     kids: list[int] = []
     try:
-        end = time.monotonic() + 30
-        while time.monotonic() < end and len(kids) < 2:
-            kids = _children(proc.pid)
-            time.sleep(0.1)
-        assert len(kids) == 2, kids
+        kids = wait.until(lambda: len(procs.children(proc.pid)) == 2 and procs.children(proc.pid), 30,
+                          "the two children started")
         assert proc.stdout.readline().strip() == "ready"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
-        end = time.monotonic() + 10
-        while time.monotonic() < end and not all(_gone(k) for k in kids):
-            time.sleep(0.1)
-        assert all(_gone(k) for k in kids), f"children outlived their parent: {kids}"
+        left = procs.wait_gone(kids, 10)
+        assert not left, f"children outlived their parent: {left}"
     finally:
         proc.kill()
         proc.stdout.close()
@@ -174,7 +147,7 @@ def test_render_in_processes_is_the_same_file(name, motion, retarget, size):
         assert res.frame_count >= 3 * MIN_FRAMES_PER_PROCESS
         digests.add(hashlib.sha1(res.data).hexdigest())
     assert len(digests) == 1
-    assert _children(os.getpid()) == []
+    assert procs.children(os.getpid()) == []
 
 
 def test_processes_is_checked():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,9 +17,7 @@ import requests
 
 from app.config import default_max_inflight
 from app.render.pool import available_cpus
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
+from tests.support import stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

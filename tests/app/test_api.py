@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ import yaml
 from PIL import Image
 
 from app import errors
-from tests.conftest import CHAR1
+from tests.conftest import CHAR1, REPO
+from tests.support.answers import assert_error
 
 TOKEN = "in-process-token"
 
@@ -32,15 +34,6 @@ def _post(client, data: bytes, mime: str = "image/png", headers=None, **form):
     return client.post("/animate", data={"image": (io.BytesIO(data), "drawing", mime), **form},
                        headers=headers or {})
 
-
-def _error(resp, status: int, code: str) -> dict:
-    assert resp.status_code == status, resp.get_data(as_text=True)
-    assert resp.headers["Content-Type"].startswith("application/json")
-    body = resp.json
-    assert body["error"] == code, body
-    assert isinstance(body["message"], str) and body["message"] and "Traceback" not in body["message"]
-    assert resp.headers.get("X-Request-ID")
-    return body
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +60,13 @@ def test_bearer_token_guards_every_api_endpoint_and_nothing_else(make_app) -> No
         resp = client.open(path, method=method)
         if rule.endpoint.startswith("api."):
             guarded.append(rule.rule)
-            _error(resp, 401, "unauthorized")
+            assert_error(resp, 401, "unauthorized")
             assert resp.headers["WWW-Authenticate"].startswith("Bearer")
         else:                                               # probes, metrics and files need no token
             assert resp.status_code != 401, rule.rule
     assert {"/animate", "/", "/motions"} <= set(guarded)
-    _error(client.get("/motions", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
-    _error(client.get("/motions", headers={"Authorization": TOKEN}), 401, "unauthorized")
+    assert_error(client.get("/motions", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
+    assert_error(client.get("/motions", headers={"Authorization": TOKEN}), 401, "unauthorized")
     assert client.get("/motions", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
@@ -132,8 +125,8 @@ def test_a_motion_preview_is_made_once_then_served_from_the_storage(make_app) ->
         assert made == ["walk"]
     finally:
         previews.pipeline.render = render
-    _error(client.get("/motions/no_such_motion/preview.gif"), 404, "not_found")
-    _error(client.get("/motions/..%2F..%2Fetc/preview.gif"), 404, "not_found")
+    assert_error(client.get("/motions/no_such_motion/preview.gif"), 404, "not_found")
+    assert_error(client.get("/motions/..%2F..%2Fetc/preview.gif"), 404, "not_found")
 
 
 def test_request_id_is_echoed_or_made(client) -> None:
@@ -146,47 +139,48 @@ def test_request_id_is_echoed_or_made(client) -> None:
 
 def test_bad_requests_are_400(client, page) -> None:
     data, _ = page
-    body = _error(_post(client, data, motions="dab,moonwalk"), 400, "unknown_motion")
+    body = assert_error(_post(client, data, motions="dab,moonwalk"), 400, "unknown_motion")
     assert "moonwalk" in body["message"]
-    _error(_post(client, data, format="avi"), 400, "bad_request")
-    _error(_post(client, data, joints="{not json"), 400, "bad_request")
-    body = _error(_post(client, data, joints=json.dumps({"root": [1, 2]})), 400, "bad_request")
+    assert_error(_post(client, data, format="avi"), 400, "bad_request")
+    assert_error(_post(client, data, joints="{not json"), 400, "bad_request")
+    # joints that make no skeleton are the animator's CharacterError: invalid_character, as everywhere
+    body = assert_error(_post(client, data, joints=json.dumps({"root": [1, 2]})), 422, "invalid_character")
     assert "missing" in body["message"]
-    _error(_post(client, data, bbox="[1, 2, 3]"), 400, "bad_request")
-    _error(_post(client, data, headers={"X-Deadline-Seconds": "soon"}), 400, "bad_request")
-    _error(_post(client, data, headers={"X-Deadline-Seconds": "0"}), 400, "bad_request")
-    _error(client.post("/animate", data={"x": "1"}), 400, "bad_request")
-    _error(client.post("/", json={"image": "x"}), 400, "bad_request")
-    _error(client.post("/", json={"file": "!!! not base64 !!!"}), 400, "bad_request")
-    _error(client.get("/nope"), 404, "not_found")
-    _error(client.get("/animate"), 405, "method_not_allowed")
-    _error(client.get("/files/x.gif"), 404, "not_found")
+    assert_error(_post(client, data, bbox="[1, 2, 3]"), 400, "bad_request")
+    assert_error(_post(client, data, headers={"X-Deadline-Seconds": "soon"}), 400, "bad_request")
+    assert_error(_post(client, data, headers={"X-Deadline-Seconds": "0"}), 400, "bad_request")
+    assert_error(client.post("/animate", data={"x": "1"}), 400, "bad_request")
+    assert_error(client.post("/", json={"image": "x"}), 400, "bad_request")
+    assert_error(client.post("/", json={"file": "!!! not base64 !!!"}), 400, "bad_request")
+    assert_error(client.get("/nope"), 404, "not_found")
+    assert_error(client.get("/animate"), 405, "method_not_allowed")
+    assert_error(client.get("/files/x.gif"), 404, "not_found")
 
 
 def test_unreadable_images_are_400(client) -> None:
-    _error(_post(client, b""), 400, "unreadable_image")
-    _error(_post(client, b"\x89PNG\r\n\x1a\n this is not really a png"), 400, "unreadable_image")
+    assert_error(_post(client, b""), 400, "unreadable_image")
+    assert_error(_post(client, b"\x89PNG\r\n\x1a\n this is not really a png"), 400, "unreadable_image")
     png = _encode(Image.fromarray(np.random.default_rng(1).integers(0, 255, (300, 300, 3), np.uint8)))
-    _error(_post(client, png[: len(png) // 3]), 400, "unreadable_image")
-    _error(client.post("/", json={"file": base64.b64encode(b"not an image").decode()}), 400, "unreadable_image")
+    assert_error(_post(client, png[: len(png) // 3]), 400, "unreadable_image")
+    assert_error(client.post("/", json={"file": base64.b64encode(b"not an image").decode()}), 400, "unreadable_image")
 
 
 def test_too_large_is_413(make_app) -> None:
     client = make_app(max_upload_mb=1.0, max_image_pixels=6_000_000).test_client()
-    body = _error(_post(client, b"\xff\xd8" + bytes(2 * 2**20)), 413, "too_large")
+    body = assert_error(_post(client, b"\xff\xd8" + bytes(2 * 2**20)), 413, "too_large")
     assert "MiB" in body["message"]
     bomb = _encode(Image.new("L", (3000, 2500), 255))           # a small file, 7.5 MP > 6 MP
     assert len(bomb) < 2**20
-    body = _error(_post(client, bomb), 413, "too_large")
+    body = assert_error(_post(client, bomb), 413, "too_large")
     assert "7.5 MP" in body["message"]
 
 
 def test_unsupported_types_are_415(client) -> None:
-    _error(_post(client, _encode(Image.new("RGB", (64, 64), "white"), "GIF"), "image/gif"), 415, "unsupported_type")
-    _error(_post(client, b"hello, I am a text file", "text/plain"), 415, "unsupported_type")
-    _error(_post(client, b"%PDF-1.4\n" + bytes(100), "application/pdf"), 415, "unsupported_type")
+    assert_error(_post(client, _encode(Image.new("RGB", (64, 64), "white"), "GIF"), "image/gif"), 415, "unsupported_type")
+    assert_error(_post(client, b"hello, I am a text file", "text/plain"), 415, "unsupported_type")
+    assert_error(_post(client, b"%PDF-1.4\n" + bytes(100), "application/pdf"), 415, "unsupported_type")
     avif = b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00avifmif1miaf" + bytes(200)
-    _error(_post(client, avif, "image/avif"), 415, "unsupported_type")
+    assert_error(_post(client, avif, "image/avif"), 415, "unsupported_type")
 
 
 def test_heic_photo_from_a_phone_is_accepted_upright(client, page) -> None:
@@ -207,7 +201,7 @@ def test_heic_photo_from_a_phone_is_accepted_upright(client, page) -> None:
 
 def test_model_server_down_is_503_with_retry_after(client, page) -> None:
     data, _ = page
-    body = _error(_post(client, data), 503, "model_server_unavailable")
+    body = assert_error(_post(client, data), 503, "model_server_unavailable")
     assert "TorchServe" in body["message"]
     assert int(_post(client, data).headers["Retry-After"]) >= 1
 
@@ -219,12 +213,12 @@ def test_client_joints_off_the_drawing_are_422_not_500(client, page) -> None:
     wide.paste(texture, (40, 30))
     # inside the crop (the box is the whole page) but on the blank paper right of the drawing
     off = {name: [x + texture.width + 20, y] for name, (x, y) in joints.items()}
-    body = _error(_post(client, _encode(wide), motions="dab", joints=json.dumps(off),
+    body = assert_error(_post(client, _encode(wide), motions="dab", joints=json.dumps(off),
                         bbox=json.dumps([0, 0, wide.width, wide.height])), 422, "invalid_character")
     assert "skeleton joint" in body["message"]
     # far outside the drawing and the page
     far = {name: [x + 400, y + 300] for name, (x, y) in joints.items()}
-    _error(_post(client, data, motions="dab", joints=json.dumps(far)), 422, "invalid_character")
+    assert_error(_post(client, data, motions="dab", joints=json.dumps(far)), 422, "invalid_character")
 
 
 # --- the error families ------------------------------------------------------------------------------
@@ -243,21 +237,54 @@ def test_every_api_error_belongs_to_one_family_with_a_matching_status() -> None:
         owners = [f for f in families if issubclass(cls, f)]
         assert len(owners) == 1, f"{cls.__name__} is in {owners}"
         assert cls.status in families[owners[0]], cls.__name__
-        assert cls.retryable == issubclass(cls, errors.Unavailable), cls.__name__
+        assert cls.retryable == (issubclass(cls, (errors.Unavailable, errors.UpstreamError))
+                                 or cls.code in RETRYABLE_CLIENT_ERRORS), cls.__name__
     codes = [c.code for c in _all_subclasses(errors.ApiError) if c not in families]
     assert len(codes) == len(set(codes)), "each error code names one class"
+
+
+#: Client errors that a later attempt may get past unchanged (a lost race, a rate limit, a key in use).
+RETRYABLE_CLIENT_ERRORS = {"edit_conflict", "rate_limited", "idempotency_in_progress"}
+
+
+def test_the_error_table_in_the_docs_says_which_errors_are_retryable() -> None:
+    """docs/api.md's error table has a Retryable column: it agrees with every class's ``retryable``."""
+    import app.jobs.idempotency  # noqa: F401  (their error classes join ApiError's subclasses)
+    import app.jobs.queue  # noqa: F401
+    import app.jobs.ratelimit  # noqa: F401
+
+    by_code = {cls.code: cls for cls in _all_subclasses(errors.ApiError)}
+    table = (REPO / "docs" / "api.md").read_text().split("| Status | `error` | Retryable | When |", 1)[1]
+    rows = [line.split(" | ") for line in table.split("\n\n", 1)[0].splitlines()[2:]]
+    seen = set()
+    for _status, codes, said, _when in rows:
+        only = re.fullmatch(r"`(\w+)` only", said)
+        for code in re.findall(r"`(\w+)`", codes):
+            if code in by_code:  # not werkzeug's own (method_not_allowed)
+                seen.add(code)
+                retryable = (code == only.group(1)) if only else said == "yes"
+                assert by_code[code].retryable == retryable, (code, said)
+    assert {"render_failed", "deadline_exceeded", "model_server_error", "edit_conflict", "rate_limited"} <= seen
 
 
 def test_from_animator_maps_every_animator_error() -> None:
     import animator.errors as ae
 
     for cls in [ae.AnimatorError, *_all_subclasses(ae.AnimatorError)]:
-        exc = cls(None, "field", "what went wrong") if issubclass(cls, ae.ConfigError) else cls("what went wrong")
+        if issubclass(cls, ae.ConfigError):
+            exc = cls(None, "field", "what went wrong")
+        elif issubclass(cls, ae.VideoError):
+            exc = cls(None, "what went wrong")
+        else:
+            exc = cls("what went wrong")
         mapped = errors.from_animator(exc, "while testing")
-        assert mapped.message == "while testing: what went wrong"
+        named = ", field" if issubclass(cls, ae.ConfigError) else ""   # the field the animator names
+        assert mapped.message == f"while testing{named}: what went wrong"
         if issubclass(cls, ae.RenderError):
             assert mapped.status == 500, cls.__name__          # the renderer failed on input it accepted
         else:
             assert isinstance(mapped, errors.ClientError) and mapped.status == 422, cls.__name__
+    assert errors.from_animator(ae.NoPersonError("nobody")).code == "no_person"
+    assert errors.from_animator(ae.VideoError(None, "unreadable")).code == "invalid_video"
     with pytest.raises(TypeError):
         errors.from_animator(ValueError("not the animator's"))

@@ -25,9 +25,11 @@ import requests
 from PIL import Image
 
 from tests.conftest import AD_EXAMPLES
-from tests.fixtures.torchserve_fake import stack
+from tests.support import stack
+from tests.support.answers import assert_error
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900),
+              pytest.mark.usefixtures("models_find_the_drawing")]
 
 RENDER_SIZE = 200
 TOKEN = "s3cret-token"
@@ -86,19 +88,6 @@ def page():
     return stack.page_with_character("char1", (1200, 900), (300, 150))
 
 
-@pytest.fixture(autouse=True)
-def models_find_the_drawing(request, page):
-    """Default answers: the detector finds the dark pixels, the pose model answers char1's joints."""
-    if "torchserve" not in request.fixturenames:
-        yield
-        return
-    ts = request.getfixturevalue("torchserve")
-    image, joints = page
-    ts.set_control(pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
-    if ts.calls_log.exists():
-        ts.calls_log.unlink()
-    yield
-
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -107,15 +96,6 @@ def _post_image(server, data: bytes, mime: str = "image/png", headers=None, **fo
     return requests.post(f"{server.url}/animate", files={"image": ("drawing", data, mime)}, data=form,
                          headers=headers or {}, timeout=300)
 
-
-def _assert_error(resp: requests.Response, status: int, code: str) -> dict:
-    assert resp.status_code == status, resp.text
-    assert resp.headers["Content-Type"].startswith("application/json")
-    body = resp.json()
-    assert body["error"] == code, body
-    assert isinstance(body["message"], str) and body["message"] and "Traceback" not in body["message"]
-    assert resp.headers.get("X-Request-ID")
-    return body
 
 
 def _assert_animation(data: bytes, fmt: str = "GIF") -> Image.Image:
@@ -171,8 +151,8 @@ def test_old_client_base64_contract(app_s3, page) -> None:
     assert sorted(body) == ["dab", "jumping", "zombie"]          # flat {motion: url}, nothing else
     for url in body.values():
         _assert_animation(requests.get(url, timeout=30).content)
-    _assert_error(requests.post(f"{app_s3.url}/", json={"image": "x"}, timeout=30), 400, "bad_request")
-    _assert_error(requests.post(f"{app_s3.url}/", json={"file": "bm90IGFuIGltYWdl"}, timeout=30), 400,
+    assert_error(requests.post(f"{app_s3.url}/", json={"image": "x"}, timeout=30), 400, "bad_request")
+    assert_error(requests.post(f"{app_s3.url}/", json={"file": "bm90IGFuIGltYWdl"}, timeout=30), 400,
                   "unreadable_image")
 
 
@@ -227,25 +207,25 @@ def test_exif_rotated_phone_photo(app_local, torchserve, page) -> None:
 
 def test_no_character_and_no_skeleton_are_422(app_s3, torchserve, page) -> None:
     blank = stack.encode(Image.new("RGB", (800, 600), "white"))
-    body = _assert_error(_post_image(app_s3, blank), 422, "no_character")
+    body = assert_error(_post_image(app_s3, blank), 422, "no_character")
     assert "no drawn character" in body["message"]
     raw = requests.post(f"{app_s3.url}/animate", data=blank, headers={"Content-Type": "image/png"}, timeout=60)
-    _assert_error(raw, 422, "no_character")                          # a raw image body works too
+    assert_error(raw, 422, "no_character")                          # a raw image body works too
     image, _ = page
     torchserve.set_control(detector={"mode": "boxes", "boxes": [{"bbox": [1, 1, 50, 50], "score": 0.05}]})
-    _assert_error(_post_image(app_s3, stack.encode(image)), 422, "no_character")   # below the min score
+    assert_error(_post_image(app_s3, stack.encode(image)), 422, "no_character")   # below the min score
     torchserve.set_control(pose={"mode": "people", "people": []})
-    _assert_error(_post_image(app_s3, stack.encode(image)), 422, "no_skeleton")
+    assert_error(_post_image(app_s3, stack.encode(image)), 422, "no_skeleton")
 
 
 def test_model_server_failures_are_503_and_502(app_s3, torchserve, page) -> None:
     image, _ = page
     torchserve.set_control(detector={"status": 503})
-    body = _assert_error(_post_image(app_s3, stack.encode(image)), 503, "model_server_unavailable")
+    body = assert_error(_post_image(app_s3, stack.encode(image)), 503, "model_server_unavailable")
     assert "busy" in body["message"]
     assert torchserve.calls().count("detector 1000x750") == 2              # one retry (TORCHSERVE_RETRIES=1)
     torchserve.set_control(detector={"status": 500})
-    _assert_error(_post_image(app_s3, stack.encode(image)), 502, "model_server_error")
+    assert_error(_post_image(app_s3, stack.encode(image)), 502, "model_server_error")
 
 
 def test_deadline_is_504_and_answered_on_time(app_s3, torchserve, page) -> None:
@@ -254,10 +234,14 @@ def test_deadline_is_504_and_answered_on_time(app_s3, torchserve, page) -> None:
     t0 = time.monotonic()
     resp = _post_image(app_s3, stack.encode(image), headers={"X-Deadline-Seconds": "1.5"})
     elapsed = time.monotonic() - t0
-    body = _assert_error(resp, 504, "deadline_exceeded")
+    body = assert_error(resp, 504, "deadline_exceeded")
     assert "detect" in body["message"]
     assert elapsed < 3.5, f"answered after {elapsed:.1f} s"
-    time.sleep(3)  # let the slow fake call drain from TorchServe's single worker
+    # the next call queues behind the slow one on TorchServe's single worker: its answer says it drained
+    torchserve.set_control()
+    drained = requests.post(f"{torchserve.inference_url}/predictions/{stack.DETECTOR}",
+                            files={"data": ("p.png", stack.encode(image), "image/png")}, timeout=30)
+    assert drained.status_code == 200, drained.text
 
 
 def test_deadline_during_rendering_is_504(app_local, page) -> None:
@@ -268,7 +252,7 @@ def test_deadline_during_rendering_is_504(app_local, page) -> None:
                        motions="dab,jumping,zombie,wave_hello,jumping_jacks",
                        joints=json.dumps({k: list(v) for k, v in joints.items()}))
     elapsed = time.monotonic() - t0
-    body = _assert_error(resp, 504, "deadline_exceeded")
+    body = assert_error(resp, 504, "deadline_exceeded")
     assert "animate" in body["message"] or "segment" in body["message"] or "decode" in body["message"]
     assert elapsed < 2.0, f"answered after {elapsed:.1f} s"
 
@@ -287,12 +271,12 @@ def test_overload_is_an_immediate_503_with_retry_after(app_s3, torchserve, page)
         t0 = time.monotonic()
         resp = _post_image(app_s3, data)
         elapsed = time.monotonic() - t0
-        body = _assert_error(resp, 503, "overloaded")
+        body = assert_error(resp, 503, "overloaded")
         assert resp.headers["Retry-After"] == "7"
         assert elapsed < 0.5, f"overload answer took {elapsed:.2f} s"
         assert "2 render slots" in body["message"]
         for f in slow:
-            _assert_error(f.result(timeout=120), 422, "no_skeleton")
+            assert_error(f.result(timeout=120), 422, "no_skeleton")
     assert _gauge(app_s3, "doodlepod_renders_in_flight") == 0
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.fixtures.torchserve_fake import stack
+from tests.support import stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

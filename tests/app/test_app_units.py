@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from app import config
+from app.characters import frames
 from app.config import SETTINGS, SettingsError, load_settings, unknown_variables
 from app.errors import DeadlineExceeded, StorageFailed, TooLarge, UnreadableImage, UnsupportedType
 from app.render import steps
@@ -23,6 +24,7 @@ from app.render.motions import BUILTIN_DIR, LibraryError, load_library, load_mot
 from app.render.pool import InflightSlots
 from app.storage.backends import LocalStorage
 from tests.conftest import REPO
+from tests.support import wait
 
 # --- settings ---------------------------------------------------------------------------------
 
@@ -242,10 +244,10 @@ def test_prepare_image_rejections() -> None:
 
 
 def test_clamp_box() -> None:
-    assert steps.clamp_box([-5, -5, 50.4, 60.6], 40, 100) == (0, 0, 40, 61)
-    assert steps.clamp_box([10, 10, 12, 12], 100, 100) is None
-    assert steps.clamp_box(["a", 0, 1, 1], 100, 100) is None
-    assert steps.clamp_box([float("nan"), 0, 50, 50], 100, 100) is None
+    assert frames.clamp_box([-5, -5, 50.4, 60.6], 40, 100) == (0, 0, 40, 61)
+    assert frames.clamp_box([10, 10, 12, 12], 100, 100) is None
+    assert frames.clamp_box(["a", 0, 1, 1], 100, 100) is None
+    assert frames.clamp_box([float("nan"), 0, 50, 50], 100, 100) is None
 
 
 # --- container ----------------------------------------------------------------------------------
@@ -324,8 +326,8 @@ def test_render_pool_recovers_from_a_dead_process_and_cleans_spill_files(tmp_pat
         assert pid > 0
         with pytest.raises(DeadlineExceeded, match="during slow"):
             pool.run(_time.sleep, 1.5, deadline=Deadline(0.3), stage="slow")
-        _time.sleep(2.0)                                                        # the slow job finishes
-        assert list((tmp_path / "spill").iterdir()) == [], "spill files must not outlive their job"
+        # once the slow job finishes (1.5 s), its spill files go with it
+        wait.until(lambda: not list((tmp_path / "spill").iterdir()), 10, "spill files must not outlive their job")
     finally:
         pool.shutdown()
 

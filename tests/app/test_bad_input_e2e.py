@@ -14,7 +14,8 @@ import requests
 from PIL import Image
 
 from tests.conftest import BVH_DIR
-from tests.fixtures.torchserve_fake import stack
+from tests.support import stack
+from tests.support.answers import assert_error
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -37,14 +38,6 @@ def server():
 def page():
     image, joints = stack.page_with_character("char1", (700, 700), (60, 40))
     return stack.encode(image), {k: list(v) for k, v in joints.items()}
-
-
-def _json_error(resp: requests.Response, status: int, code: str) -> str:
-    assert resp.status_code == status, (resp.status_code, resp.text[:300])
-    assert resp.headers["Content-Type"].startswith("application/json"), resp.headers["Content-Type"]
-    body = resp.json()
-    assert body["error"] == code and body["message"], body
-    return body["message"]
 
 
 def _raw(server, request: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -78,7 +71,7 @@ def test_a_form_with_too_many_fields_says_so(server, page):
     fields = {f"f{i}": "x" for i in range(1500)}
     resp = requests.post(f"{server.url}/animate", data=fields, files={"image": ("d.png", page[0], "image/png")},
                          timeout=60)
-    message = _json_error(resp, 413, "too_many_fields")
+    message = assert_error(resp, 413, "too_many_fields")["message"]
     assert "more than 1000 parts" in message and "20 MiB" not in message
 
 
@@ -88,7 +81,8 @@ def test_joints_given_as_strings_or_booleans_are_refused(server, page):
         sent = {**joints, "neck": bad}
         resp = requests.post(f"{server.url}/animate", files={"image": ("d.png", data, "image/png")},
                              data={"joints": json.dumps(sent), "motions": "dab"}, timeout=60)
-        assert "expected [x, y] numbers" in _json_error(resp, 400, "bad_request"), bad
+        # the animator's CharacterError, as every route maps it: invalid_character
+        assert "expected [x, y] numbers" in assert_error(resp, 422, "invalid_character")["message"], bad
 
 
 def test_joints_piled_on_one_point_are_a_degenerate_skeleton(server, page):
@@ -97,7 +91,7 @@ def test_joints_piled_on_one_point_are_a_degenerate_skeleton(server, page):
         for path in ("/animate", "/characters"):
             resp = requests.post(f"{server.url}{path}", files={"image": ("d.png", data, "image/png")},
                                  data={"joints": json.dumps(piled), "motions": "dab"}, timeout=60)
-            _json_error(resp, 422, "degenerate_skeleton")
+            assert_error(resp, 422, "degenerate_skeleton")
 
 
 def test_a_clip_with_huge_offsets_is_422_naming_the_line(server, page):
@@ -108,7 +102,7 @@ def test_a_clip_with_huge_offsets_is_422_naming_the_line(server, page):
     resp = requests.post(f"{server.url}/animate", files={"image": ("d.png", data, "image/png"),
                                                          "bvh": ("x.bvh", "\n".join(lines), "text/plain")},
                          data={"joints": json.dumps(joints)}, timeout=60)
-    assert f"line {at + 1}" in _json_error(resp, 422, "invalid_motion")
+    assert f"line {at + 1}" in assert_error(resp, 422, "invalid_motion")["message"]
 
 
 def test_a_16_bit_mask_is_read_by_its_values_not_as_white(server, page):
@@ -125,7 +119,7 @@ def test_a_16_bit_mask_is_read_by_its_values_not_as_white(server, page):
     resp = requests.patch(f"{server.url}/characters/{doc['id']}", files={"mask": ("m.png", buf.getvalue(), "image/png")},
                           timeout=120)
     if resp.status_code != 200:     # the half mask may cut a joint off the character: a 422 naming it is fine
-        _json_error(resp, 422, resp.json()["error"])
+        assert_error(resp, 422, resp.json()["error"])
         assert resp.json()["error"] != "internal_error"
         return
     stored = requests.get(resp.json()["urls"]["mask"], timeout=30)

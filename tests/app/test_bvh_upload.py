@@ -18,6 +18,7 @@ import yaml
 from PIL import Image
 
 from tests.conftest import BVH_DIR, CHAR1
+from tests.support.answers import assert_error
 
 DAB = (BVH_DIR / "fair1" / "dab.bvh").read_bytes()
 JJ = (BVH_DIR / "cmu1" / "jumping_jacks.bvh").read_bytes()
@@ -42,10 +43,8 @@ def _post(client, page, bvh: bytes | None, name: str = "clip.bvh", **form):
     return client.post("/animate", data=fields)
 
 
-def _error(resp, status: int, code: str) -> str:
-    assert resp.status_code == status, resp.get_data(as_text=True)
-    assert resp.json["error"] == code, resp.json
-    return resp.json["message"]
+def _message(resp, status: int, code: str) -> str:
+    return assert_error(resp, status, code)["message"]
 
 
 def _scratch(app) -> list:
@@ -78,7 +77,7 @@ def test_a_clip_and_library_motions_together(app, client, page):
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert list(resp.json["animations"]) == ["zombie", "upload"]
     # a request that fails after the clip was saved leaves nothing behind either
-    _error(_post(client, page, DAB, motions="nope"), 400, "unknown_motion")
+    _message(_post(client, page, DAB, motions="nope"), 400, "unknown_motion")
     assert _scratch(app) == []
 
 
@@ -94,37 +93,37 @@ def test_a_bad_clip_is_422_naming_the_field_and_line(app, client, page):
     lines = JJ.decode().splitlines()
     k = next(i for i, ln in enumerate(lines) if "OFFSET" in ln and i > 5)
     lines[k] = lines[k].replace("OFFSET", "OFFSET x")
-    msg = _error(_post(client, page, "\n".join(lines).encode()), 422, "invalid_motion")
+    msg = _message(_post(client, page, "\n".join(lines).encode()), 422, "invalid_motion")
     assert "'bvh'" in msg and f"line {k + 1}" in msg and "OFFSET" in msg
     rows = DAB.decode().splitlines()
     rows[200] = rows[200] + " 1.0"
-    msg = _error(_post(client, page, "\n".join(rows).encode()), 422, "invalid_motion")
+    msg = _message(_post(client, page, "\n".join(rows).encode()), 422, "invalid_motion")
     assert "line 201" in msg and "values" in msg
-    assert "'bvh'" in _error(_post(client, page, b"\x89PNG\r\n\x1a\n\0\0"), 422, "invalid_motion")
+    assert "'bvh'" in _message(_post(client, page, b"\x89PNG\r\n\x1a\n\0\0"), 422, "invalid_motion")
     assert _scratch(app) == []
 
 
 def test_an_unrecognised_skeleton_is_422_listing_what_is_missing(client, page):
     bird = DAB.replace(b"ForeArm", b"Wing")
-    msg = _error(_post(client, page, bird, "bird.bvh"), 422, "invalid_motion")
+    msg = _message(_post(client, page, bird, "bird.bvh"), 422, "invalid_motion")
     assert "bird.bvh" in msg and "no left forearm" in msg and "no right forearm" in msg
 
 
 def test_frame_range_fields(client, page):
-    assert "start_frame" in _error(_post(client, page, DAB, start_frame="339"), 422, "invalid_motion")
-    assert "end_frame" in _error(_post(client, page, DAB, start_frame="20", end_frame="20"), 422, "invalid_motion")
-    assert "end_frame" in _error(_post(client, page, DAB, end_frame="400"), 422, "invalid_motion")
-    assert "start_frame" in _error(_post(client, page, DAB, start_frame="ten"), 400, "bad_request")
-    assert "bvh" in _error(_post(client, page, None, start_frame="3", motions="dab"), 400, "bad_request")
+    assert "start_frame" in _message(_post(client, page, DAB, start_frame="339"), 422, "invalid_motion")
+    assert "end_frame" in _message(_post(client, page, DAB, start_frame="20", end_frame="20"), 422, "invalid_motion")
+    assert "end_frame" in _message(_post(client, page, DAB, end_frame="400"), 422, "invalid_motion")
+    assert "start_frame" in _message(_post(client, page, DAB, start_frame="ten"), 400, "bad_request")
+    assert "bvh" in _message(_post(client, page, None, start_frame="3", motions="dab"), 400, "bad_request")
 
 
 def test_limits_are_settings(make_app, page):
     client = make_app(bvh_max_mb=0.2, bvh_max_frames=100).test_client()
-    assert "DOODLEPOD_BVH_MAX_MB" in _error(_post(client, page, DAB), 413, "too_large")  # 225 KB
-    msg = _error(_post(client, page, JJ), 422, "invalid_motion")                        # 125 frames
+    assert "DOODLEPOD_BVH_MAX_MB" in _message(_post(client, page, DAB), 413, "too_large")  # 225 KB
+    msg = _message(_post(client, page, JJ), 422, "invalid_motion")                        # 125 frames
     assert "at most 100 frames" in msg and "line 186" in msg
     client = make_app(bvh_max_joints=36, bvh_max_seconds=3.0).test_client()
-    msg = _error(_post(client, page, JJ), 422, "invalid_motion")                        # 38 joints
+    msg = _message(_post(client, page, JJ), 422, "invalid_motion")                        # 38 joints
     assert "38 joints" in msg and "at most 36" in msg
-    msg = _error(_post(client, page, DAB, start_frame="0", end_frame="200"), 422, "invalid_motion")  # 6.7 s
+    msg = _message(_post(client, page, DAB, start_frame="0", end_frame="200"), 422, "invalid_motion")  # 6.7 s
     assert "DOODLEPOD_BVH_MAX_SECONDS" in msg

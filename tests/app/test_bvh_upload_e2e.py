@@ -16,7 +16,7 @@ import requests
 from PIL import Image
 
 from tests.conftest import BVH_DIR
-from tests.fixtures.torchserve_fake import stack
+from tests.support import stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 

@@ -19,9 +19,11 @@ import requests
 from PIL import Image
 
 from tests.conftest import AD_EXAMPLES
-from tests.fixtures.torchserve_fake import stack
+from tests.support import stack
+from tests.support.answers import assert_error
 
-pytestmark = [pytest.mark.timeout(900), pytest.mark.e2e]
+pytestmark = [pytest.mark.timeout(900), pytest.mark.e2e,
+              pytest.mark.usefixtures("models_find_the_drawing")]
 
 OFFSET = (300, 150)
 
@@ -85,30 +87,11 @@ def page():
     return stack.page_with_character("char1", (1200, 900), OFFSET)
 
 
-@pytest.fixture(autouse=True)
-def models_find_the_drawing(request, page):
-    if "torchserve" not in request.fixturenames:
-        yield
-        return
-    ts = request.getfixturevalue("torchserve")
-    image, joints = page
-    ts.set_control(pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
-    if ts.calls_log.exists():
-        ts.calls_log.unlink()
-    yield
-
 
 def _create(server, data: bytes, **form) -> requests.Response:
     return requests.post(f"{server.url}/characters", files={"image": ("drawing.png", data, "image/png")},
                          data=form, timeout=120)
 
-
-def _error(resp: requests.Response, status: int, code: str) -> dict:
-    assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert body["error"] == code, body
-    assert body["message"] and "Traceback" not in body["message"]
-    return body
 
 
 def _png(url: str) -> Image.Image:
@@ -197,7 +180,7 @@ def test_correction_flow_across_two_instances(pods, s3, torchserve, page) -> Non
     # A stale If-Match on A changes nothing.
     stale = requests.patch(f"{a.url}/characters/{cid}", json={"joints": doc["joints"]}, headers={"If-Match": '"1"'},
                            timeout=60)
-    _error(stale, 412, "version_mismatch")
+    assert_error(stale, 412, "version_mismatch")
     assert requests.get(f"{a.url}/characters/{cid}", timeout=30).json()["version"] == 2
 
     # Render on A; ask again on B: the stored file, no rendering, counted as a cache hit.
@@ -252,7 +235,7 @@ def test_correction_flow_across_two_instances(pods, s3, torchserve, page) -> Non
         k.split("/")[-2] for k in (v3["urls"]["texture"].split("?")[0],)}
     # Delete on A; B no longer knows it, and nothing is left in the bucket.
     assert requests.delete(f"{a.url}/characters/{cid}", timeout=30).status_code == 204
-    _error(requests.get(f"{b.url}/characters/{cid}", timeout=30), 404, "not_found")
+    assert_error(requests.get(f"{b.url}/characters/{cid}", timeout=30), 404, "not_found")
     assert not [k for k in s3.keys() if k.startswith(f"dp/characters/{cid}/")]
 
 
@@ -293,51 +276,51 @@ def test_errors_have_stable_codes(pods, page) -> None:
     for method, path in (("get", ""), ("patch", ""), ("delete", ""), ("post", "/animations")):
         for cid in ("0" * 32, "not-an-id"):
             kwargs = {"json": {"joints": as_map}} if method == "patch" else {}
-            _error(getattr(requests, method)(f"{a.url}/characters/{cid}{path}", timeout=30, **kwargs), 404, "not_found")
+            assert_error(getattr(requests, method)(f"{a.url}/characters/{cid}{path}", timeout=30, **kwargs), 404, "not_found")
 
     # joints outside the image, or on blank paper (inside the box, off the drawing): 422, never 500
     outside = dict(as_map, left_foot=[1250, 400])
-    _error(_create(a, data, joints=json.dumps(outside)), 422, "joints_outside_image")
+    assert_error(_create(a, data, joints=json.dumps(outside)), 422, "joints_outside_image")
     blank = _blank_joints(as_map)
-    body = _error(_create(a, data, joints=json.dumps(blank), bbox=json.dumps(WIDE_BOX)), 422,
+    body = assert_error(_create(a, data, joints=json.dumps(blank), bbox=json.dumps(WIDE_BOX)), 422,
                   "invalid_character")
     assert "off the drawing" in body["message"]
-    _error(_create(a, data, bbox=json.dumps([5000, 10, 5100, 80])), 422, "bbox_outside_image")
+    assert_error(_create(a, data, bbox=json.dumps([5000, 10, 5100, 80])), 422, "bbox_outside_image")
 
     cid = _create(a, data, joints=json.dumps(as_map)).json()["id"]
     url = f"{b.url}/characters/{cid}"
     doc = requests.get(url, timeout=30).json()
-    _error(requests.patch(url, json={"joints": outside}, timeout=30), 422, "joints_outside_image")
+    assert_error(requests.patch(url, json={"joints": outside}, timeout=30), 422, "joints_outside_image")
     # the crop made from the joints' extent starts 73 px left of the drawing: paper there
-    _error(requests.patch(url, json={"joints": _blank_joints(as_map, 232, 170)}, timeout=30), 422,
+    assert_error(requests.patch(url, json={"joints": _blank_joints(as_map, 232, 170)}, timeout=30), 422,
            "invalid_character")
-    _error(requests.patch(url, json={"bbox": [-500, -500, -10, -10]}, timeout=30), 422, "bbox_outside_image")
+    assert_error(requests.patch(url, json={"bbox": [-500, -500, -10, -10]}, timeout=30), 422, "bbox_outside_image")
     # masks: not an image, the wrong size, empty
-    _error(requests.patch(url, files={"mask": ("m.png", b"not a png", "image/png")}, timeout=30), 400, "bad_mask")
+    assert_error(requests.patch(url, files={"mask": ("m.png", b"not a png", "image/png")}, timeout=30), 400, "bad_mask")
     small = stack.encode(Image.new("L", (doc["texture"]["width"] - 1, doc["texture"]["height"]), 255))
-    body = _error(requests.patch(url, files={"mask": ("m.png", small, "image/png")}, timeout=30), 422,
+    body = assert_error(requests.patch(url, files={"mask": ("m.png", small, "image/png")}, timeout=30), 422,
                   "mask_wrong_size")
     assert f"{doc['texture']['width']}x{doc['texture']['height']}" in body["message"]
     empty = stack.encode(Image.new("L", (doc["texture"]["width"], doc["texture"]["height"]), 0))
-    _error(requests.patch(url, files={"mask": ("m.png", empty, "image/png")}, timeout=30), 422, "invalid_character")
+    assert_error(requests.patch(url, files={"mask": ("m.png", empty, "image/png")}, timeout=30), 422, "invalid_character")
     # malformed requests
-    _error(requests.patch(url, json={}, timeout=30), 400, "bad_request")
-    _error(requests.patch(url, json={"joints": as_map, "colour": "red"}, timeout=30), 400, "bad_request")
-    _error(requests.patch(url, data="joints", headers={"Content-Type": "text/plain"}, timeout=30), 400, "bad_request")
-    _error(requests.patch(url, json={"joints": {"tail": [1, 2]}}, timeout=30), 400, "bad_request")
-    _error(requests.patch(url, json={"joints": {"root": "here"}}, timeout=30), 400, "bad_request")
-    _error(requests.patch(url, json={"joints": [{"name": "root", "loc": [1, 2], "parent": None}]}, timeout=30), 400,
-           "bad_request")                                                   # a whole skeleton must be whole
-    _error(requests.post(f"{url}/animations", json={"size": 4096}, timeout=30), 400, "bad_request")
-    _error(requests.post(f"{url}/animations", json={"size": 32}, timeout=30), 400, "bad_request")
-    _error(requests.post(f"{url}/animations", json={"size": 101, "format": "mp4"}, timeout=30), 400, "bad_request")
-    _error(requests.post(f"{url}/animations", json={"motions": ["moonwalk"]}, timeout=30), 400, "unknown_motion")
-    _error(requests.post(f"{url}/animations", json={"format": "avi"}, timeout=30), 400, "bad_request")
-    _error(requests.post(f"{url}/animations", json={"motions": ["dab"]}, headers={"If-Match": '"7"'}, timeout=30),
+    assert_error(requests.patch(url, json={}, timeout=30), 400, "bad_request")
+    assert_error(requests.patch(url, json={"joints": as_map, "colour": "red"}, timeout=30), 400, "bad_request")
+    assert_error(requests.patch(url, data="joints", headers={"Content-Type": "text/plain"}, timeout=30), 400, "bad_request")
+    assert_error(requests.patch(url, json={"joints": {"tail": [1, 2]}}, timeout=30), 400, "bad_request")
+    assert_error(requests.patch(url, json={"joints": {"root": "here"}}, timeout=30), 400, "bad_request")
+    assert_error(requests.patch(url, json={"joints": [{"name": "root", "loc": [1, 2], "parent": None}]}, timeout=30), 422,
+           "invalid_character")                                             # a whole skeleton must be whole
+    assert_error(requests.post(f"{url}/animations", json={"size": 4096}, timeout=30), 400, "bad_request")
+    assert_error(requests.post(f"{url}/animations", json={"size": 32}, timeout=30), 400, "bad_request")
+    assert_error(requests.post(f"{url}/animations", json={"size": 101, "format": "mp4"}, timeout=30), 400, "bad_request")
+    assert_error(requests.post(f"{url}/animations", json={"motions": ["moonwalk"]}, timeout=30), 400, "unknown_motion")
+    assert_error(requests.post(f"{url}/animations", json={"format": "avi"}, timeout=30), 400, "bad_request")
+    assert_error(requests.post(f"{url}/animations", json={"motions": ["dab"]}, headers={"If-Match": '"7"'}, timeout=30),
            412, "version_mismatch")
-    _error(requests.post(f"{a.url}/characters", data=b"hello", headers={"Content-Type": "text/plain"}, timeout=30),
+    assert_error(requests.post(f"{a.url}/characters", data=b"hello", headers={"Content-Type": "text/plain"}, timeout=30),
            400, "bad_request")
-    _error(_create(a, b"\x89PNG\r\n\x1a\n broken"), 400, "unreadable_image")
+    assert_error(_create(a, b"\x89PNG\r\n\x1a\n broken"), 400, "unreadable_image")
     # after all that, the character is unchanged
     assert requests.get(url, timeout=30).json()["version"] == 1
     # the raw image body works as for /animate (the models find the drawing)
@@ -353,13 +336,13 @@ def test_animate_with_joints_on_blank_paper_is_422_not_500(pods, page) -> None:
     resp = requests.post(f"{a.url}/animate", files={"image": ("d.png", stack.encode(image), "image/png")},
                          data={"motions": "dab", "joints": json.dumps(_blank_joints(joints)),
                                "bbox": json.dumps(WIDE_BOX)}, timeout=120)
-    _error(resp, 422, "invalid_character")
+    assert_error(resp, 422, "invalid_character")
 
 
 # --- expiry ------------------------------------------------------------------------------------
 
 def test_animations_expire_from_local_storage(expiring, page) -> None:
-    """Finding 17 of issue 8: /animate's files stayed on local disk for ever."""
+    """/animate's files on local disk expire like the characters' (they once stayed for ever)."""
     image, joints = page
     made = requests.post(f"{expiring.url}/animate", files={"image": ("d.png", stack.encode(image), "image/png")},
                          data={"joints": json.dumps({k: list(v) for k, v in joints.items()}), "motions": "dab"},
@@ -385,7 +368,7 @@ def test_characters_expire_from_local_storage(expiring, page) -> None:
     files_folder = expiring.files / doc["urls"]["image"].split("/files/", 1)[1].rsplit("/", 1)[0]
     assert doc["id"] not in str(files_folder) and (files_folder / "image.png").exists()
     stack.wait_for(lambda: not folder.exists(), 60, "the expiry sweep")
-    _error(requests.get(f"{expiring.url}/characters/{doc['id']}", timeout=30), 404, "not_found")
+    assert_error(requests.get(f"{expiring.url}/characters/{doc['id']}", timeout=30), 404, "not_found")
     stack.wait_for(lambda: not files_folder.exists(), 10, "the character's files to go with it")
     # counted once the sweep has finished (the folder goes before the count)
     stack.wait_for(lambda: _counter(expiring, "doodlepod_expired_total", 'kind="character"') >= 1, 10,
@@ -410,4 +393,4 @@ def test_a_clients_own_clip_is_rendered_and_cached_by_its_content(pods, page) ->
     # another clip under the same name is not served from the cache
     other = post(b, (AD_EXAMPLES / "bvh" / "fair1" / "wave_hello.bvh").read_bytes())
     assert other.status_code == 200 and other.json()["cached"] == []
-    _error(post(a, b"HIERARCHY\nnonsense"), 422, "invalid_motion")
+    assert_error(post(a, b"HIERARCHY\nnonsense"), 422, "invalid_motion")

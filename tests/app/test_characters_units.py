@@ -25,7 +25,7 @@ from tests.conftest import CHAR1, REPO
 
 @pytest.fixture(scope="module")
 def moto():
-    from tests.fixtures.torchserve_fake import stack
+    from tests.support import stack
     server = stack.MotoS3("dp-units")
     try:
         server.start()
@@ -234,7 +234,7 @@ def test_patch_takes_merge_patch_json(make_app) -> None:
     JSON merge-patch moving one joint is version 2."""
     import json as _json
 
-    from tests.fixtures.torchserve_fake import stack
+    from tests.support import stack
 
     client = make_app().test_client()
     page, joints = stack.page_with_character("char1", (700, 800), (100, 100))

@@ -1,4 +1,4 @@
-"""Issue 8 findings checked on the app's pieces in process (no server needed)."""
+"""Hostile or odd input checked on the app's pieces in process (no server needed)."""
 from __future__ import annotations
 
 import io
@@ -17,7 +17,7 @@ CHAR1 = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "charac
 
 
 def test_a_16_bit_greyscale_png_keeps_its_drawing() -> None:
-    # finding 13: Pillow clips 16-bit samples (0..65535) to 255 in convert("RGB"): all white paper
+    # Pillow clips 16-bit samples (0..65535) to 255 in convert("RGB"): all white paper
     grey8 = np.asarray(Image.open(CHAR1).convert("L"))
     grey16 = grey8.astype(np.uint16) * 257
     buf = io.BytesIO()
@@ -30,7 +30,7 @@ def test_a_16_bit_greyscale_png_keeps_its_drawing() -> None:
 
 
 def test_forwarded_headers_are_trusted_only_from_loopback_by_default() -> None:
-    # finding 15: forwarded_allow_ips was "*": any client could set X-Forwarded-Proto or SCRIPT_NAME
+    # forwarded_allow_ips must not be "*": any client could then set X-Forwarded-Proto or SCRIPT_NAME
     assert load_settings({}).forwarded_allow_ips == ("127.0.0.1", "::1")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOODLEPOD_") and k != "FORWARDED_ALLOW_IPS"}
     code = ("import runpy; ns = runpy.run_path('app/gunicorn_conf.py'); print(ns['forwarded_allow_ips']); "
@@ -81,10 +81,10 @@ def test_log_records_take_one_line_whatever_the_client_sent() -> None:
 
 
 def test_only_trusted_peers_choose_the_urls_host() -> None:
-    from app.http.api import _trusted
+    from app.http.api import trusted_peer
 
     loopback = ("127.0.0.1", "::1")
-    assert _trusted("127.0.0.1", loopback) and _trusted("::1", loopback)
-    assert not _trusted("203.0.113.9", loopback)
-    assert _trusted("10.1.2.3", ("10.0.0.0/8",)) and not _trusted("11.1.2.3", ("10.0.0.0/8",))
-    assert _trusted("203.0.113.9", ("*",)) and not _trusted("not an address", loopback)
+    assert trusted_peer("127.0.0.1", loopback) and trusted_peer("::1", loopback)
+    assert not trusted_peer("203.0.113.9", loopback)
+    assert trusted_peer("10.1.2.3", ("10.0.0.0/8",)) and not trusted_peer("11.1.2.3", ("10.0.0.0/8",))
+    assert trusted_peer("203.0.113.9", ("*",)) and not trusted_peer("not an address", loopback)

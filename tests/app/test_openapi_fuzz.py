@@ -29,10 +29,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.fixtures.torchserve_fake import stack
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "jobs"))
-from jobstack import RedisServer  # noqa: E402
+from tests.support import stack
+from tests.support.jobstack import RedisServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(600)]
 

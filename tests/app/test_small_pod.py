@@ -2,7 +2,7 @@
 
 Real parts over loopback: gunicorn with gevent workers and its render processes, the render worker
 (python -m app.jobs.worker) and a Redis (Valkey) as scripts/run_local.sh starts them, with its
-settings (tests/fixtures/make_run_pod.py), on two CPUs; TorchServe with the fake models (the real
+settings (tests/support/make_run_pod.py), on two CPUs; TorchServe with the fake models (the real
 weights cannot be downloaded here).
 
 - The studio's person (a save, the motion previews at background priority, a render as an async
@@ -25,8 +25,7 @@ import pytest
 import requests
 
 from tests.conftest import REPO
-from tests.fixtures import make_run_pod
-from tests.fixtures.torchserve_fake import stack
+from tests.support import make_run_pod, stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(600)]
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.fixtures.torchserve_fake import stack
+from tests.support import stack
+from tests.support.answers import assert_error
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -35,14 +36,6 @@ def _create(server, page, headers=None) -> requests.Response:
                          data={"joints": json.dumps(joints)}, headers=headers or {}, timeout=120)
 
 
-def _assert_error(resp: requests.Response, status: int, code: str) -> dict:
-    assert resp.status_code == status, (resp.status_code, resp.text[:300])
-    assert resp.headers["Content-Type"].startswith("application/json")
-    body = resp.json()
-    assert body["error"] == code and body["message"], body
-    return body
-
-
 @pytest.fixture(scope="module")
 def limited():
     """A bucket of 3 requests refilled at 1 per minute, X-Forwarded-For trusted from loopback only."""
@@ -56,14 +49,14 @@ def test_a_character_flood_is_rate_limited_without_redis(limited, page):
     fwd = {"X-Forwarded-For": "203.0.113.7"}   # one client behind the trusted proxy (loopback)
     answers = [_create(limited, page, fwd) for _ in range(4)]
     assert [r.status_code for r in answers[:3]] == [201, 201, 201], [r.text[:200] for r in answers]
-    body = _assert_error(answers[3], 429, "rate_limited")
+    body = assert_error(answers[3], 429, "rate_limited")
     assert "3 requests" in body["message"] and int(answers[3].headers["Retry-After"]) >= 1
     assert answers[3].headers["RateLimit-Remaining"] == "0"
     # every POST that stores work draws on the same bucket: renders and edits too
     cid = answers[0].json()["id"]
-    _assert_error(requests.post(f"{limited.url}/characters/{cid}/animations", data={"motions": "dab"},
+    assert_error(requests.post(f"{limited.url}/characters/{cid}/animations", data={"motions": "dab"},
                                 headers=fwd, timeout=60), 429, "rate_limited")
-    _assert_error(requests.patch(f"{limited.url}/characters/{cid}", json={"bbox": [0, 0, 100, 100]},
+    assert_error(requests.patch(f"{limited.url}/characters/{cid}", json={"bbox": [0, 0, 100, 100]},
                                  headers=fwd, timeout=60), 429, "rate_limited")
     # another client behind the same proxy has its own bucket; the log names the forwarded client
     assert _create(limited, page, {"X-Forwarded-For": "198.51.100.1, 203.0.113.8"}).status_code == 201
@@ -87,13 +80,13 @@ def test_the_storage_budget_turns_work_away_before_the_volume_fills(page):
         import time
         time.sleep(2.1)   # the app recounts the folder every 2 s
         refused = _create(server, page)
-        body = _assert_error(refused, 503, "storage_full")
+        body = assert_error(refused, 503, "storage_full")
         assert "3 MiB" in body["message"] and int(refused.headers["Retry-After"]) >= 60
         cid = first.json()["id"]
-        _assert_error(requests.post(f"{server.url}/characters/{cid}/animations", data={"motions": "dab"},
+        assert_error(requests.post(f"{server.url}/characters/{cid}/animations", data={"motions": "dab"},
                                     timeout=60), 503, "storage_full")
         data, joints = page
-        _assert_error(requests.post(f"{server.url}/animate", files={"image": ("d.png", data, "image/png")},
+        assert_error(requests.post(f"{server.url}/animate", files={"image": ("d.png", data, "image/png")},
                                     data={"joints": json.dumps(joints), "motions": "dab"}, timeout=60),
                       503, "storage_full")
         (files / "filler").unlink()
@@ -121,11 +114,11 @@ def test_file_urls_do_not_reveal_the_character_and_its_document_is_not_served(pl
     files_folder = urls[0].split("/files/", 1)[1].rsplit("/", 1)[0]
     for key in (f"characters/{cid}/character.json", f"{files_folder}/character.json", f"characters/{cid}/"):
         resp = requests.get(f"{plain.url}/files/{key}", timeout=10)
-        _assert_error(resp, 404, "not_found")
+        assert_error(resp, 404, "not_found")
     # the folder of a shared link is no handle on the character
     link_key = files_folder.rsplit("/", 1)[-1]
-    _assert_error(requests.get(f"{plain.url}/characters/{link_key}", timeout=10), 404, "not_found")
-    _assert_error(requests.delete(f"{plain.url}/characters/{link_key}", timeout=10), 404, "not_found")
+    assert_error(requests.get(f"{plain.url}/characters/{link_key}", timeout=10), 404, "not_found")
+    assert_error(requests.delete(f"{plain.url}/characters/{link_key}", timeout=10), 404, "not_found")
     assert requests.get(f"{plain.url}/characters/{cid}", timeout=10).status_code == 200
 
 
@@ -155,7 +148,7 @@ def test_a_delete_during_a_render_stops_it_and_leaves_nothing(page):
         assert thread.is_alive(), answer["resp"].text[:300]   # still rendering when the DELETE comes
         assert requests.delete(f"{server.url}/characters/{cid}", timeout=30).status_code == 204
         thread.join(300)
-        _assert_error(answer["resp"], 404, "not_found")
+        assert_error(answer["resp"], 404, "not_found")
         assert "deleted while this render ran" in answer["resp"].json()["message"]
         time.sleep(0.5)
         left = [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []

@@ -35,6 +35,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.support import procs
 
 README = REPO / "README.md"
 README_BASE = "http://127.0.0.1:8000"
@@ -100,30 +101,16 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _live_processes(proc_file: str, needle: bytes) -> list[int]:
-    """Pids of live (not zombie) processes whose /proc/PID/``proc_file`` holds ``needle``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / proc_file).read_bytes() and "\nState:\tZ" not in (entry / "status").read_text():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 def processes_with(marker: str) -> list[int]:
     """Pids of live processes whose environment holds ``marker`` (everything the run started)."""
-    return _live_processes("environ", marker.encode())
+    return procs.matching("environ", marker.encode())
 
 
 def processes_running(text: str) -> list[int]:
     """Pids of live processes whose command line holds ``text``. Valkey (like Redis) rewrites its
     environment's memory with its process title, so the run's marker cannot find it: its title
     ("valkey-server 127.0.0.1:PORT") can."""
-    return _live_processes("cmdline", text.encode())
+    return procs.matching("cmdline", text.encode())
 
 
 def get(url: str, timeout: float = 30) -> tuple[int, bytes]:

@@ -590,7 +590,7 @@ def volume_of(path: str, container: dict[str, Any]) -> str | None:
 
 @pytest.mark.parametrize("label,spec,docs", [pytest.param(*s, id=s[0]) for s in pod_specs()])
 def test_runtime_folder_has_a_small_volume_of_its_own(label, spec, docs):
-    """Issue 8, finding 9: the metric files are memory-mapped, and writing to a mapped file on a full
+    """The metric files are memory-mapped, and writing to a mapped file on a full
     disk kills the worker with SIGBUS. With them on the data volume a full disk crash-looped the
     workers instead of answering 503; on a small in-memory volume of their own, it cannot."""
     app = containers(spec)["app"]

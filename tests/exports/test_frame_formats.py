@@ -13,6 +13,7 @@ import pytest
 from PIL import Image, ImageSequence
 
 from animator.encode import ffmpeg_exe
+from tests.support import procs
 
 
 def gif_frames(render_as, **options) -> list[np.ndarray]:
@@ -185,17 +186,7 @@ def test_a_failing_frame_source_leaves_no_ffmpeg_and_no_file(tmp_path, monkeypat
         raise KeyboardInterrupt("the render was cancelled")      # what a cancelled render raises from
 
     def ffmpeg_children() -> list[int]:
-        me = str(os.getpid())
-        out = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-                name = open(f"/proc/{pid}/comm").read().strip()
-            except OSError:
-                continue
-            if fields[1] == me and "ffmpeg" in name and fields[0] != "Z":
-                out.append(int(pid))
-        return out
+        return [pid for pid in procs.children(os.getpid()) if pid in procs.matching("comm", b"ffmpeg")]
 
     with pytest.raises(KeyboardInterrupt):
         encode_webm(frames(), 0.04)

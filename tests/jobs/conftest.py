@@ -1,13 +1,9 @@
 """Fixtures of the async-jobs tests: a real Redis-compatible server (Valkey) on a loopback port."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from jobstack import RedisServer
+from tests.support.jobstack import RedisServer
 
 
 def pytest_configure(config) -> None:

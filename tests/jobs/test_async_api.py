@@ -12,22 +12,21 @@ import hashlib
 import hmac
 import json
 import re
-import sys
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
-import stack
-from jobstack import WorkerProcess
+from tests.support import stack, wait
+from tests.support.answers import assert_error
+from tests.support.jobstack import WorkerProcess
+from tests.support.receiver import CallbackReceiver
 
-pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600),
+              pytest.mark.usefixtures("models_find_the_drawing")]
 
 SECRET = "webhook-test-secret"
 
@@ -36,13 +35,6 @@ SECRET = "webhook-test-secret"
 def page():
     return stack.page_with_character("char1", (800, 600), (200, 60))
 
-
-@pytest.fixture(autouse=True)
-def models_find_the_drawing(torchserve, page):
-    image, joints = page
-    torchserve.set_control(detector={"mode": "nonwhite"},
-                           pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
-    yield
 
 
 @pytest.fixture(scope="module")
@@ -110,13 +102,6 @@ def _wait_ended(server, location: str, timeout: float = 120) -> dict:
     raise AssertionError(f"{location} not ended after {timeout} s: {job}")
 
 
-def _assert_error(resp: requests.Response, status: int, code: str) -> dict:
-    assert resp.status_code == status, (resp.status_code, resp.text[:500])
-    assert resp.headers["Content-Type"].startswith("application/json")
-    body = resp.json()
-    assert body["error"] == code and body["message"], body
-    return body
-
 
 def test_async_request_answers_202_with_location_then_the_job_succeeds(pod, page):
     resp = _post(pod, page, ASYNC, motions="dab,zombie")
@@ -146,15 +131,15 @@ def test_without_the_header_requests_stay_synchronous(pod, page):
 
 def test_unknown_and_malformed_job_ids_are_404(pod):
     for job_id in ("0" * 32, "not-a-job", "../../etc"):
-        _assert_error(requests.get(f"{pod.url}/jobs/{job_id}", timeout=10), 404, "not_found")
+        assert_error(requests.get(f"{pod.url}/jobs/{job_id}", timeout=10), 404, "not_found")
 
 
 def test_bad_async_requests_are_refused_before_queueing(pod, page):
-    _assert_error(requests.post(f"{pod.url}/animate", files={"image": ("x.png", b"not an image", "image/png")},
+    assert_error(requests.post(f"{pod.url}/animate", files={"image": ("x.png", b"not an image", "image/png")},
                                 headers=ASYNC, timeout=10), 400, "unreadable_image")
-    _assert_error(_post(pod, page, ASYNC, motions="no_such_motion"), 400, "unknown_motion")
-    _assert_error(_post(pod, page, ASYNC, callback_url="ftp://example.com/hook"), 400, "bad_request")
-    _assert_error(_post(pod, page, callback_url="http://127.0.0.1:9/hook"), 400, "bad_request")  # sync
+    assert_error(_post(pod, page, ASYNC, motions="no_such_motion"), 400, "unknown_motion")
+    assert_error(_post(pod, page, ASYNC, callback_url="ftp://example.com/hook"), 400, "bad_request")
+    assert_error(_post(pod, page, callback_url="http://127.0.0.1:9/hook"), 400, "bad_request")  # sync
 
 
 def test_the_same_idempotency_key_twice_renders_once_and_another_body_gets_422(pod, page, torchserve):
@@ -172,7 +157,7 @@ def test_the_same_idempotency_key_twice_renders_once_and_another_body_gets_422(p
     assert third.status_code == 202 and third.json()["id"] == done["id"] and third.json()["status"] == "succeeded"
     assert pod.worker.log_text().count(f"job {done['id']} start") == 1
     other = _post(pod, page, headers, motions="zombie")
-    _assert_error(other, 422, "idempotency_key_reused")
+    assert_error(other, 422, "idempotency_key_reused")
 
     # synchronous requests: the second answer is the first one, and the models ran once
     calls = len(torchserve.calls())
@@ -182,44 +167,13 @@ def test_the_same_idempotency_key_twice_renders_once_and_another_body_gets_422(p
     assert a.status_code == b.status_code == 200 and a.json() == b.json()
     assert b.headers.get("Idempotent-Replayed") == "true"
     assert len([c for c in torchserve.calls()[calls:] if c.startswith("detector")]) == 1
-    _assert_error(_post(pod, page, sync_key, motions="zombie"), 422, "idempotency_key_reused")
+    assert_error(_post(pod, page, sync_key, motions="zombie"), 422, "idempotency_key_reused")
 
 
-class _Receiver:
-    """A webhook receiver on loopback: answers ``fail_first`` 500s, then 204; records what arrived."""
-
-    def __init__(self, fail_first: int = 0) -> None:
-        self.received: list[tuple[dict, bytes]] = []
-        self.fail_first = fail_first
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.received.append((dict(self.headers), body))
-                self.send_response(500 if len(receiver.received) <= receiver.fail_first else 204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/doodlepod"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait(self, n: int, timeout: float = 60) -> None:
-        t_end = time.monotonic() + timeout
-        while len(self.received) < n and time.monotonic() < t_end:
-            time.sleep(0.1)
-        assert len(self.received) >= n, f"{len(self.received)} of {n} callbacks arrived"
-
-    def close(self) -> None:
-        self.server.shutdown()
 
 
 def test_the_webhook_arrives_signed_and_is_retried_with_backoff(pod, page):
-    receiver = _Receiver(fail_first=2)
+    receiver = CallbackReceiver(fail_first=2)
     try:
         resp = _post(pod, page, ASYNC, callback_url=receiver.url)
         assert resp.status_code == 202, resp.text
@@ -256,7 +210,7 @@ def test_the_webhook_arrives_signed_and_is_retried_with_backoff(pod, page):
 def test_a_full_queue_is_503_with_retry_after(tight, page):
     for _ in range(2):
         assert _post(tight, page, ASYNC).status_code == 202
-    body = _assert_error(_post(tight, page, ASYNC), 503, "queue_full")
+    body = assert_error(_post(tight, page, ASYNC), 503, "queue_full")
     assert "2 jobs" in body["message"]
     assert _post(tight, page, ASYNC).headers["Retry-After"] == "4"
 
@@ -266,14 +220,14 @@ def test_over_the_rate_limit_is_429_with_ratelimit_headers(tight, page):
     limited = [r for r in answers if r.status_code == 429]
     assert limited, [r.status_code for r in answers]
     resp = limited[0]
-    _assert_error(resp, 429, "rate_limited")
+    assert_error(resp, 429, "rate_limited")
     assert resp.headers["RateLimit-Limit"] == "5" and resp.headers["RateLimit-Remaining"] == "0"
     assert resp.headers["RateLimit-Policy"] == "5;w=10" and 1 <= int(resp.headers["Retry-After"]) <= 2
     assert int(resp.headers["RateLimit-Reset"]) <= 10
     allowed = answers[0]
     assert allowed.status_code != 429 and allowed.headers["RateLimit-Limit"] == "5"
     sync = _post(tight, page)          # synchronous requests store work too: the same bucket
-    _assert_error(sync, 429, "rate_limited")
+    assert_error(sync, 429, "rate_limited")
     assert sync.headers["RateLimit-Limit"] == "5"
     time.sleep(int(resp.headers["Retry-After"]) + 0.1)
     assert _post(tight, page, ASYNC).status_code != 429     # a token is back (the queue is still full: 503)
@@ -301,13 +255,15 @@ def test_redis_stopped_async_is_json_503_ping_says_why_sync_works_and_queued_job
     pod.worker.stop()                                   # so the next job stays queued
     queued = _post(pod, page, ASYNC)
     assert queued.status_code == 202
-    time.sleep(1.5)                                     # appendfsync everysec: on disk within a second
+    job_id = queued.json()["id"].encode()               # in the append-only file before the kill
+    wait.until(lambda: any(job_id in f.read_bytes() for f in redis_server.folder.rglob("*.aof*") if f.is_file()), 10,
+               "the job in the append-only file")
     redis_server.kill()                                 # SIGKILL: no chance to save anything more
     try:
-        body = _assert_error(_post(pod, page, ASYNC), 503, "jobs_unavailable")
+        body = assert_error(_post(pod, page, ASYNC), 503, "jobs_unavailable")
         assert "Redis" in body["message"]
         assert int(_post(pod, page, ASYNC).headers["Retry-After"]) >= 1
-        _assert_error(requests.get(pod.url + queued.headers["Location"], timeout=10), 503, "jobs_unavailable")
+        assert_error(requests.get(pod.url + queued.headers["Location"], timeout=10), 503, "jobs_unavailable")
         ping = requests.get(f"{pod.url}/ping", timeout=10)
         assert ping.status_code == 200, ping.text        # still ready: synchronous requests work
         jobs = ping.json()["components"]["jobs"]
@@ -342,9 +298,9 @@ def test_character_animations_can_be_async_too(pod, page):
     assert set(done["animations"]) == {"dab", "zombie"} and done["size"] == 128 and done["cached"] == []
     assert requests.get(done["animations"]["dab"], timeout=10).content[:6] == b"GIF89a"
     # checked before queueing: a stale If-Match, an unknown character
-    _assert_error(requests.post(f"{pod.url}/characters/{cid}/animations", json={"motions": ["dab"]},
+    assert_error(requests.post(f"{pod.url}/characters/{cid}/animations", json={"motions": ["dab"]},
                                 headers={**ASYNC, "If-Match": '"7"'}, timeout=30), 412, "version_mismatch")
-    _assert_error(requests.post(f"{pod.url}/characters/{'0' * 32}/animations", json={"motions": ["dab"]},
+    assert_error(requests.post(f"{pod.url}/characters/{'0' * 32}/animations", json={"motions": ["dab"]},
                                 headers=ASYNC, timeout=30), 404, "not_found")
 
 
@@ -358,7 +314,8 @@ def test_an_idle_worker_leaves_the_only_render_slot_to_synchronous_requests(redi
     try:
         app.start()
         worker.start()
-        time.sleep(2.5)  # the worker's job threads have seen TorchServe ready and are looking for work
+        # the worker's job threads have seen TorchServe ready and are looking for work
+        wait.until(lambda: "models ready" in worker.log_text(), 60, "the worker's models ready line")
         codes = [_post(app, page).status_code for _ in range(4)]
         assert codes == [200] * 4, codes
         # and the worker still takes a job as soon as one waits

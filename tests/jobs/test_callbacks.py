@@ -7,22 +7,17 @@ loopback; the receivers are real HTTP servers on loopback, let through by DOODLE
 """
 from __future__ import annotations
 
-import socket
-import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import requests
 
 from app.jobs.egress import Allowance, CallbackRefused, check_callback
 from app.jobs.webhooks import deliver
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
-from jobstack import WorkerProcess  # noqa: E402
+from tests.support import stack
+from tests.support.jobstack import WorkerProcess
+from tests.support.rawhttp import Tarpit
+from tests.support.receiver import CallbackReceiver
 
 SECRET = "callback-test-secret"
 PUBLIC = "93.184.216.34"
@@ -86,45 +81,6 @@ def test_delivery_checks_again_and_refuses_a_name_that_now_resolves_inside():
     assert not outcome.delivered and outcome.attempts == 1 and outcome.detail == "refused: loopback"
 
 
-class Tarpit:
-    """A receiver on loopback that reads the request, then answers one byte every ``every`` seconds."""
-
-    def __init__(self, every: float = 2.0) -> None:
-        self.every = every
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/slow"
-        self.stopped = threading.Event()
-        self.connections = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
-
-    def _drip(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                conn.recv(65536)
-                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
-                    if self.stopped.wait(self.every):
-                        return
-                    conn.sendall(bytes([byte]))
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.sock.close()
-
-
 def test_one_attempt_ends_at_its_deadline_however_slowly_the_receiver_trickles():
     tarpit = Tarpit(every=0.3)   # each byte well within a per-read timeout: only a total deadline ends it
     try:
@@ -139,32 +95,6 @@ def test_one_attempt_ends_at_its_deadline_however_slowly_the_receiver_trickles()
 
 
 # --- end to end ----------------------------------------------------------------------------------
-
-class Receiver:
-    """A normal receiver on loopback: 204 at once; remembers when each callback arrived."""
-
-    def __init__(self) -> None:
-        self.arrived: list[tuple[float, bytes]] = []
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                owner.arrived.append((time.monotonic(), body))
-                self.send_response(204)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-
 
 @pytest.fixture(scope="module")
 def page():
@@ -221,7 +151,7 @@ def test_internal_callbacks_are_refused_over_http_with_422(pod, page):
 @pytest.mark.e2e
 @pytest.mark.timeout(300)
 def test_a_tarpit_receiver_does_not_delay_another_clients_callback(pod, page):
-    tarpit, normal = Tarpit(every=2.0), Receiver()
+    tarpit, normal = Tarpit(every=2.0), CallbackReceiver()
     try:
         for _ in range(4):   # more slow callbacks than the old worker had delivery threads
             assert _submit(pod, page, tarpit.url).status_code == 202

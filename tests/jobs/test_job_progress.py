@@ -26,7 +26,7 @@ def test_render_process_writes_its_progress_throttled(tmp_path, monkeypatch):
     assert job.progress() == (2, 50)
     pool.report_progress(50, 50)              # the last frame is always written
     assert job.progress() == (50, 50)
-    job._remove_files()
+    job.remove_files()
     assert job.progress() is None
     monkeypatch.setattr(pool, "_progress", [None, 0.0])
     pool.report_progress(1, 2)                # outside a pool job: nothing, no error

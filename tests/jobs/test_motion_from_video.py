@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import io
 import re
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,10 +18,8 @@ import requests
 from PIL import Image
 
 from tests.animator.test_pose_model import PHOTO, _frame, _placements, _write_video
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
-import stack
-from jobstack import WorkerProcess
+from tests.support import stack
+from tests.support.jobstack import WorkerProcess
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
 

@@ -4,7 +4,6 @@ sends its joints, so no model is called."""
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,8 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
-import stack  # noqa: E402
+from tests.support import stack
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(300)]
 

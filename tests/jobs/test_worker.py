@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import io
 import signal
-import sys
+import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures" / "torchserve_fake"))
-import stack
-from jobstack import WorkerProcess
-
+from app.errors import ApiError, DeadlineExceeded, ModelServerUnavailable, NoCharacter, RenderFailed
+from app.jobs import worker as worker_module
 from app.jobs.queue import JobQueue
+from tests.support import procs, stack, wait
+from tests.support.jobstack import WorkerProcess
 
-pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600),
+              pytest.mark.usefixtures("models_find_the_drawing")]
 
 MOTIONS = ["dab", "jumping", "zombie"]
 
@@ -30,13 +32,6 @@ MOTIONS = ["dab", "jumping", "zombie"]
 def page():
     return stack.page_with_character("char1", (1000, 800), (250, 120))
 
-
-@pytest.fixture(autouse=True)
-def models_find_the_drawing(torchserve, page):
-    image, joints = page
-    torchserve.set_control(detector={"mode": "nonwhite"},
-                           pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
-    yield
 
 
 @pytest.fixture
@@ -77,12 +72,7 @@ def _wait_status(q: JobQueue, job_id: str, statuses: set[str], timeout: float) -
 
 
 def _wait_log(worker: WorkerProcess, text: str, timeout: float) -> None:
-    t_end = time.monotonic() + timeout
-    while time.monotonic() < t_end:
-        if text in worker.log_text():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{text!r} not in the worker's log after {timeout} s:\n{worker.log_text()[-3000:]}")
+    wait.until(lambda: text in worker.log_text(), timeout, f"{text!r} in the worker's log:\n{worker.log_text()[-3000:]}")
 
 
 def test_a_worker_killed_mid_render_loses_nothing(redis_server, torchserve, workdir, page):
@@ -94,7 +84,8 @@ def test_a_worker_killed_mid_render_loses_nothing(redis_server, torchserve, work
     try:
         job_id = _submit(q, page[0])
         _wait_log(first, "stage=pose", 120)        # detection and pose done: the renders are starting
-        time.sleep(0.3)
+        wait.until(lambda: any(procs.state(p) == "R" for p in procs.descendants(first.proc.pid)), 30,
+                   "a render process at work")
         assert q.get(job_id)["status"] == "running"
         first.kill(signal.SIGKILL)
     finally:
@@ -145,3 +136,93 @@ def test_a_client_error_fails_at_once_without_retries(redis_server, torchserve, 
         worker.stop()
     assert job["status"] == "failed" and job["attempts"] == 1
     assert job["error"]["code"] == "no_character" and job["error"]["status"] == 422
+
+
+# --- the retry rule, in process: a real Redis and TorchServe, test job kinds in place of the pipeline --------
+
+class _Jobs:
+    """A worker with one job thread in this process, on its own queue prefix, running the test's job kinds."""
+
+    def __init__(self, redis_server, torchserve, tmp_path: Path, retry_delay_s: float) -> None:
+        from app.characters.torchserve import TorchServeClient
+        from app.config import load_settings
+        from app.jobs.worker import Worker
+        from app.render.pool import InflightSlots
+
+        settings = load_settings({}, worker_concurrency=1, request_deadline_s=30.0, ping_timeout_s=5.0)
+        self.queue = JobQueue(redis_server.url, f"retry-{tmp_path.name}:", max_attempts=3, visibility_s=30)
+        services = SimpleNamespace(settings=settings, jobs=self.queue, pool=None,
+                                   slots=InflightSlots(tmp_path / "slots", 1),
+                                   torchserve=TorchServeClient(torchserve.inference_url, torchserve.management_url))
+        self.worker = Worker(services, tmp_path, retry_delay_s=retry_delay_s)
+        self.thread = threading.Thread(target=self.worker.run, name="worker-under-test", daemon=True)
+
+    def __enter__(self) -> _Jobs:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.worker.stop.set()
+        self.thread.join(60)
+        assert not self.thread.is_alive(), "the worker did not stop"
+
+    def submit(self, kind: str) -> str:
+        return self.queue.submit(kind, {}).job["id"]
+
+
+@pytest.mark.parametrize("error", [RenderFailed("the renderer failed"), DeadlineExceeded("past the deadline"),
+                                   NoCharacter("no drawn character"), ApiError("a bug")],
+                         ids=lambda e: e.code)
+def test_a_deterministic_failure_ends_failed_after_one_attempt(redis_server, torchserve, tmp_path, monkeypatch,
+                                                               error):
+    calls: list[str] = []
+
+    def fails(_ctx, _payload, _input, job_id, _deadline):
+        calls.append(job_id)
+        raise error
+
+    monkeypatch.setitem(worker_module.HANDLERS, "test_fails", fails)
+    with _Jobs(redis_server, torchserve, tmp_path, retry_delay_s=0.0) as jobs:
+        job_id = jobs.submit("test_fails")
+        job = _wait_status(jobs.queue, job_id, {"succeeded", "failed"}, 60)
+        assert jobs.queue.redis.zcard(jobs.queue.delayed) == 0       # nothing waits to run it again
+    assert job["status"] == "failed" and job["attempts"] == 1, job
+    assert job["error"] == {"code": error.code, "status": error.status, "message": error.message}
+    assert calls == [job_id]
+
+
+def test_a_retryable_failure_is_requeued_with_a_delay_while_the_thread_takes_other_work(redis_server, torchserve,
+                                                                                      tmp_path, monkeypatch):
+    """One job thread: job A fails with TorchServe unavailable and is requeued 3 s out; job B, queued after A,
+    is done in the meantime by that same thread (a thread sleeping on A's back-off could not), then A's
+    second attempt runs no earlier than its not-before time and succeeds."""
+    delay = 3.0
+    events: dict[str, float] = {}
+
+    def flaky(_ctx, _payload, _input, job_id, _deadline):
+        if "a_failed" not in events:
+            events["a_failed"] = time.time()
+            raise ModelServerUnavailable("TorchServe is restarting")
+        events["a_again"] = time.time()
+        return {"done": "a"}
+
+    def quick(_ctx, _payload, _input, job_id, _deadline):
+        events["b_ran"] = time.time()
+        return {"done": "b"}
+
+    monkeypatch.setitem(worker_module.HANDLERS, "test_flaky", flaky)
+    monkeypatch.setitem(worker_module.HANDLERS, "test_quick", quick)
+    with _Jobs(redis_server, torchserve, tmp_path, retry_delay_s=delay) as jobs:
+        a = jobs.submit("test_flaky")
+        wait.until(lambda: "a_failed" in events, 60, "job A failed once")
+        b = jobs.submit("test_quick")
+        done_b = _wait_status(jobs.queue, b, {"succeeded", "failed"}, 60)
+        waiting_a = jobs.queue.get(a)
+        not_before = float(jobs.queue.raw_job(a).get("not_before") or 0)
+        done_a = _wait_status(jobs.queue, a, {"succeeded", "failed"}, 60)
+    assert done_b["status"] == "succeeded" and done_b["done"] == "b"
+    assert waiting_a["status"] == "queued" and waiting_a["attempts"] == 1, waiting_a     # B ran during A's delay
+    assert events["b_ran"] < events["a_failed"] + delay <= not_before + 0.5
+    assert done_a["status"] == "succeeded" and done_a["attempts"] == 2 and done_a["done"] == "a", done_a
+    assert events["a_again"] >= events["a_failed"] + delay - 0.5
+

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.fixtures.torchserve_fake import stack
 from tests.studio.conftest import SCREENSHOTS
+from tests.support import stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(300)]
 

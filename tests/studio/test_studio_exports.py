@@ -18,8 +18,8 @@ import yaml
 from PIL import Image
 
 from tests.conftest import CHAR1
-from tests.fixtures.torchserve_fake import stack
 from tests.studio.conftest import SCREENSHOTS
+from tests.support import stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(600)]
 

@@ -3,7 +3,7 @@
 What is real: Chromium (Debian's package) driven by Playwright, gunicorn with gevent workers and the
 render process pool, the Flask app with the character API on local storage, the render worker and
 Redis (Valkey), TorchServe (Java frontend and Python workers), and HTTP on loopback between all of
-them. The app runs with `make run`'s own settings on two CPUs (tests/fixtures/make_run_pod.py): one
+them. The app runs with `make run`'s own settings on two CPUs (tests/support/make_run_pod.py): one
 render slot, shared by the page's previews, its render and any other client.
 
 What is faked, and why: the two models TorchServe serves (their weights cannot be downloaded here;
@@ -30,9 +30,8 @@ import requests
 from PIL import Image
 
 from tests.conftest import CHAR1
-from tests.fixtures import make_run_pod
-from tests.fixtures.torchserve_fake import stack
 from tests.studio.conftest import SCREENSHOTS
+from tests.support import make_run_pod, stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -59,7 +58,7 @@ def torchserve(torchserve):
 @pytest.fixture(scope="module")
 def server(torchserve):
     """The app as `make run` starts it on a 2-CPU machine (its settings: one render slot, a Redis and
-    a render worker; tests/fixtures/make_run_pod.py), with a bearer token (the page must carry it)."""
+    a render worker; tests/support/make_run_pod.py), with a bearer token (the page must carry it)."""
     with make_run_pod.pod("dp-studio-app-", torchserve, {"DOODLEPOD_AUTH_TOKEN": TOKEN}) as app:
         try:
             yield app

@@ -12,8 +12,6 @@ find "Your video" selected in the picker, render it; the animation shown decodes
 from __future__ import annotations
 
 import io
-import sys
-from pathlib import Path
 
 import pytest
 import requests
@@ -21,12 +19,10 @@ from PIL import Image
 
 from tests.animator.test_pose_model import PHOTO, _frame, _placements, _write_video
 from tests.conftest import CHAR1
-from tests.fixtures.torchserve_fake import stack
 from tests.studio.conftest import SCREENSHOTS
 from tests.studio.test_studio_page import char1_pose
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "jobs"))
-from jobstack import RedisServer, WorkerProcess  # noqa: E402
+from tests.support import stack
+from tests.support.jobstack import RedisServer, WorkerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(900)]
 

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import procs
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -76,12 +78,7 @@ class RedisServer:
 
     def stop(self) -> None:
         """Shut the server down (SIGTERM: it writes its data), wait for it."""
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        procs.stop_group(self.proc, 15)
         self.proc = None
 
     def kill(self) -> None:
@@ -142,10 +139,6 @@ class WorkerProcess:
         self.proc = None
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        """SIGTERM: the worker finishes its running jobs (SIGKILL after 30 s)."""
+        procs.stop_group(self.proc, 30)
         self.proc = None
