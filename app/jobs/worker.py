@@ -250,8 +250,9 @@ class Worker:
             t0 = time.perf_counter()
             try:
                 run = HANDLERS[job["kind"]]
+                reporter = _progress_arg(run, self._reporter(taken.job_id))
                 result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
-                             Deadline(self.settings.request_deadline_s), progress=self._reporter(taken.job_id))
+                             Deadline(self.settings.request_deadline_s), **reporter)
             except ApiError as exc:
                 self._failed(taken, started.owner, job, exc)
                 return
@@ -427,6 +428,19 @@ class Lanes:
                 self._busy[receiver] = left
             else:
                 self._busy.pop(receiver, None)
+
+
+def _progress_arg(run: Callable[..., Any], reporter: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """``{"progress": reporter}`` for a handler that takes it (a handler of the old five arguments
+    reports none)."""
+    import inspect
+
+    try:
+        params = inspect.signature(run).parameters
+    except (TypeError, ValueError):
+        return {}
+    takes = "progress" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return {"progress": reporter} if takes else {}
 
 
 def _created_epoch(job: dict) -> float:
