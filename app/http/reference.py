@@ -40,7 +40,7 @@ def written() -> dict[str, Any]:
 def bound_value(source: str, settings: Any) -> Any:
     """The value an ``x-bounds`` SOURCE names under ``settings``.
 
-    ``DOODLEPOD_X`` is a setting (``*_MB`` and ``*_KB`` in bytes), ``module:NAME`` a Python constant
+    A name with the settings' prefix is a setting (``*_MB`` and ``*_KB`` in bytes), ``module:NAME`` a Python constant
     (a dict gives its keys, a compiled regex its pattern), ``A or B`` the first of them that is set.
     """
     for option in (s.strip() for s in source.split(" or ")):

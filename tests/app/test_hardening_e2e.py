@@ -127,9 +127,10 @@ def test_storage_keys_are_made_by_the_server_not_taken_from_x_request_id(app, pa
 
 @pytest.fixture(scope="module")
 def slow_app(bad_model_server):
-    """Renders that take seconds: 400 px, every BVH frame, one render process."""
+    """Renders that take seconds: the largest size a client may ask (1024 px), every BVH frame, one
+    render process."""
     def env(workdir: Path) -> dict[str, str]:
-        return _env(bad_model_server, workdir, DOODLEPOD_RENDER_SIZE="400", DOODLEPOD_RENDER_FPS="native",
+        return _env(bad_model_server, workdir, DOODLEPOD_RENDER_SIZE="1024", DOODLEPOD_RENDER_FPS="native",
                     DOODLEPOD_RENDER_MAX_FRAMES="0")
 
     with stack.app_server("dp-harden-slow-", env) as server:
@@ -175,7 +176,7 @@ def test_a_render_split_over_processes_stops_whole_past_its_deadline(slow_app, p
 
     def ask() -> None:
         box["resp"] = requests.post(f"{slow_app.url}/characters/{created.json()['id']}/animations",
-                                    json={"motions": ["zombie"], "size": 1024}, headers={"X-Deadline-Seconds": "3"},
+                                    json={"motions": ["zombie"], "size": 1024}, headers={"X-Deadline-Seconds": "1"},
                                     timeout=60)
 
     t = threading.Thread(target=ask)
@@ -189,7 +190,7 @@ def test_a_render_split_over_processes_stops_whole_past_its_deadline(slow_app, p
     assert resp.status_code == 504 and resp.json()["error"] == "deadline_exceeded", resp.text
     assert seen, "the render was not split over processes"
     # the forked processes are killed, not waited for: their runs of 1024 px frames would take seconds
-    assert elapsed < 3 + 1.5, elapsed
+    assert elapsed < 1 + 1.5, elapsed
     assert not procs.wait_gone(seen, 10), "forked render processes outlived the request"
     assert _busy_samples(renders) <= 3
 
