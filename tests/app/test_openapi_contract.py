@@ -188,7 +188,6 @@ NOT_REQUEST_BOUNDS = {
 NOT_REQUEST_CONSTANTS = {
     "app.characters.torchserve:MAX_ANSWER_BYTES",         # TorchServe's answers
     "app.render.pipeline:MAX_PROCESSES_PER_RENDER",   # CPUs a render uses
-    "app.jobs.queue:DEAD_STREAM_MAX",          # the dead-letter stream's length
     "app.jobs.webhooks:MAX_ANSWER_HEAD",       # what a callback receiver's answer may hold
     "app.jobs.retry:MAX_DELAY_S",              # how long a retried job waits before its next attempt
 }
