@@ -150,10 +150,15 @@ def _in_flight(pod) -> float:
                if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
 
 
+#: Four motions at the largest size: each renders in one process (a render split over processes counts
+#: its frames only as each process's run is joined), long enough for the frames done to be seen moving.
+MOTIONS = ["zombie", "dab", "jumping", "wave_hello"]
+
+
 def test_job_progress_moves_frames_per_motion_and_stage(pod, drawing):
     doc = _character(pod, drawing)
     r = requests.post(f"{pod.url}/characters/{doc['id']}/animations", headers=ASYNC,
-                      json={"motions": ["zombie", "dab"], "size": 512}, timeout=60)
+                      json={"motions": MOTIONS, "size": 1024}, timeout=60)
     assert r.status_code == 202, r.text
     job_id = r.json()["id"]
     assert r.json()["progress"] == {"stage": "queued"}
@@ -169,7 +174,7 @@ def test_job_progress_moves_frames_per_motion_and_stage(pod, drawing):
     rendering = [j["progress"] for j in seen if j["status"] == "running" and j["progress"].get("motions")]
     assert rendering, [j.get("progress") for j in seen]
     for p in rendering:
-        assert set(p["motions"]) == {"zombie", "dab"}
+        assert set(p["motions"]) == set(MOTIONS)
         assert p["stage"] in ("rendering", "storing", "stored")
         for m in p["motions"].values():
             assert m["frames_total"] is None or 0 <= m["frames_done"] <= m["frames_total"]
