@@ -22,7 +22,7 @@ import requests
 
 from tests.support import stack, wait
 from tests.support.answers import assert_error
-from tests.support.jobstack import WorkerProcess
+from tests.support.jobstack import WorkerProcess, app_and_worker
 from tests.support.receiver import CallbackReceiver
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600),
@@ -58,16 +58,8 @@ def pod(redis_server, torchserve, workdir):
     """The app and one render worker sharing a runtime folder (render slots, metrics), as in a pod."""
     env = _env(redis_server, torchserve, workdir, DOODLEPOD_RUNTIME_DIR=str(workdir / "pod"),
                DOODLEPOD_RATE_LIMIT_PER_MIN="6000", DOODLEPOD_RATE_LIMIT_BURST="1000")
-    app = stack.Gunicorn(workdir / "app", env)
-    worker = WorkerProcess(workdir, env)
-    try:
-        app.start()
-        worker.start()
-        app.worker = worker  # type: ignore[attr-defined]
+    with app_and_worker(workdir, env) as app:
         yield app
-    finally:
-        worker.stop()
-        app.stop()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import requests
 from app.jobs.egress import Allowance, CallbackRefused, check_callback
 from app.jobs.webhooks import deliver
 from tests.support import stack
-from tests.support.jobstack import WorkerProcess
+from tests.support.jobstack import app_and_worker
 from tests.support.rawhttp import Tarpit
 from tests.support.receiver import CallbackReceiver
 
@@ -114,15 +114,10 @@ def pod(redis_server, torchserve, page):
            "DOODLEPOD_WEBHOOK_SECRET": SECRET, "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32",
            "DOODLEPOD_WEBHOOK_TIMEOUT_S": "4", "DOODLEPOD_WEBHOOK_ATTEMPTS": "3",
            "DOODLEPOD_RATE_LIMIT_PER_MIN": "6000", "DOODLEPOD_RATE_LIMIT_BURST": "1000"}
-    app = stack.Gunicorn(workdir / "app", env)
-    worker = WorkerProcess(workdir, env)
     try:
-        app.start()
-        worker.start()
-        yield app
+        with app_and_worker(workdir, env) as app:
+            yield app
     finally:
-        worker.stop()
-        app.stop()
         stack.remove(workdir)
 
 

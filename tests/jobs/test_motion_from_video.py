@@ -19,7 +19,7 @@ from PIL import Image
 
 from tests.animator.test_pose_model import PHOTO, _frame, _placements, _write_video
 from tests.support import stack
-from tests.support.jobstack import WorkerProcess
+from tests.support.jobstack import app_and_worker
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -53,15 +53,8 @@ def pod(redis_server, torchserve, workdir):
            "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"),
            "DOODLEPOD_JOBS_VISIBILITY_TIMEOUT_S": "30", "DOODLEPOD_MAX_INFLIGHT": "2",
            "DOODLEPOD_VIDEO_MAX_SECONDS": "10"}
-    app = stack.Gunicorn(workdir / "app", env)
-    worker = WorkerProcess(workdir, env)
-    try:
-        app.start()
-        worker.start()
+    with app_and_worker(workdir, env) as app:
         yield app
-    finally:
-        worker.stop()
-        app.stop()
 
 
 @pytest.fixture(scope="module")

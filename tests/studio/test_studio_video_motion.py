@@ -22,7 +22,7 @@ from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
 from tests.studio.test_studio_page import char1_pose
 from tests.support import stack
-from tests.support.jobstack import RedisServer, WorkerProcess
+from tests.support.jobstack import RedisServer, app_and_worker
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(900)]
 
@@ -43,15 +43,10 @@ def server(torchserve, tmp_path_factory):
            "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"),
            "DOODLEPOD_RENDER_SIZE": "200", "DOODLEPOD_RENDER_PROCESSES": "1", "DOODLEPOD_MAX_INFLIGHT": "4",
            "DOODLEPOD_RATE_LIMIT_PER_MIN": "6000", "DOODLEPOD_RATE_LIMIT_BURST": "1000"}
-    app = stack.Gunicorn(workdir / "app", env)
-    worker = WorkerProcess(workdir, env)
     try:
-        app.start()
-        worker.start()
-        yield app
+        with app_and_worker(workdir, env) as app:
+            yield app
     finally:
-        worker.stop()
-        app.stop()
         redis.remove()
         stack.remove(workdir)
 

@@ -21,7 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from . import procs
 
@@ -142,3 +145,22 @@ class WorkerProcess:
         """SIGTERM: the worker finishes its running jobs (SIGKILL after 30 s)."""
         procs.stop_group(self.proc, 30)
         self.proc = None
+
+
+@contextmanager
+def app_and_worker(workdir: Path, env: dict[str, str]) -> Iterator[Any]:
+    """The app under gunicorn and one render worker on the same ``env`` (so the same Redis and
+    runtime folder), as in a pod; both stopped on exit. Yields the app, its ``worker`` attribute
+    the :class:`WorkerProcess`."""
+    from . import stack
+
+    app = stack.Gunicorn(workdir / "app", env)
+    worker = WorkerProcess(workdir, env)
+    try:
+        app.start()
+        worker.start()
+        app.worker = worker
+        yield app
+    finally:
+        worker.stop()
+        app.stop()
