@@ -49,35 +49,33 @@ class RigCache:
         """:meth:`animator.api.Rig.build` for ``character`` and the joints of ``motion``, or the one built before."""
         from .api import Rig
 
-        entry = self._entry(character)
         key = (int(mesh_cells), tuple(motion.joint_names))
-        with self._lock:
-            rig = entry.rigs.get(key)
-            if rig is not None:
-                entry.rigs.move_to_end(key)
-                self.hits["rig"] += 1
-                return rig
-        rig = Rig.build(character, motion, mesh_cells)
-        with self._lock:
-            _bounded_put(entry.rigs, key, rig, self.sprites_per_character)
-        return rig
+        return self._reuse("rig", self._entry(character).rigs, key, lambda: Rig.build(character, motion, mesh_cells))
 
     def sprite(self, rig: Any, motion: Any, scale: float, opts: Any, colours: int):
         """:meth:`animator.api.Rig.sprite` of ``rig`` (built with ``opts.mesh_cells`` cells), or the one made
         before with the same scale, body-part groups and palette options."""
-        entry = self._entry(rig.character)
         key = (int(opts.mesh_cells), float(scale), tuple(tuple(p) for p in motion.part_joints), int(colours),
                opts.smooth, opts.flatten, float(opts.merge))
+        return self._reuse("sprite", self._entry(rig.character).sprites, key,
+                           lambda: rig.sprite(motion, scale, opts, colours))
+
+    def _reuse(self, kind: str, table: OrderedDict, key: Any, build: Any) -> Any:
+        """``table[key]`` (counted in ``hits[kind]``), or what ``build()`` makes, kept in ``table`` (at most
+        ``sprites_per_character`` entries, least recently used go first). Built outside the lock."""
         with self._lock:
-            sprite = entry.sprites.get(key)
-            if sprite is not None:
-                entry.sprites.move_to_end(key)
-                self.hits["sprite"] += 1
-                return sprite
-        sprite = rig.sprite(motion, scale, opts, colours)
+            value = table.get(key)
+            if value is not None:
+                table.move_to_end(key)
+                self.hits[kind] += 1
+                return value
+        value = build()
         with self._lock:
-            _bounded_put(entry.sprites, key, sprite, self.sprites_per_character)
-        return sprite
+            table[key] = value
+            table.move_to_end(key)
+            while len(table) > max(1, self.sprites_per_character):
+                table.popitem(last=False)
+        return value
 
     def _entry(self, character: Character) -> "_Entry":
         key = fingerprint(character)  # each time: a character's arrays could be changed in place
@@ -96,9 +94,3 @@ class _Entry:
         self.rigs: OrderedDict = OrderedDict()
         self.sprites: OrderedDict = OrderedDict()
 
-
-def _bounded_put(table: OrderedDict, key: Any, value: Any, limit: int) -> None:
-    table[key] = value
-    table.move_to_end(key)
-    while len(table) > max(1, limit):
-        table.popitem(last=False)
