@@ -278,16 +278,7 @@ def test_render_waits_while_another_client_holds_the_slot(server, open_page):
     """Another client fills the pod's one render slot with a long render: the page shows that its
     render waits, then renders, and nobody is told "busy"."""
     doc, other = _upload(server), _upload(server)
-    page = open_page(1280, 800)
-    page.goto(f"{server.url}/studio")
-    page.wait_for_selector("body[data-ready=true]")
-    paste_token(page)
-    page.goto(f"{server.url}/studio#character={doc['id']}")
-    page.reload()
-    page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
-    for box in page.locator("[data-testid^=motion-]").all():
-        box.set_checked(box.get_attribute("data-testid") == "motion-jumping")
-    page.evaluate(RECORD_RENDER)
+    page = _open_with_only_jumping(open_page, server, doc)
     with ThreadPoolExecutor(1) as pool:
         long_render = pool.submit(requests.post, f"{server.url}/characters/{other['id']}/animations", headers=AUTH,
                                   json={"motions": ["zombie", "dab", "jumping_jacks", "wave_hello"], "size": 1024},
@@ -314,30 +305,35 @@ def test_without_redis_a_busy_server_is_waited_out(torchserve, open_page):
 
 
 def _render_waits_out_503(app, open_page) -> None:
-    if True:
-        doc, other = _upload(app), _upload(app)
-        page = open_page(1280, 800)
-        page.goto(f"{app.url}/studio")
-        page.wait_for_selector("body[data-ready=true]")
-        paste_token(page)
-        page.goto(f"{app.url}/studio#character={doc['id']}")
-        page.reload()
-        page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
-        for box in page.locator("[data-testid^=motion-]").all():
-            box.set_checked(box.get_attribute("data-testid") == "motion-jumping")
-        page.evaluate(RECORD_RENDER)
-        # every motion's whole clip at the largest size: several seconds each on two CPUs (two sizes: no cache hit)
-        long = {"motions": ["zombie", "dab", "jumping_jacks", "wave_hello", "jumping"]}
-        with ThreadPoolExecutor(2) as pool:
-            others = [pool.submit(requests.post, f"{app.url}/characters/{other['id']}/animations", headers=AUTH,
-                                  json={**long, "size": 1024 - 2 * i}, timeout=300) for i in range(2)]
-            _wait_in_flight(app, 1)
-            page.get_by_test_id("render").click()
-            page.get_by_test_id("animation-jumping").wait_for(state="visible", timeout=300_000)
-            assert all(f.result(timeout=300).status_code in (200, 503) for f in others)
-        texts = page.evaluate("() => window.seen.text")
-        assert any(re.search(r"The server is busy: trying again in \d+ s", t) for t in texts), texts
-        assert page.get_by_test_id("error").is_hidden(), page.get_by_test_id("error").inner_text()
+    doc, other = _upload(app), _upload(app)
+    page = _open_with_only_jumping(open_page, app, doc)
+    # every motion's whole clip at the largest size: several seconds each on two CPUs (two sizes: no cache hit)
+    long = {"motions": ["zombie", "dab", "jumping_jacks", "wave_hello", "jumping"]}
+    with ThreadPoolExecutor(2) as pool:
+        others = [pool.submit(requests.post, f"{app.url}/characters/{other['id']}/animations", headers=AUTH,
+                              json={**long, "size": 1024 - 2 * i}, timeout=300) for i in range(2)]
+        _wait_in_flight(app, 1)
+        page.get_by_test_id("render").click()
+        page.get_by_test_id("animation-jumping").wait_for(state="visible", timeout=300_000)
+        assert all(f.result(timeout=300).status_code in (200, 503) for f in others)
+    texts = page.evaluate("() => window.seen.text")
+    assert any(re.search(r"The server is busy: trying again in \d+ s", t) for t in texts), texts
+    assert page.get_by_test_id("error").is_hidden(), page.get_by_test_id("error").inner_text()
+
+
+def _open_with_only_jumping(open_page, server, doc):
+    """The studio on ``doc`` with only 'jumping' ticked, recording what the render line shows."""
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    paste_token(page)
+    page.goto(f"{server.url}/studio#character={doc['id']}")
+    page.reload()
+    page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
+    for box in page.locator("[data-testid^=motion-]").all():
+        box.set_checked(box.get_attribute("data-testid") == "motion-jumping")
+    page.evaluate(RECORD_RENDER)
+    return page
 
 
 def _wait_in_flight(server, n: int, timeout: float = 60) -> None:
