@@ -7,27 +7,18 @@ are real.
 from __future__ import annotations
 
 import io
-import json
 
 import pytest
-import yaml
 from PIL import Image
 
-from tests.conftest import CHAR1
+from tests.support.characters import create_char1
 
 
 @pytest.fixture(scope="module")
 def character(make_app):
     """(test client, character id) for char1's texture with its own joints, 64 px renders allowed."""
     client = make_app(render_size_min=64).test_client()
-    cfg = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())
-    joints = {j["name"]: j["loc"] for j in cfg["skeleton"]}
-    with Image.open(CHAR1 / "texture.png") as im:
-        box = [0, 0, im.width, im.height]
-    r = client.post("/characters", data={"image": ((CHAR1 / "texture.png").open("rb"), "char1.png", "image/png"),
-                                         "joints": json.dumps(joints), "bbox": json.dumps(box)})
-    assert r.status_code == 201, r.get_json()
-    return client, r.get_json()["id"]
+    return client, create_char1(client)[0]
 
 
 def _frames(client, url: str) -> int:

@@ -10,11 +10,11 @@ import json
 import zipfile
 
 import pytest
-import yaml
 from PIL import Image
 
 import animator
 from tests.conftest import CHAR1
+from tests.support.characters import create_char1
 
 NEW_FORMATS = ("apng", "webm", "frames", "sheet", "joints", "glb")
 
@@ -22,14 +22,8 @@ NEW_FORMATS = ("apng", "webm", "frames", "sheet", "joints", "glb")
 @pytest.fixture(scope="module")
 def character(make_app):
     client = make_app(render_size_min=64).test_client()
-    cfg = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())
-    joints = {j["name"]: j["loc"] for j in cfg["skeleton"]}
-    with Image.open(CHAR1 / "texture.png") as im:
-        box = [0, 0, im.width, im.height]
-    r = client.post("/characters", data={"image": ((CHAR1 / "texture.png").open("rb"), "char1.png", "image/png"),
-                                         "joints": json.dumps(joints), "bbox": json.dumps(box)})
-    assert r.status_code == 201, r.get_json()
-    return client, r.get_json()["id"], joints, box
+    cid, joints, box = create_char1(client)
+    return client, cid, joints, box
 
 
 def _get(client, url: str):
