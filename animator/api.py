@@ -205,9 +205,11 @@ class RenderResult:
 
 
 class _Clock:
+    """Milliseconds per stage of one render, and its total since the clock was made."""
+
     def __init__(self) -> None:
         self.ms: dict[str, float] = {}
-        self._t = time.perf_counter()
+        self._t0 = self._t = time.perf_counter()
 
     def lap(self, stage: str) -> float:
         now = time.perf_counter()
@@ -215,6 +217,18 @@ class _Clock:
         self.ms[stage] = self.ms.get(stage, 0.0) + ms
         self._t = now
         return ms
+
+    def frames_lap(self, raster_ms: float) -> None:
+        """Close the lap that drew and encoded the frames: ``raster_ms`` of it went to drawing
+        ("rasterize"), the rest to encoding ("encode")."""
+        both = self.lap("encode")
+        self.ms["rasterize"] = raster_ms
+        self.ms["encode"] = both - raster_ms
+
+    def timings(self) -> dict[str, float]:
+        """A copy of every stage's ms, with "total" since the clock was made."""
+        self.ms["total"] = (time.perf_counter() - self._t0) * 1e3
+        return dict(self.ms)
 
 
 #: A drawing is never drawn larger than this many canvases (its rest pose's larger side): a skeleton
@@ -250,7 +264,6 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     """
     opts = _check_options(options)
     clock = _Clock()
-    t_start = time.perf_counter()
 
     motion = pose_clip(character, motion_cfg, retarget_cfg, opts.fps, opts.max_frames)
     clock.lap("retarget")
@@ -266,7 +279,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     clock.lap("deform")
     log.info("deform: %d frames; scale %.3f canvas px per drawing px", motion.n_frames, placement.scale)
     if opts.format in RIG_FORMATS:  # the rig and its motion, no frames drawn
-        result = _rig_export(character, rig, motion, verts, placement, opts, clock, t_start)
+        result = _rig_export(character, rig, motion, verts, placement, opts, clock)
         count.finish()
         return result
 
@@ -278,30 +291,28 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
     data, timed = _frames_to_bytes(sprite, canvas_verts, motion, opts, palette, keep, fill, count)
     count.finish()
-    both = clock.lap("encode")
-    clock.ms["rasterize"] = timed.ms
-    clock.ms["encode"] = both - timed.ms
-    clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
+    clock.frames_lap(timed.ms)
+    timings = clock.timings()
     mime, ext = FORMATS[opts.format]
     log.info("rasterize: %.1f ms (%.2f ms/frame); encode: %.1f ms; %s %d bytes",
-             timed.ms, timed.ms / motion.n_frames, clock.ms["encode"], opts.format.upper(), len(data))
+             timed.ms, timed.ms / motion.n_frames, timings["encode"], opts.format.upper(), len(data))
     return RenderResult(data=data, mime=mime, extension=ext, frame_count=motion.n_frames,
-                        duration_s=motion.duration_s, timings_ms=dict(clock.ms), motion=motion,
+                        duration_s=motion.duration_s, timings_ms=timings, motion=motion,
                         scale=placement.scale, offsets=placement.offsets)
 
 
 def _rig_export(character: Character, rig: "Rig", motion: Any, verts: np.ndarray, placement: Any,
-                opts: RenderOptions, clock: "_Clock", t_start: float) -> "RenderResult":
+                opts: RenderOptions, clock: "_Clock") -> "RenderResult":
     """The ``joints`` or ``glb`` file (:func:`animator.export.encode_rig`) after the deform step:
     the skeleton per frame, or the skinned mesh with skin weights fitted to ARAP's ``verts``."""
     data = encode_rig(opts.format, character, rig.mesh, motion, placement.scale, placement.offsets,
                       opts.width, opts.height, deformed=verts)
     clock.lap("encode")
-    clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
+    timings = clock.timings()
     mime, ext = FORMATS[opts.format]
-    log.info("encode: %.1f ms; %s %d bytes (no frames drawn)", clock.ms["encode"], opts.format.upper(), len(data))
+    log.info("encode: %.1f ms; %s %d bytes (no frames drawn)", timings["encode"], opts.format.upper(), len(data))
     return RenderResult(data=data, mime=mime, extension=ext, frame_count=motion.n_frames,
-                        duration_s=motion.duration_s, timings_ms=dict(clock.ms), motion=motion,
+                        duration_s=motion.duration_s, timings_ms=timings, motion=motion,
                         scale=placement.scale, offsets=placement.offsets)
 
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
@@ -283,7 +282,6 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
     opts = RenderOptions(**{**base.__dict__, "width": scene.width, "height": scene.height,
                             "background": _opaque_background(scene)})
     clock = _Clock()
-    t_start = time.perf_counter()
 
     motions, frame_time_s = _timeline(scene, opts)
     F = motions[0].n_frames
@@ -306,13 +304,10 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
     timed = _TimedFrames(_composited_frames(scene, layers, bg, F, opts.threads), count.add)
     data = encode_frames(timed, palette, keep, F, frame_time_s, opts)
     count.finish()
-    both = clock.lap("encode")
-    clock.ms["rasterize"] = timed.ms
-    clock.ms["encode"] = both - timed.ms
-    clock.ms["total"] = (time.perf_counter() - t_start) * 1e3
+    clock.frames_lap(timed.ms)
     mime, ext = FORMATS[opts.format]
     return RenderResult(data=data, mime=mime, extension=ext, frame_count=F, duration_s=F * frame_time_s,
-                        timings_ms=dict(clock.ms), motion=motions, scale=float(np.mean([p.scale for p in placed])))
+                        timings_ms=clock.timings(), motion=motions, scale=float(np.mean([p.scale for p in placed])))
 
 
 def _timeline(scene: Scene, opts: RenderOptions) -> tuple[list[Any], float]:
