@@ -5,8 +5,8 @@
 # Settings: DOODLEPOD_* environment variables (app/config.py; `python -m app.config` lists them).
 # No HEALTHCHECK: Kubernetes probes /healthz (liveness) and /ping (readiness) itself.
 
-# The animator's frame kernel (animator/_raster.pyx) is compiled in a stage of its own: the runtime
-# image below gets the built module and holds no compiler.
+# The animator's kernels (animator/_*.pyx) are compiled in a stage of their own: the runtime image
+# below gets the built modules and holds no compiler.
 FROM python:3.11.11-slim-bookworm AS kernel
 # hadolint ignore=DL3008
 RUN apt-get update \
@@ -16,7 +16,7 @@ WORKDIR /src
 COPY requirements/build.txt requirements/
 RUN pip install --no-cache-dir --disable-pip-version-check -r requirements/build.txt
 COPY setup.py ./
-COPY animator/_raster.pyx animator/
+COPY animator/_*.pyx animator/
 RUN python setup.py build_ext --inplace
 
 FROM python:3.11.11-slim-bookworm

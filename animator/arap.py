@@ -23,6 +23,7 @@ import logging
 
 import numpy as np
 
+from . import _band
 from .errors import CharacterError, RenderError
 from .mesh import Mesh, graph_components
 
@@ -140,8 +141,8 @@ def _edges_with_neighbours(tris: np.ndarray, V: int) -> tuple[np.ndarray, np.nda
 
 def _check_every_piece_has_a_handle(V: int, edges: np.ndarray, handle_vertices: np.ndarray) -> None:
     """Every connected piece of the mesh needs a handle, or nothing fixes where it goes."""
-    _, piece = graph_components(V, edges[:, 0], edges[:, 1])
-    loose = set(np.unique(piece).tolist()) - set(np.unique(piece[handle_vertices]).tolist())
+    count, piece = graph_components(V, edges[:, 0], edges[:, 1])
+    loose = set(range(count)) - set(piece[handle_vertices].tolist())
     if loose:
         raise RenderError(f"{len(loose)} piece(s) of the character's mesh hold no skeleton joint: "
                           "build the mesh with the joints as keep_points")
@@ -233,7 +234,13 @@ def _graph_laplacian(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 def _solve_spd(A: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve A X = rhs for a symmetric positive (semi)definite A; a tiny ridge keeps it regular."""
+    """Solve A X = rhs for a symmetric positive definite A (a mesh's: banded, see :mod:`animator._band`);
+    a tiny ridge keeps it regular."""
+    A = np.ascontiguousarray(A, np.float64)
+    try:
+        return _band.solve(_band.cholesky(A, _band.bandwidth(A)), rhs)
+    except ValueError as exc:  # not positive definite after rounding: LU does not need it
+        log.info("arap: %s; solving by LU instead", exc)
     try:
         return np.linalg.solve(A, rhs)
     except np.linalg.LinAlgError as exc:  # pragma: no cover - guarded by the ridge

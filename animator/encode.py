@@ -40,6 +40,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from ._frame_scan import any_vanishing, box_not, box_vanishing
 from .errors import RenderError
 
 log = logging.getLogger("animator")
@@ -79,13 +80,16 @@ def durations_ms(n_frames: int, frame_time_s: float) -> list[int]:
     return [int(d) for d in np.diff(edges)]
 
 
-def _bbox(m: np.ndarray) -> tuple[int, int, int, int] | None:
-    """(x0, y0, x1, y1) exclusive bounds of the True pixels, or None."""
-    rows = np.flatnonzero(m.view(np.uint8).max(axis=1))
-    if len(rows) == 0:
-        return None
-    cols = np.flatnonzero(m[rows[0]:rows[-1] + 1].view(np.uint8).max(axis=0))
-    return int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1
+def _bbox(m: np.ndarray, value: int = 0) -> tuple[int, int, int, int] | None:
+    """(x0, y0, x1, y1) exclusive bounds of the pixels of ``m`` that are not ``value`` (of a boolean
+    mask: its True pixels), or None."""
+    return box_not(_rows(m), value)
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` as uint8 with contiguous rows, as the compiled scans take it (a copy only if needed)."""
+    a = a.view(np.uint8) if a.dtype == np.bool_ else a
+    return a if a.dtype == np.uint8 and a.ndim == 2 and a.strides[1] == 1 else np.ascontiguousarray(a, np.uint8)
 
 
 def _union(a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int] | None):
@@ -258,7 +262,7 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
     screen = np.full((h, w), tr, np.uint8)
     screen_box = None
     cur = np.asarray(first)
-    cur_box = _bbox(cur != tr)
+    cur_box = _bbox(cur, tr)
     done = False
     while not done:
         try:
@@ -267,7 +271,7 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             done, nxt = True, None if after is None else np.asarray(after)
         if nxt is not None and nxt.shape != (h, w):
             raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
-        nxt_box = None if nxt is None else _bbox(nxt != tr)
+        nxt_box = None if nxt is None else _bbox(nxt, tr)
         if screen_box is None:  # a clear screen: the frame is drawn whole, no comparison needed
             screen_box = _draw_on_clear_screen(emit, screen, cur, cur_box, nxt, nxt_box, tr)
             cur, cur_box = nxt, nxt_box
@@ -310,9 +314,7 @@ def _draw_on_clear_screen(emit, screen: np.ndarray, cur: np.ndarray, cur_box, nx
     if nxt is None:
         disposal = 2  # last frame: dispose all it shows, so a loop restarts on a clear canvas
     else:  # disposed when a pixel it draws is transparent in the next frame
-        v = nxt[y0:y1, x0:x1] == tr
-        v &= C != tr
-        disposal = 2 if v.any() else 1
+        disposal = 2 if any_vanishing(_rows(C), _rows(nxt[y0:y1, x0:x1]), int(tr)) else 1
     emit(np.array(C), cur_box, disposal)
     if disposal == 2:
         return None
@@ -353,11 +355,9 @@ def _frame_delta(S: np.ndarray, C: np.ndarray, N: np.ndarray | None, tr: np.uint
         d *= ch8
         S += d                                                # S = where(changed, C, S)
     if N is None:  # last frame: dispose all it shows, so a loop restarts on a clear canvas
-        vanish = _bbox(S != tr)
+        vanish = _bbox(S, tr)
     else:
-        v = N == tr
-        v &= S != tr
-        vanish = _bbox(v)
+        vanish = box_vanishing(_rows(S), _rows(N), int(tr))
     disposal = 1
     if vanish is not None:
         rect = _union(rect, vanish)

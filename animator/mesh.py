@@ -20,17 +20,14 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import ndimage
 
+from . import _mesh
 from .errors import CharacterError
 
 log = logging.getLogger("animator")
 
 #: Sub-cells per cell side used to find the separate pieces of the mask inside each cell.
 SUB = 8
-#: ``ndimage.label`` structure over (rows, cols, SUB, SUB) blocks: 4-neighbours inside a block only.
-_WITHIN_A_BLOCK = np.zeros((3, 3, 3, 3), bool)
-_WITHIN_A_BLOCK[1, 1] = ndimage.generate_binary_structure(2, 1)
 
 
 @dataclass
@@ -146,8 +143,8 @@ def build_mesh(mask: np.ndarray, cell: int | None = None, keep_points: np.ndarra
     blocks = occ.reshape(nrows, SUB, ncols, SUB).transpose(0, 2, 1, 3)  # (rows, cols, SUB, SUB)
 
     # Copies: the 4-connected pieces of set sub-cells inside each block, numbered in scan order.
-    pieces, ncopy = ndimage.label(blocks, structure=_WITHIN_A_BLOCK)
-    copy_id = pieces.astype(np.int64) - 1  # -1: empty sub-cell
+    pieces, ncopy = _mesh.pieces(np.ascontiguousarray(blocks).reshape(-1, SUB, SUB).view(np.uint8))
+    copy_id = pieces.reshape(blocks.shape)  # -1: empty sub-cell
     block = np.broadcast_to(np.arange(nrows * ncols).reshape(nrows, ncols, 1, 1), blocks.shape)
     block_of = np.empty(ncopy, np.int64)
     block_of[copy_id[blocks]] = block[blocks]
@@ -177,15 +174,10 @@ def build_mesh(mask: np.ndarray, cell: int | None = None, keep_points: np.ndarra
 
 def graph_components(n: int, a: np.ndarray, b: np.ndarray) -> tuple[int, np.ndarray]:
     """(count, label of each node) of the connected components of the undirected graph on nodes
-    ``0..n-1`` with edges ``(a[i], b[i])``; components are numbered in the order of their smallest node.
-
-    The same labels as ``scipy.sparse.csgraph.connected_components``, as fast on a mesh's graphs (a few
-    thousand nodes), without that module's import, which would land on the first render of every render
-    process (the figures are in the commit that kept this)."""
-    parent = np.arange(n)
-    _union_many(parent, np.asarray(a, np.int64), np.asarray(b, np.int64))
-    roots, labels = np.unique(_find_all(parent), return_inverse=True)
-    return len(roots), labels
+    ``0..n-1`` with edges ``(a[i], b[i])``; components are numbered in the order of their smallest node
+    (the labels of ``scipy.sparse.csgraph.connected_components``, whose import a render would pay for).
+    A union-find in the compiled module :mod:`animator._mesh`."""
+    return _mesh.components(n, a, b)
 
 
 def unique_pairs(pairs: np.ndarray) -> np.ndarray:
@@ -196,7 +188,8 @@ def unique_pairs(pairs: np.ndarray) -> np.ndarray:
     if not len(pairs):
         return pairs
     base = int(pairs[:, 1].max()) + 1
-    key = np.unique(pairs[:, 0] * base + pairs[:, 1])
+    key = np.sort(pairs[:, 0] * base + pairs[:, 1])
+    key = key[np.r_[True, key[1:] != key[:-1]]]  # np.unique's result, without its first call's import of numpy.ma
     return np.stack([key // base, key % base], 1)
 
 
@@ -223,40 +216,11 @@ def _contact_pairs(copy_id: np.ndarray):
     yield ab[:, 0], ab[:, 1], 2, 1  # BR(a) ~ TR(b)
 
 
-def _find_all(parent: np.ndarray) -> np.ndarray:
-    """Follow ``parent`` links until every node points at its root (in place); returns ``parent``."""
-    while True:
-        gp = parent[parent]
-        if np.array_equal(gp, parent):
-            return parent
-        parent[:] = gp
-
-
-def _union_many(parent: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    """Union the node pairs (a[i], b[i]) (vectorised min-label propagation until stable)."""
-    if len(a) == 0:
-        return
-    while True:
-        ra = _find_all(parent)[a]
-        rb = parent[b]
-        if np.array_equal(ra, rb):
-            return
-        lo = np.minimum(ra, rb)
-        hi = np.maximum(ra, rb)
-        np.minimum.at(parent, hi, lo)
-
-
 def _fill_labels(copy_id: np.ndarray) -> np.ndarray:
     """Give each empty sub-cell of a block the copy id of the nearest (Euclidean, in sub-cells) set
     sub-cell of the same block; blocks with none stay -1. ``copy_id``: (rows, cols, SUB, SUB)."""
     rows, cols = copy_id.shape[:2]
-    blocks = copy_id.reshape(rows * cols, SUB, SUB)
-    # one block is far from every other along the block axis, so the nearest set sub-cell is in the same block
-    b, y, x = ndimage.distance_transform_edt(blocks < 0, sampling=(4.0 * SUB, 1.0, 1.0), return_distances=False,
-                                             return_indices=True)
-    filled = blocks[b, y, x]
-    filled[~(blocks >= 0).any(axis=(1, 2))] = -1
-    return filled.reshape(copy_id.shape)
+    return _mesh.fill_nearest(np.ascontiguousarray(copy_id).reshape(rows * cols, SUB, SUB)).reshape(copy_id.shape)
 
 
 def _drop_unpinned(mesh: Mesh, mask: np.ndarray, keep_points: np.ndarray | None) -> Mesh:
@@ -266,15 +230,15 @@ def _drop_unpinned(mesh: Mesh, mask: np.ndarray, keep_points: np.ndarray | None)
     t = mesh.triangles
     _, piece = graph_components(V, np.concatenate([t[:, 0], t[:, 0]]), np.concatenate([t[:, 1], t[:, 2]]))
     copy_piece = piece[t[0::2, 0]]
-    comps, sizes = np.unique(copy_piece, return_counts=True)
-    if len(comps) == 1:
+    sizes = np.bincount(copy_piece)  # copies per piece (every piece has a vertex, so a triangle, so a copy)
+    if len(sizes) == 1:
         return mesh
     keep: set[int] = set()
     if keep_points is not None and len(keep_points):
         tri, _ = mesh.locate(np.asarray(keep_points, dtype=np.float64))
         keep = {int(copy_piece[i // 2]) for i in tri if i >= 0}
     if not keep:  # no point on the mesh (or none given): the largest piece, as AnimatedDrawings does
-        keep = {int(comps[np.argmax(sizes)])}
+        keep = {int(np.argmax(sizes))}
     keep_copy = np.isin(copy_piece, list(keep))
     if keep_copy.all():
         return mesh
@@ -290,7 +254,7 @@ def _drop_unpinned(mesh: Mesh, mask: np.ndarray, keep_points: np.ndarray | None)
     new_v[used] = np.arange(len(used))
     labels = np.where(mesh.labels >= 0, new_copy[np.maximum(mesh.labels, 0)], -1).astype(np.int32)
     log.warning("mesh: %d mask pixel(s) in %d piece(s) not connected to the skeleton are left out",
-                dropped, len(comps) - len(keep))
+                dropped, len(sizes) - len(keep))
     return Mesh(mesh.vertices[used], new_v[tris].astype(np.int32), mesh.cell, mesh.origin,
                 mesh.copy_cell[keep_copy], labels, dropped)
 

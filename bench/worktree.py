@@ -19,9 +19,10 @@ def compile_tree(root: Path) -> None:
 
 
 def build_kernel(root: Path) -> None:
-    """Compile the frame kernel in place in ``root`` when its code has one (setup.py) and it is not
-    built yet: a checkout of a ref has none (build outputs are not committed)."""
-    if (root / "setup.py").is_file() and not list((root / "animator").glob("_raster*.so")):
+    """Compile the animator's kernels in place in ``root`` when its code has any (setup.py) and one
+    is not built yet: a checkout of a ref has none (build outputs are not committed)."""
+    unbuilt = [p for p in (root / "animator").glob("_*.pyx") if not list(p.parent.glob(f"{p.stem}.*.so"))]
+    if (root / "setup.py").is_file() and unbuilt:
         subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root, check=True,
                        stdout=subprocess.DEVNULL)
 

@@ -32,17 +32,20 @@ stamp="$VENV/.doodlepod-stamp"
 log() { printf '[bootstrap %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 # The editable install of this checkout (from / so that the checkout's own folder on sys.path
-# cannot answer for the venv). It also compiles the frame kernel (animator/_raster.pyx) in place:
-# done again whenever the kernel's source or build script changed, or the checkout has no working
-# compiled module (a fresh clone: it is not committed), even when the venv's stamp is up to date.
+# cannot answer for the venv). It also compiles the animator's kernels (animator/_*.pyx) in place:
+# done again whenever a kernel's source or the build script changed, or the checkout lacks a working
+# compiled module (a fresh clone: they are not committed), even when the venv's stamp is up to date.
 install_project() {
   local here installed project_key project_stamp="$VENV/.doodlepod-project"
   here=$(pwd -P)
-  project_key="$here $(cat pyproject.toml setup.py animator/_raster.pyx | sha256sum | cut -c1-16)"
-  installed=$(cd / && "$VENV/bin/python" -c 'import animator, animator._raster, os; print(os.path.dirname(os.path.dirname(os.path.realpath(animator.__file__))))' 2>/dev/null || true)
+  local kernels=(animator/_*.pyx) imports
+  kernels=("${kernels[@]#animator/}")
+  imports=$(printf ', animator.%s' "${kernels[@]%.pyx}")
+  project_key="$here $(cat pyproject.toml setup.py animator/_*.pyx | sha256sum | cut -c1-16)"
+  installed=$(cd / && "$VENV/bin/python" -c "import animator, os$imports; print(os.path.dirname(os.path.dirname(os.path.realpath(animator.__file__))))" 2>/dev/null || true)
   if [[ "$installed" != "$here" || "$(cat "$project_stamp" 2>/dev/null)" != "$project_key" ]]; then
-    log "installing this checkout ($here) into the venv in editable mode, compiling the frame kernel"
-    rm -f animator/_raster.c animator/_raster.*.so  # built anew from the source as it is now
+    log "installing this checkout ($here) into the venv in editable mode, compiling the animator's kernels"
+    rm -f animator/_*.c animator/_*.so  # built anew from the sources as they are now
     "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e . \
       2> >(grep -v 'is ignored: it is neither' >&2)
     echo "$project_key" > "$project_stamp"

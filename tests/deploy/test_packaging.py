@@ -6,6 +6,7 @@ the README's animator example run exactly as written from the folder it names.
 """
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shutil
@@ -172,8 +173,8 @@ print(animator.__file__, r.__file__, int((out == 3).sum()), int(out[4, 4]))
 
 
 def test_pip_install_from_a_clean_copy_builds_the_kernel(tmp_path: Path) -> None:
-    """`pip install .` of the committed files alone (no compiled module lying around) compiles the
-    frame kernel into the installed package, which imports and draws from outside the repo."""
+    """`pip install .` of the committed files alone (no compiled module lying around) compiles every
+    kernel into the installed package, whose frame kernel imports and draws from outside the repo."""
     listed = subprocess.run(["git", "ls-files", "-z", "pyproject.toml", "setup.py", "README.md", "animator",
                              "app", "handlers"], cwd=REPO, capture_output=True, check=True).stdout
     src = tmp_path / "src"
@@ -181,7 +182,8 @@ def test_pip_install_from_a_clean_copy_builds_the_kernel(tmp_path: Path) -> None
         if (REPO / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, src / name)
-    assert not list((src / "animator").glob("_raster*.so")) and (src / "animator" / "_raster.pyx").is_file()
+    kernels = sorted(p.stem for p in (src / "animator").glob("_*.pyx"))
+    assert "_raster" in kernels and not list((src / "animator").glob("_*.so"))
     site = tmp_path / "site"
     env = _activated_env()
     # no build isolation: the venv holds the pinned build requirements (requirements/build.txt)
@@ -190,7 +192,8 @@ def test_pip_install_from_a_clean_copy_builds_the_kernel(tmp_path: Path) -> None
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     built = list((site / "animator").glob("_raster*.so"))
-    assert len(built) == 1, sorted(p.name for p in (site / "animator").iterdir())
+    assert sorted(p.name.split(".")[0] for p in (site / "animator").glob("_*.so")) == kernels, (
+        sorted(p.name for p in (site / "animator").iterdir()))
     check = subprocess.run([sys.executable, "-c", KERNEL_CHECK], cwd=tmp_path, env=dict(env, PYTHONPATH=str(site)),
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0, check.stderr
@@ -208,6 +211,10 @@ def test_app_image_compiles_the_kernel_in_a_build_stage() -> None:
     build_name = re.match(r"\S+\s+AS\s+(\S+)", stages[0], re.I)
     assert build_name and "gcc" in stages[0] and "setup.py build_ext --inplace" in stages[0]
     assert "-r requirements/build.txt" in stages[0]
+    copied = re.findall(r"^COPY\s+(.+?)\s+animator/\s*$", stages[0], re.M)
+    for kernel in (REPO / "animator").glob("_*.pyx"):  # every kernel's source reaches the build
+        assert any(fnmatch.fnmatch(f"animator/{kernel.name}", pattern) for c in copied for pattern in c.split()), (
+            f"the build stage does not copy {kernel.name}")
     runtime = stages[-1]
     assert re.search(rf"^COPY --from={build_name.group(1)} \S+\.so animator/", runtime, re.M)
     assert not re.search(r"\b(gcc|g\+\+|build-essential|cython)\b", runtime, re.I), "a compiler in the runtime image"
