@@ -1,4 +1,4 @@
-"""Builds the compiled kernels of animator (animator/_*.pyx: frames, mesh steps, banded solves,
+"""Builds the compiled kernels of animator (animator/_*.pyx: frames, mesh steps, ARAP steps,
 frame scans); everything else about the package is in pyproject.toml.
 
     pip install .                                   # a wheel: Cython compiles, the C compiler builds

@@ -192,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         return cli(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    from animator.heap import keep_freed_memory
+
+    keep_freed_memory()  # this process renders once and exits: reuse freed arrays' pages
     log = _logger(args.verbose)
     if args.print_retarget:
         if not args.motion:

@@ -11,6 +11,7 @@ crosses from one block to another.
 
 No input can make either read or write outside its arrays: shapes are checked before the loops.
 """
+from libc.math cimport hypot
 from libc.stdint cimport int64_t
 
 import numpy as np
@@ -203,3 +204,101 @@ cdef inline int64_t _root(int64_t[::1] parent, int64_t i) noexcept nogil:
         parent[i] = parent[parent[i]]
         i = parent[i]
     return i
+
+
+def spread_distances(double[:, ::1] dist, a, b, length):
+    """Shortest distances through a graph, in place: ``dist[v, j]`` becomes the least, over every
+    node u and path from u to v, of ``dist[u, j]`` (as given) plus the path's edge lengths, added
+    from u onwards. Every column j is a separate problem (a bone's seeds).
+
+    Args:
+        dist: (V, B) float64 seed distances (inf where none), updated in place.
+        a, b, length: (E,) the undirected edges (a[i], b[i]) and their non-negative lengths.
+    """
+    a_arr = np.ascontiguousarray(a, np.int64).reshape(-1)
+    b_arr = np.ascontiguousarray(b, np.int64).reshape(-1)
+    l_arr = np.ascontiguousarray(length, np.float64).reshape(-1)
+    cdef Py_ssize_t V = dist.shape[0], B = dist.shape[1], E = a_arr.shape[0], i, j
+    if b_arr.shape[0] != E or l_arr.shape[0] != E:
+        raise ValueError("a, b and length must hold one value per edge")
+    if E and (min(a_arr.min(), b_arr.min()) < 0 or max(a_arr.max(), b_arr.max()) >= V):
+        raise ValueError(f"an edge names a node outside 0..{V - 1}")
+    if E and not (l_arr >= 0).all():
+        raise ValueError("edge lengths must be non-negative")
+    cdef const int64_t[::1] ea = a_arr
+    cdef const int64_t[::1] eb = b_arr
+    cdef const double[::1] el = l_arr
+    cdef int64_t u, v
+    cdef double d
+    cdef bint changed = True
+    with nogil:
+        while changed:  # sweeps over the edges, both ways, until no distance shrinks
+            changed = False
+            for i in range(E):
+                u, v = ea[i], eb[i]
+                for j in range(B):
+                    d = dist[u, j] + el[i]
+                    if d < dist[v, j]:
+                        dist[v, j] = d
+                        changed = True
+                    d = dist[v, j] + el[i]
+                    if d < dist[u, j]:
+                        dist[u, j] = d
+                        changed = True
+
+
+def nearest_bone(const int[:, ::1] triangles, const double[:, ::1] vertices, const double[:, ::1] dist,
+                 const double[:, ::1] points, tri):
+    """For each point in its triangle: the bone nearest through the mesh and that distance.
+
+    The distance of point p to bone j is, in single precision, the least over p's triangle's
+    vertices v of ``float(dist[v, j]) + float(hypot(v - p))``; of bones at the same distance the
+    first wins.
+
+    Args:
+        triangles: (T, 3) vertex indices; vertices: (V, 2) (x, y); dist: (V, B) distances from
+            each vertex to each bone (:func:`spread_distances`); points: (N, 2) (x, y);
+        tri: (N,) the triangle holding each point.
+    Returns:
+        (bone (N,) int64, distance (N,) float32).
+    """
+    tri_arr = np.ascontiguousarray(tri, np.int64).reshape(-1)
+    cdef Py_ssize_t N = points.shape[0], V = vertices.shape[0], B = dist.shape[1], T = triangles.shape[0]
+    cdef Py_ssize_t n, k, j, t
+    if tri_arr.shape[0] != N or dist.shape[0] != V or triangles.shape[1] != 3 or vertices.shape[1] != 2 \
+            or points.shape[1] != 2 or B < 1:
+        raise ValueError("shapes do not fit: triangles (T, 3), vertices (V, 2), dist (V, B>0), points and tri (N)")
+    if N and (tri_arr.min() < 0 or tri_arr.max() >= T):
+        raise ValueError("a point names a triangle the mesh lacks")
+    if T and (np.min(triangles) < 0 or np.max(triangles) >= V):
+        raise ValueError("a triangle names a vertex the mesh lacks")
+    cdef const int64_t[::1] pt_tri = tri_arr
+    bone_arr = np.empty(N, np.int64)
+    best_arr = np.empty(N, np.float32)
+    cdef int64_t[::1] bone = bone_arr
+    cdef float[::1] best = best_arr
+    cdef float dpv[3]
+    cdef int vs[3]
+    cdef float total, cand, lowest
+    cdef int64_t arg
+    with nogil:
+        for n in range(N):
+            t = pt_tri[n]
+            for k in range(3):
+                vs[k] = triangles[t, k]
+                dpv[k] = <float>hypot(vertices[vs[k], 0] - points[n, 0], vertices[vs[k], 1] - points[n, 1])
+            arg = 0
+            lowest = 0
+            for j in range(B):
+                total = <float>dist[vs[0], j] + dpv[0]
+                for k in range(1, 3):
+                    cand = <float>dist[vs[k], j] + dpv[k]
+                    if cand < total:
+                        total = cand
+                if j == 0 or total < lowest:
+                    lowest = total
+                    arg = j
+            bone[n] = arg
+            best[n] = lowest
+    return bone_arr, best_arr
+

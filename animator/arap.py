@@ -23,7 +23,7 @@ import logging
 
 import numpy as np
 
-from . import _band
+from . import _arap
 from .errors import CharacterError, RenderError
 from .mesh import Mesh, graph_components
 
@@ -79,18 +79,9 @@ class ARAP:
         F = h.shape[0]
         hu = h[:, self._handle_index, :]                      # (F, H', 2)
         P = hu.reshape(F, -1).T                               # (2H', F) stacked x0, y0, x1, ...
-        cs = (self._cs @ P).reshape(self.n_edges, 2, F)       # (E, 2, F)
-        c, s = cs[:, 0], cs[:, 1]
-        norm = np.hypot(c, s)
-        norm[norm == 0] = 1.0
-        c /= norm
-        s /= norm
-        ex = self.rest_edges[:, 0:1]
-        ey = self.rest_edges[:, 1:2]
-        rx = c * ex + s * ey                                  # rotated rest edges (E, F)
-        ry = -s * ex + c * ey
-        r = np.concatenate([rx, ry], axis=1)                  # (E, 2F)
-        div = np.add.reduceat(r[self._inc_edge] * self._inc_sign, self._inc_start, axis=0)  # D^T r, (V, 2F)
+        cs = self._cs @ P                                     # (2E, F): each edge's (c, s) per frame
+        div = _arap.rotated_edge_divergence(cs, self.rest_edges, self._inc_edge, self._inc_sign,
+                                            self._inc_start)  # D^T (rotated rest edges), (V, 2F)
         hx = hu[..., 0].T                                     # (H', F)
         hy = hu[..., 1].T
         out = self._N @ div + self._P2 @ np.concatenate([hx, hy], axis=1)  # (V, 2F)
@@ -211,14 +202,14 @@ def _scale_operators(lap: np.ndarray, B: np.ndarray, w2: float) -> tuple[np.ndar
 def _incidence(edges: np.ndarray, V: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """D^T as a gather + segment sum: vertex j gets +e_k, vertex i gets -e_k.
 
-    Returns (edge per entry, sign per entry (n, 1), start of each vertex's entries)."""
+    Returns (edge per entry (n,) int64, sign per entry (n,) float64, start of each vertex's entries (V,) int64)."""
     E = len(edges)
     i, j = edges[:, 0], edges[:, 1]
     inc_v = np.concatenate([j, i])
     order = np.argsort(inc_v, kind="stable")
-    inc_edge = np.concatenate([np.arange(E), np.arange(E)])[order]
-    inc_sign = np.concatenate([np.ones(E), -np.ones(E)])[order][:, None]
-    inc_start = np.flatnonzero(np.r_[True, np.diff(inc_v[order]) != 0])
+    inc_edge = np.concatenate([np.arange(E), np.arange(E)])[order].astype(np.int64)
+    inc_sign = np.concatenate([np.ones(E), -np.ones(E)])[order]
+    inc_start = np.flatnonzero(np.r_[True, np.diff(inc_v[order]) != 0]).astype(np.int64)
     if len(inc_start) != V:
         raise RenderError("mesh has a vertex in no triangle")
     return inc_edge, inc_sign, inc_start
@@ -234,11 +225,11 @@ def _graph_laplacian(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 def _solve_spd(A: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve A X = rhs for a symmetric positive definite A (a mesh's: banded, see :mod:`animator._band`);
+    """Solve A X = rhs for a symmetric positive definite A (a mesh's: banded, see :mod:`animator._arap`);
     a tiny ridge keeps it regular."""
     A = np.ascontiguousarray(A, np.float64)
     try:
-        return _band.solve(_band.cholesky(A, _band.bandwidth(A)), rhs)
+        return _arap.solve(_arap.cholesky(A, _arap.bandwidth(A)), rhs)
     except ValueError as exc:  # not positive definite after rounding: LU does not need it
         log.info("arap: %s; solving by LU instead", exc)
     try:

@@ -304,20 +304,8 @@ def bone_distances(mesh: Mesh, bones: np.ndarray) -> np.ndarray:
         np.minimum.at(dist[:, b], vs.ravel(), d.ravel())
     t = mesh.triangles
     e = unique_pairs(np.sort(np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]]), axis=1))
-    a, c = e[:, 0], e[:, 1]
-    length = np.hypot(*(mesh.vertices[a] - mesh.vertices[c]).T)
-    # incident edges grouped by vertex, for a segment-min per vertex (every vertex has an edge)
-    at = np.concatenate([a, c])
-    other = np.concatenate([c, a])
-    order = np.argsort(at, kind="stable")
-    other, elen = other[order], np.concatenate([length, length])[order][:, None]
-    starts = np.flatnonzero(np.r_[True, np.diff(at[order]) != 0])
-    for _ in range(4 * V):  # Bellman-Ford sweeps; ends when nothing improves (about the mesh diameter)
-        best = np.minimum.reduceat(dist[other] + elen, starts, axis=0)
-        new = np.minimum(dist, best)
-        if np.array_equal(new, dist):
-            break
-        dist = new
+    length = np.hypot(*(mesh.vertices[e[:, 0]] - mesh.vertices[e[:, 1]]).T)
+    _mesh.spread_distances(dist, e[:, 0], e[:, 1], length)  # shortest paths along the mesh's edges
     return dist
 
 
@@ -339,15 +327,9 @@ def _clip_segment(p: np.ndarray, q: np.ndarray, lo: np.ndarray, hi: np.ndarray) 
 def nearest_bone(mesh: Mesh, dist: np.ndarray, points: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For points located in triangles ``tri``: the closest bone through the mesh and its distance.
 
-    The distance of point p to bone b is min over p's triangle's vertices v of dist[v, b] + |p - v|.
-    Returns (bone index (N,) int64, distance (N,) float64).
+    The distance of point p to bone b is min over p's triangle's vertices v of dist[v, b] + |p - v|,
+    in single precision. Returns (bone index (N,) int64, distance (N,) float32).
     """
-    vs = mesh.triangles[tri]                                        # (N, 3)
-    d32 = dist.astype(np.float32)
-    total = None
-    for k in range(3):
-        d_pv = np.hypot(*(mesh.vertices[vs[:, k]] - points).T).astype(np.float32)[:, None]
-        cand = d32[vs[:, k]] + d_pv
-        total = cand if total is None else np.minimum(total, cand, out=total)
-    best = np.argmin(total, axis=1)
-    return best, total[np.arange(len(best)), best]
+    return _mesh.nearest_bone(np.ascontiguousarray(mesh.triangles, np.int32),
+                              np.ascontiguousarray(mesh.vertices, np.float64),
+                              np.ascontiguousarray(dist, np.float64), np.ascontiguousarray(points, np.float64), tri)

@@ -260,10 +260,8 @@ def _body_parts(mesh: Mesh, pts: np.ndarray, tri: np.ndarray,
     bone_joints = [n for n in names if parent[n] is not None]
     bones = np.array([[loc[parent[n]], loc[n]] for n in bone_joints])
     dist = bone_distances(mesh, bones)
-    bone = np.empty(len(pts), np.int64)
-    bdist = np.empty(len(pts))
-    for a in range(0, len(pts), 16384):
-        bone[a:a + 16384], bdist[a:a + 16384] = nearest_bone(mesh, dist, pts[a:a + 16384], tri[a:a + 16384])
+    bone, bdist = nearest_bone(mesh, dist, pts, tri)
+    bdist = bdist.astype(np.float64)
     part_of: dict[str, tuple[int, int]] = {}
     for p, js in enumerate(part_joints):
         for r, n in enumerate(js):

@@ -1,4 +1,4 @@
-"""The compiled steps of the mesh, the ARAP solver and the GIF encoder (animator/_mesh.pyx, _band.pyx,
+"""The compiled steps of the mesh, the ARAP solver and the GIF encoder (animator/_mesh.pyx, _arap.pyx,
 _frame_scan.pyx) give what the libraries they replace give: scipy.ndimage's labels and nearest
 features, numpy's dense solve, numpy's boxes. scipy is imported here only, as the reference."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from animator import _band, _frame_scan, _mesh
+from animator import _arap, _frame_scan, _mesh
 
 SUB = 8
 
@@ -67,17 +67,17 @@ def _spd_banded(rng: np.random.Generator, n: int, b: int) -> np.ndarray:
 def test_banded_cholesky_solves_as_numpy(n, b):
     rng = np.random.default_rng(n + b)
     a = _spd_banded(rng, n, b)
-    assert _band.bandwidth(a) == min(b, n - 1)
+    assert _arap.bandwidth(a) == min(b, n - 1)
     rhs = rng.normal(size=(n, 3))
-    factor = _band.cholesky(a, _band.bandwidth(a))
-    np.testing.assert_allclose(_band.solve(factor, rhs), np.linalg.solve(a, rhs), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(_band.solve(factor, rhs[:, 0]), np.linalg.solve(a, rhs[:, 0]), rtol=1e-10,
+    factor = _arap.cholesky(a, _arap.bandwidth(a))
+    np.testing.assert_allclose(_arap.solve(factor, rhs), np.linalg.solve(a, rhs), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_arap.solve(factor, rhs[:, 0]), np.linalg.solve(a, rhs[:, 0]), rtol=1e-10,
                                atol=1e-12)
 
 
 def test_banded_cholesky_refuses_a_matrix_that_is_not_positive_definite():
     with pytest.raises(ValueError, match="positive definite"):
-        _band.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]), 1)
+        _arap.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]), 1)
 
 
 def _box(mask: np.ndarray):
@@ -103,3 +103,32 @@ def test_frame_scans_refuse_columns_that_are_not_contiguous():
     frame = np.zeros((8, 8), np.uint8)
     with pytest.raises(ValueError, match="contiguous"):
         _frame_scan.box_not(frame[:, ::2], 0)
+
+
+def test_rotated_edge_divergence_is_the_numpy_gather_and_segment_sum():
+    """ARAP step 2's right-hand side: (c, s) normalised (zero left alone), rest edges rotated, then
+    summed per vertex: what numpy's gather and reduceat give, to rounding (numpy adds a segment's
+    rows in an order of its own, and its SIMD hypot misses C's by an ulp now and then)."""
+    from animator.arap import _incidence
+
+    rng = np.random.default_rng(9)
+    V, E, F = 30, 70, 11
+    edges = np.sort(rng.choice(V, size=(E, 2), replace=True), axis=1)
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    edges = np.unique(np.vstack([edges, np.stack([np.arange(V - 1), np.arange(1, V)], 1)]), axis=0)
+    E = len(edges)
+    rest = rng.normal(size=(E, 2)) * 10
+    cs = rng.normal(size=(2 * E, F))
+    cs[:, 0] = 0.0  # a zero similarity is left as it is
+    inc_edge, inc_sign, inc_start = _incidence(edges, V)
+
+    c, s = cs.reshape(E, 2, F)[:, 0].copy(), cs.reshape(E, 2, F)[:, 1].copy()
+    norm = np.hypot(c, s)
+    norm[norm == 0] = 1.0
+    c /= norm
+    s /= norm
+    ex, ey = rest[:, 0:1], rest[:, 1:2]
+    r = np.concatenate([c * ex + s * ey, -s * ex + c * ey], axis=1)
+    expected = np.add.reduceat(r[inc_edge] * inc_sign[:, None], inc_start, axis=0)
+    got = _arap.rotated_edge_divergence(cs, rest, inc_edge, inc_sign, inc_start)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())

@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""Compiled Cholesky factorisation and solves of symmetric positive definite *banded* matrices, for
-the ARAP systems of :mod:`animator.arap`.
+"""The compiled steps of :mod:`animator.arap`: Cholesky factorisation and solves of its symmetric
+positive definite *banded* system matrices, once per mesh, and the rotated rest edges' divergence,
+for every frame.
 
 A mesh's vertices are numbered cell by cell along the grid's rows, so each vertex is coupled only
 to vertices a grid row or two away: the system matrices are zero outside a narrow band around the
@@ -9,7 +10,8 @@ n b^2 / 2 multiply-adds, a dense LU 2 n^3 / 3; each right-hand side then costs 4
 
 The factor ``L`` (A = L L^T) is stored by diagonals: ``band[i, d] = L[i, i - d]``, d = 0..b.
 """
-from libc.math cimport sqrt
+from libc.math cimport hypot, sqrt
+from libc.stdint cimport int64_t
 
 import numpy as np
 
@@ -107,3 +109,58 @@ def solve(const double[:, ::1] band, rhs):
             for c in range(m):
                 x[i, c] /= d
     return x_arr[:, 0] if one else x_arr
+
+
+def rotated_edge_divergence(const double[:, ::1] cs, const double[:, ::1] rest_edges, const int64_t[::1] inc_edge,
+                            const double[::1] inc_sign, const int64_t[::1] inc_start):
+    """Step 2's right-hand side, D^T r, for F frames at once.
+
+    Each edge's similarity (c, s) from step 1 is normalised to a rotation (a zero one is left as
+    it is) and turns the edge's rest vector (ex, ey) into r = (c ex + s ey, -s ex + c ey); each
+    vertex then sums the rotated edges it ends (+) and starts (-).
+
+    Args:
+        cs: (2E, F): rows 2k and 2k+1 are edge k's c and s in every frame.
+        rest_edges: (E, 2) rest edge vectors.
+        inc_edge, inc_sign: (2E,) the edge and sign (+1, -1) of each incidence, grouped by vertex;
+        inc_start: (V,) where each vertex's incidences start (increasing, the first 0).
+    Returns:
+        (V, 2F) float64: x components in columns 0..F-1, y in F..2F-1. A vertex's incidences are
+        added in their order, starting from the first.
+    """
+    cdef Py_ssize_t E = rest_edges.shape[0], F = cs.shape[1], n = inc_edge.shape[0], V = inc_start.shape[0]
+    cdef Py_ssize_t k, f, i, v, stop
+    if cs.shape[0] != 2 * E or rest_edges.shape[1] != 2 or inc_sign.shape[0] != n:
+        raise ValueError("cs must be (2E, F), rest_edges (E, 2), inc_edge and inc_sign of one length")
+    if n and (np.min(inc_edge) < 0 or np.max(inc_edge) >= E):
+        raise ValueError("an incidence names an edge the mesh lacks")
+    if V and (inc_start[0] != 0 or (np.diff(inc_start) <= 0).any() or inc_start[V - 1] >= n):
+        raise ValueError("inc_start must rise from 0 and stay below the number of incidences")
+    r_arr = np.empty((E, 2 * F))
+    div_arr = np.empty((V, 2 * F))
+    cdef double[:, ::1] r = r_arr
+    cdef double[:, ::1] div = div_arr
+    cdef double c, s, norm, ex, ey, sign
+    with nogil:
+        for k in range(E):
+            ex, ey = rest_edges[k, 0], rest_edges[k, 1]
+            for f in range(F):
+                c, s = cs[2 * k, f], cs[2 * k + 1, f]
+                norm = hypot(c, s)
+                if norm == 0:
+                    norm = 1
+                c = c / norm
+                s = s / norm
+                r[k, f] = c * ex + s * ey
+                r[k, F + f] = -s * ex + c * ey
+        for v in range(V):
+            i = inc_start[v]
+            stop = inc_start[v + 1] if v + 1 < V else n
+            sign = inc_sign[i]
+            for f in range(2 * F):
+                div[v, f] = sign * r[inc_edge[i], f]
+            for i in range(i + 1, stop):
+                sign = inc_sign[i]
+                for f in range(2 * F):
+                    div[v, f] += sign * r[inc_edge[i], f]
+    return div_arr
