@@ -207,9 +207,11 @@ class GifWriter:
         n = start
         # with threads, Pillow's LZW encoder runs beside the caller's frame making (it holds the GIL,
         # so they overlap only where numpy releases it); records are written in order
-        from concurrent.futures import Future, ThreadPoolExecutor
+        pool = None
+        if threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
 
-        pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gif-lzw") if threads > 1 else None
+            pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gif-lzw")
         pending: list = []
 
         def emit(block: np.ndarray, rect, disposal: int) -> None:
@@ -222,10 +224,9 @@ class GifWriter:
             x0, y0, x1, y1 = rect
             head = (b"!\xf9\x04" + struct.pack("<BHBB", (disposal << 2) | 1, self.delays_cs[n], self.transparent, 0)
                     + b"," + struct.pack("<HHHHB", x0, y0, x1 - x0, y1 - y0, 0))
-            if pool is None:
-                done: Future = Future()
-                done.set_result(_lzw(block, self.bits))
-                pending.append((head, done))
+            if pool is None:  # nothing pending: straight out, in order
+                out.write(head)
+                out.write(_lzw(block, self.bits))
             else:
                 pending.append((head, pool.submit(_lzw, block, self.bits)))
             while pending and (len(pending) > 16 or pending[0][1].done()):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import tempfile
 from typing import Callable, Iterator
 
 import numpy as np
@@ -31,13 +30,21 @@ log = logging.getLogger("animator")
 
 #: Fewest frames a process is given: below this, forking costs more than it saves.
 MIN_FRAMES_PER_PROCESS = 24
+#: The first run's length against each other's: this process makes it, and besides also draws the
+#: frame after it (for its last frame's disposal), joins the children and writes the file.
+FIRST_RUN_SHARE = 0.9
 
 
 def runs(n_frames: int, processes: int) -> list[tuple[int, int]]:
     """Split frames ``0..n_frames-1`` into at most ``processes`` runs of consecutive frames, each
-    of at least :data:`MIN_FRAMES_PER_PROCESS` (one run when the clip is too short)."""
+    of at least :data:`MIN_FRAMES_PER_PROCESS` (one run when the clip is too short); the first
+    :data:`FIRST_RUN_SHARE` times as long as the others."""
     n = max(1, min(int(processes), n_frames // MIN_FRAMES_PER_PROCESS))
-    edges = np.linspace(0, n_frames, n + 1).round().astype(int)
+    while n > 1 and n_frames * FIRST_RUN_SHARE / (FIRST_RUN_SHARE + n - 1) < MIN_FRAMES_PER_PROCESS:
+        n -= 1
+    weights = np.ones(n)
+    weights[0] = FIRST_RUN_SHARE
+    edges = np.r_[0, np.cumsum(weights) / weights.sum() * n_frames].round().astype(int)
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
@@ -70,7 +77,7 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
     children: list[tuple[int, object]] = []
     try:
         for a, b in parts[1:]:
-            out = tempfile.TemporaryFile(prefix="animator-run-")
+            out = _scratch_file()
             pid = os.fork()
             if pid == 0:  # the child: its run's records into the file, then leave at once
                 code = 1
@@ -110,6 +117,16 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
             except (ChildProcessError, ProcessLookupError):
                 pass
             out.close()
+
+
+def _scratch_file():
+    """An unnamed read-write file for a child's records: in memory on Linux (``memfd_create``,
+    without the import of :mod:`tempfile`), else a temporary file."""
+    if hasattr(os, "memfd_create"):
+        return open(os.memfd_create("animator-run", os.MFD_CLOEXEC), "w+b")
+    import tempfile
+
+    return tempfile.TemporaryFile(prefix="animator-run-")
 
 
 def _counted(frames: Iterator[np.ndarray], on_frames: Callable[[int], None]) -> Iterator[np.ndarray]:
