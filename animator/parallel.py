@@ -17,6 +17,7 @@ signal, and on Linux the kernel kills them if the parent dies (``PR_SET_PDEATHSI
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -75,6 +76,9 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
 
     parent = os.getpid()
     children: list[tuple[int, object]] = []
+    # Objects made so far move out of the collector's sight: a child's collections would otherwise
+    # touch (so copy) every page holding one of them, which it shares with this process until then
+    gc.freeze()
     try:
         for a, b in parts[1:]:
             out = _scratch_file()
@@ -110,6 +114,7 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
                 on_frames(b - a)
         return gif.head(width, height) + b"".join(pieces) + GifWriter.TRAILER
     finally:
+        gc.unfreeze()
         for pid, out in children:  # left early: an error, a signal, or a run that cannot be joined
             try:
                 os.kill(pid, signal.SIGKILL)
