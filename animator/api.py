@@ -434,7 +434,8 @@ class Rig:
         c = self.character
         joints = [(j.name, j.loc, j.parent) for j in c.skeleton]
         sprite = prepare_sprite(c.texture, c.mask, self.mesh, scale, joints, motion.part_joints, colours=colours,
-                                smooth=opts.smooth, flatten=opts.flatten, merge=opts.merge)
+                                smooth=opts.smooth, flatten=opts.flatten, merge=opts.merge,
+                                threads=opts.threads)
         log.info("sprite: %d texels, %d colours", sprite.texels, len(sprite.palette))
         return sprite
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -97,7 +97,7 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
                    joints: Sequence[tuple[str, tuple[float, float], str | None]],
                    part_joints: Sequence[Sequence[str]], supersample: int = 1,
                    colours: int = MAX_COLOURS, smooth: int = 0, flatten: int = 0,
-                   merge: float = 0.0) -> Sprite:
+                   merge: float = 0.0, threads: int = 1) -> Sprite:
     """Build the sample points of a character for a given output scale.
 
     Args:
@@ -112,6 +112,8 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         smooth: size of a median filter applied to the downsized texture before quantising (0: off;
             3 or 5 flatten paper grain and pen noise, which GIF compresses badly, and keep edges).
         flatten: size of a majority (mode) filter over the quantised colours (0: off).
+        threads: 2 or more: the palette is made in a second thread beside the sample points (the
+            sprite is the same).
     """
     if not (1 <= colours <= MAX_COLOURS):
         raise RenderError(f"palette size must be 1..{MAX_COLOURS}, got {colours}")
@@ -119,10 +121,15 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     ty, tx = np.nonzero(small[..., 3] >= 128)
     if len(tx) == 0:
         raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
-    pal, tex_idx = _quantise(small, ty, tx, colours, merge, flatten)
-    pts, colour, tri = _sample_points(mesh, tx + x0, ty + y0, tex_idx, sx, sy, supersample)
+    # the palette (Pillow's quantiser, which releases Python's lock) and the geometry do not depend
+    # on each other: with threads, the palette is made beside the geometry
+    palette = _Beside(_quantise, small, ty, tx, colours, merge, flatten) if threads > 1 \
+        else _Done(_quantise(small, ty, tx, colours, merge, flatten))
+    pts, texel, tri = _sample_points(mesh, tx + x0, ty + y0, sx, sy, supersample)
     part, rank, n_ranks, bdist = _body_parts(mesh, pts, tri, joints, part_joints)
     order, groups, key = _draw_order(part, rank, n_ranks, bdist, tri, len(mesh.triangles), len(part_joints))
+    pal, tex_idx = palette.result()
+    colour = tex_idx[texel]
     tri_o = tri[order]
     # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()
     cut = np.flatnonzero(np.r_[True, (tri_o[1:] != tri_o[:-1]) | (key[1:] != key[:-1])])
@@ -228,22 +235,57 @@ def _quantise(small: np.ndarray, ty: np.ndarray, tx: np.ndarray, colours: int, m
     return qpal, tex_idx
 
 
-def _sample_points(mesh: Mesh, tx: np.ndarray, ty: np.ndarray, tex_idx: np.ndarray, sx: float, sy: float,
+def _sample_points(mesh: Mesh, tx: np.ndarray, ty: np.ndarray, sx: float, sy: float,
                    supersample: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``supersample``^2 points per texel, in texture pixels: (points (N, 2), palette index (N,),
-    rest-mesh triangle (N,)); points in no triangle are dropped."""
+    """``supersample``^2 points per texel, in texture pixels: (points (N, 2), the index of each
+    one's texel in ``tx``/``ty`` (N,), rest-mesh triangle (N,)); points in no triangle are dropped."""
     ss = int(supersample)
     off = (np.arange(ss) + 0.5) / ss
     ox, oy = np.meshgrid(off, off)
     px = (tx[:, None] + ox.ravel()[None, :]).ravel() / sx
     py = (ty[:, None] + oy.ravel()[None, :]).ravel() / sy
-    colour = np.repeat(tex_idx, ss * ss)
+    texel = np.repeat(np.arange(len(tx)), ss * ss)
     pts = np.stack([px, py], 1)
     tri, _ = mesh.locate(pts)
     ok = tri >= 0
     if not ok.all():
-        pts, tri, colour = pts[ok], tri[ok], colour[ok]
-    return pts, colour, tri
+        pts, tri, texel = pts[ok], tri[ok], texel[ok]
+    return pts, texel, tri
+
+
+class _Done:
+    """A result already made, with :class:`_Beside`'s :meth:`result`."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+class _Beside:
+    """``fn(*args)`` run in a thread of its own from now on; :meth:`result` waits for it and gives
+    its value, or raises what it raised."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        import threading
+
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name="sprite-palette", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _body_parts(mesh: Mesh, pts: np.ndarray, tri: np.ndarray,

@@ -103,3 +103,28 @@ def test_stretched_limbs_leave_no_slits(stretch):
     slit = gap & ((op[:-2, 1:-1] & op[2:, 1:-1]) | (op[1:-1, :-2] & op[1:-1, 2:]))
     assert op.sum() > 0.9 * stretch * sprite.texels
     assert slit.sum() == 0
+
+
+def test_the_sprite_is_the_same_when_its_palette_is_made_in_a_thread(monkeypatch):
+    """threads=2 makes the palette beside the sample points: the same sprite, field by field; and an
+    error in that thread reaches the caller."""
+    import dataclasses
+
+    import animator.rasterize as rasterize
+
+    ch = load_character(AD_EXAMPLES / "characters" / "char2")
+    mesh = build_mesh(ch.mask, keep_points=np.array([j.loc for j in ch.skeleton]))
+    groups = [list(g.char_joints) for g in animator.load_retarget_config(FAIR).char_bodypart_groups]
+    joints = [(j.name, j.loc, j.parent) for j in ch.skeleton]
+    one, two = (prepare_sprite(ch.texture, ch.mask, mesh, 0.45, joints, groups, colours=16, smooth=3, merge=10,
+                               threads=t) for t in (1, 2))
+    for f in dataclasses.fields(one):
+        a, b = getattr(one, f.name), getattr(two, f.name)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
+
+    def broken(*_):
+        raise MemoryError("no memory for the palette")
+
+    monkeypatch.setattr(rasterize, "_quantise", broken)
+    with pytest.raises(MemoryError, match="palette"):
+        prepare_sprite(ch.texture, ch.mask, mesh, 0.45, joints, groups, threads=2)
