@@ -33,7 +33,7 @@ log = logging.getLogger("animator")
 MIN_FRAMES_PER_PROCESS = 24
 #: The first run's length against each other's: this process makes it, and besides also draws the
 #: frame after it (for its last frame's disposal), joins the children and writes the file.
-FIRST_RUN_SHARE = 0.9
+FIRST_RUN_SHARE = 0.95
 
 
 def runs(n_frames: int, processes: int) -> list[tuple[int, int]]:

@@ -37,7 +37,7 @@ def _frames_of(frames):
 
 
 def test_runs_are_consecutive_and_never_shorter_than_the_minimum():
-    assert runs(100, 2) == [(0, 47), (47, 100)]  # this process's run 0.9 times the child's
+    assert runs(100, 2) == [(0, 49), (49, 100)]  # this process's run 0.95 times the child's
     assert runs(2 * MIN_FRAMES_PER_PROCESS, 2) == [(0, 2 * MIN_FRAMES_PER_PROCESS)]  # the first would be short
     assert runs(2 * MIN_FRAMES_PER_PROCESS - 1, 2) == [(0, 2 * MIN_FRAMES_PER_PROCESS - 1)]
     parts = runs(339, 4)
