@@ -83,32 +83,34 @@ def solve(const double[:, ::1] band, rhs):
     one = x_arr.ndim == 1
     if one:
         x_arr = x_arr[:, None]
-    cdef Py_ssize_t n = band.shape[0], b = band.shape[1] - 1, m, i, k, c
+    cdef Py_ssize_t n = band.shape[0], b = band.shape[1] - 1, i, k
     if x_arr.ndim != 2 or x_arr.shape[0] != n:
         raise ValueError(f"rhs must have {n} rows")
-    m = x_arr.shape[1]
     cdef double[:, ::1] x = x_arr
-    cdef double f, d
     with nogil:
         for i in range(n):  # L Y = rhs, row by row: Y[i] = (rhs[i] - sum L[i, k] Y[k]) / L[i, i]
             for k in range(max(0, i - b), i):
-                f = band[i, i - k]
-                if f != 0:
-                    for c in range(m):
-                        x[i, c] -= f * x[k, c]
-            d = band[i, 0]
-            for c in range(m):
-                x[i, c] /= d
+                _subtract_row(x, i, k, band[i, i - k])
+            _divide_row(x, i, band[i, 0])
         for i in range(n - 1, -1, -1):  # L^T X = Y: X[i] = (Y[i] - sum L[k, i] X[k]) / L[i, i]
             for k in range(i + 1, min(n, i + b + 1)):
-                f = band[k, k - i]
-                if f != 0:
-                    for c in range(m):
-                        x[i, c] -= f * x[k, c]
-            d = band[i, 0]
-            for c in range(m):
-                x[i, c] /= d
+                _subtract_row(x, i, k, band[k, k - i])
+            _divide_row(x, i, band[i, 0])
     return x_arr[:, 0] if one else x_arr
+
+
+cdef inline void _subtract_row(double[:, ::1] x, Py_ssize_t i, Py_ssize_t k, double f) noexcept nogil:
+    """x[i] -= f x[k] (nothing when f is 0: most of a band's entries are)."""
+    cdef Py_ssize_t c
+    if f != 0:
+        for c in range(x.shape[1]):
+            x[i, c] -= f * x[k, c]
+
+
+cdef inline void _divide_row(double[:, ::1] x, Py_ssize_t i, double d) noexcept nogil:
+    cdef Py_ssize_t c
+    for c in range(x.shape[1]):
+        x[i, c] /= d
 
 
 def rotated_edge_divergence(const double[:, ::1] cs, const double[:, ::1] rest_edges, const int64_t[::1] inc_edge,

@@ -268,7 +268,7 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
 
     # the previews carry on once the render is done: the chosen motion's first
     page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
-    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')"
+    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')?"
                            ".dataset.state === 'playing'")
     print(f"studio: save -> first preview frame playing: {page.evaluate('window.studio.timings[0].ms')} ms")
     screenshot(page, "studio-1280x800.png")
@@ -516,7 +516,7 @@ def test_the_picker_groups_the_library_and_previews_only_what_is_on_screen(serve
     paste_token(page)
     page.goto(f"{server.url}/studio#character={doc['id']}")
     page.reload()
-    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')"
+    page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')?"
                            ".dataset.state === 'playing'", timeout=120_000)
     sections = page.locator("#motions section.category")
     assert sections.evaluate_all("s => s.map(x => x.dataset.category)") == ["dance", "funny", "jumping", "walking"]
@@ -538,7 +538,7 @@ def test_the_picker_groups_the_library_and_previews_only_what_is_on_screen(serve
 
     # a jump to the last category asks for its cards, not for everything in between
     page.get_by_test_id("category-walking").click()
-    page.wait_for_function("() => document.querySelector('[data-testid=motion-hoop_walk] ~ .preview')"
+    page.wait_for_function("() => document.querySelector('[data-testid=motion-hoop_walk] ~ .preview')?"
                            ".dataset.state === 'playing'", timeout=120_000)
     assert "hoop_walk" in asked and "hoop_walk" not in first_round
     assert len(asked) < 36 and len(set(asked)) == len(asked)
