@@ -123,12 +123,11 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
     # the palette (Pillow's quantiser, which releases Python's lock) and the geometry do not depend
     # on each other: with threads, the palette is made beside the geometry
-    palette = _Beside(_quantise, small, ty, tx, colours, merge, flatten) if threads > 1 \
-        else _Done(_quantise(small, ty, tx, colours, merge, flatten))
+    beside = _Beside(_quantise, small, ty, tx, colours, merge, flatten) if threads > 1 else None
     pts, texel, tri = _sample_points(mesh, tx + x0, ty + y0, sx, sy, supersample)
     part, rank, n_ranks, bdist = _body_parts(mesh, pts, tri, joints, part_joints)
     order, groups, key = _draw_order(part, rank, n_ranks, bdist, tri, len(mesh.triangles), len(part_joints))
-    pal, tex_idx = palette.result()
+    pal, tex_idx = beside.result() if beside is not None else _quantise(small, ty, tx, colours, merge, flatten)
     colour = tex_idx[texel]
     tri_o = tri[order]
     # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()
@@ -251,16 +250,6 @@ def _sample_points(mesh: Mesh, tx: np.ndarray, ty: np.ndarray, sx: float, sy: fl
     if not ok.all():
         pts, tri, texel = pts[ok], tri[ok], texel[ok]
     return pts, texel, tri
-
-
-class _Done:
-    """A result already made, with :class:`_Beside`'s :meth:`result`."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def result(self) -> Any:
-        return self.value
 
 
 class _Beside:
