@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import time
 
 import studio as studio_bench
-from common import REPO, load_avg, pct, stack
+from common import REPO, load_avg, pct
 
 CHAR1 = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "characters" / "char1"
 
@@ -62,33 +61,8 @@ def library_on_char1() -> None:
 
 
 def studio_first_previews(rounds: int, wanted: int = 8) -> None:
-    from PIL import Image
-    from playwright.sync_api import sync_playwright
-
-    chromium = os.environ.get("DOODLEPOD_CHROMIUM") or shutil.which("chromium")
-    if not chromium:
-        sys.exit("no Chromium: run scripts/install_browser.sh as root (apt-get install -y chromium)")
-    ts_dir, app_dir = stack.make_workdir("dp-bench-motions-ts-"), stack.make_workdir("dp-bench-motions-app-")
-    ts = stack.FakeTorchServe(ts_dir)
-    app = None
-    try:
-        ts.start()
-        texture, joints = stack.load_fixture_character("char1")
-        ts.set_control(pose={"mode": "fractions", "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
-        env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
-               "DOODLEPOD_LOCAL_DIR": str(app_dir / "files"), "DOODLEPOD_AUTH_TOKEN": studio_bench.TOKEN,
-               "DOODLEPOD_LOG_LEVEL": "info"}
-        app = stack.Gunicorn(app_dir, env).start()
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, headless=True)
-            figures = _rounds(browser, app.url, rounds, wanted)
-            browser.close()
-    finally:
-        if app is not None:
-            app.stop()
-        ts.stop()
-        stack.remove(ts_dir)
-        stack.remove(app_dir)
+    with studio_bench.studio_stack("motions") as (browser, app):
+        figures = _rounds(browser, app.url, rounds, wanted)
     print(f"\nstudio, Save -> previews of the new version playing ({rounds} saves, app defaults):")
     for k, label in ((0, "1st preview"), (wanted - 1, f"{wanted}th preview")):
         values = [f[k] for f in figures]

@@ -23,6 +23,8 @@ import os
 import shutil
 import sys
 import time
+from contextlib import contextmanager
+from typing import Callable
 
 from common import REPO, load_avg, pct, stack
 from PIL import Image
@@ -39,37 +41,14 @@ def main() -> int:
     args = parser.parse_args()
 
     preview_ab()
-    from playwright.sync_api import sync_playwright
 
-    chromium = os.environ.get("DOODLEPOD_CHROMIUM") or shutil.which("chromium")
-    if not chromium:
-        sys.exit("no Chromium: run scripts/install_browser.sh as root (apt-get install -y chromium)")
-    ts_dir, app_dir = stack.make_workdir("dp-bench-studio-ts-"), stack.make_workdir("dp-bench-studio-app-")
-    ts = stack.FakeTorchServe(ts_dir)
-    app = None
-    try:
-        ts.start()
-        texture, joints = stack.load_fixture_character("char1")
-        ts.set_control(pose={"mode": "fractions", "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
-        env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
-               "DOODLEPOD_LOCAL_DIR": str(app_dir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
-               "DOODLEPOD_LOG_LEVEL": "info"}  # the stack waits for the pool's info line
-        env.update({k: v for k, v in os.environ.items()
-                    if k.startswith("DOODLEPOD_") and k not in ("DOODLEPOD_CACHE", "DOODLEPOD_VENV")})
-        app = stack.Gunicorn(app_dir, env).start()
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, headless=True)
-            figures = run_rounds(browser, app.url, args)
-            browser.close()
-    finally:
-        if app is not None:
-            app.stop()
-            slow = [line for line in app.log_text().splitlines() if _slow(line)]
-            if slow:
-                print("\nslow steps in the app's log (> 1 s):\n  " + "\n  ".join(slow[-20:]))
-        ts.stop()
-        stack.remove(ts_dir)
-        stack.remove(app_dir)
+    def print_slow_steps(app) -> None:
+        slow = [line for line in app.log_text().splitlines() if _slow(line)]
+        if slow:
+            print("\nslow steps in the app's log (> 1 s):\n  " + "\n  ".join(slow[-20:]))
+
+    with studio_stack("studio", inherit_env=True, after_stop=print_slow_steps) as (browser, app):
+        figures = run_rounds(browser, app.url, args)
 
     print(f"\nload average: {load_avg()}, cores: {os.cpu_count()}")
     ok = True
@@ -89,6 +68,46 @@ def main() -> int:
         print(f"  Save -> first preview frame p50 {p50:.0f} ms (target <= {TARGET_MS:.0f} ms): "
               f"{'PASS' if passed else 'FAIL'}")
     return 0 if ok or args.no_fail else 1
+
+
+@contextmanager
+def studio_stack(name: str, inherit_env: bool = False, after_stop: Callable | None = None):
+    """Fake-model TorchServe (its pose answer fitted to char1), the app under gunicorn on local
+    storage with :data:`TOKEN`, and a headless Chromium: yields (browser, app) and stops them all.
+
+    ``inherit_env``: DOODLEPOD_* variables of this process reach the app (else its defaults).
+    ``after_stop(app)``: called once the app has stopped, while its log can still be read."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = os.environ.get("DOODLEPOD_CHROMIUM") or shutil.which("chromium")
+    if not chromium:
+        sys.exit("no Chromium: run scripts/install_browser.sh as root (apt-get install -y chromium)")
+    ts_dir, app_dir = stack.make_workdir(f"dp-bench-{name}-ts-"), stack.make_workdir(f"dp-bench-{name}-app-")
+    ts = stack.FakeTorchServe(ts_dir)
+    app = None
+    try:
+        ts.start()
+        texture, joints = stack.load_fixture_character("char1")
+        ts.set_control(pose={"mode": "fractions", "fractions": stack.pose_fractions(Image.fromarray(texture), joints)})
+        env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url, "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
+               "DOODLEPOD_LOCAL_DIR": str(app_dir / "files"), "DOODLEPOD_AUTH_TOKEN": TOKEN,
+               "DOODLEPOD_LOG_LEVEL": "info"}  # the stack waits for the pool's info line
+        if inherit_env:
+            env.update({k: v for k, v in os.environ.items()
+                        if k.startswith("DOODLEPOD_") and k not in ("DOODLEPOD_CACHE", "DOODLEPOD_VENV")})
+        app = stack.Gunicorn(app_dir, env).start()
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, headless=True)
+            yield browser, app
+            browser.close()
+    finally:
+        if app is not None:
+            app.stop()
+            if after_stop is not None:
+                after_stop(app)
+        ts.stop()
+        stack.remove(ts_dir)
+        stack.remove(app_dir)
 
 
 def preview_ab(reps: int = 5) -> None:

@@ -169,6 +169,16 @@ def decode_frames(data: bytes) -> int:
         return getattr(im, "n_frames", 1)
 
 
+def open_character(page, server, doc) -> None:
+    """The studio on character ``doc`` by its link, the token pasted first (as a person with the
+    link does: the page asks for the token on its first API call)."""
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    paste_token(page)
+    page.goto(f"{server.url}/studio#character={doc['id']}")
+    page.reload()
+
+
 def paste_token(page) -> None:
     """Open the token field (the page opens it itself after a 401) and paste the token."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -324,11 +334,7 @@ def _render_waits_out_503(app, open_page) -> None:
 def _open_with_only_jumping(open_page, server, doc):
     """The studio on ``doc`` with only 'jumping' ticked, recording what the render line shows."""
     page = open_page(1280, 800)
-    page.goto(f"{server.url}/studio")
-    page.wait_for_selector("body[data-ready=true]")
-    paste_token(page)
-    page.goto(f"{server.url}/studio#character={doc['id']}")
-    page.reload()
+    open_character(page, server, doc)
     page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
     for box in page.locator("[data-testid^=motion-]").all():
         box.set_checked(box.get_attribute("data-testid") == "motion-jumping")
@@ -352,11 +358,7 @@ def test_phone_touch_drag_and_save(server, open_page):
     """375 px wide with a touchscreen: open a character by its link, drag a joint with a finger, save."""
     doc = _upload(server)
     page = open_page(375, 812, touch=True)
-    page.goto(f"{server.url}/studio")
-    page.wait_for_selector("body[data-ready=true]")
-    paste_token(page)
-    page.goto(f"{server.url}/studio#character={doc['id']}")
-    page.reload()
+    open_character(page, server, doc)
     page.get_by_test_id(f"joint-{JOINT}").wait_for(state="visible")
     assert page.evaluate("document.documentElement.scrollWidth") <= 375, "the page scrolls sideways on a phone"
     view = view_of(page)
@@ -374,11 +376,7 @@ def test_box_corner_eraser_and_undo(server, open_page):
     """Undo takes a drag back; a dragged box corner re-crops the character; the eraser removes mask."""
     doc = _upload(server)
     page = open_page(1280, 800)
-    page.goto(f"{server.url}/studio")
-    page.wait_for_selector("body[data-ready=true]")
-    paste_token(page)
-    page.goto(f"{server.url}/studio#character={doc['id']}")
-    page.reload()
+    open_character(page, server, doc)
     page.get_by_test_id("box-tl").wait_for(state="visible")
 
     # a joint dragged, then undone (Ctrl+Z on the drawing): nothing left to save
@@ -511,11 +509,7 @@ def test_the_picker_groups_the_library_and_previews_only_what_is_on_screen(serve
         if req.method == "POST" and req.url.endswith(f"/characters/{doc['id']}/animations"):
             asked.append(req.post_data_json["motions"][0])
     page.on("request", on_request)
-    page.goto(f"{server.url}/studio")
-    page.wait_for_selector("body[data-ready=true]")
-    paste_token(page)
-    page.goto(f"{server.url}/studio#character={doc['id']}")
-    page.reload()
+    open_character(page, server, doc)
     page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')?"
                            ".dataset.state === 'playing'", timeout=120_000)
     sections = page.locator("#motions section.category")
