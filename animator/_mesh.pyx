@@ -302,3 +302,54 @@ def nearest_bone(const int[:, ::1] triangles, const double[:, ::1] vertices, con
             best[n] = lowest
     return bone_arr, best_arr
 
+
+
+def point_bounds(const double[:, :, ::1] verts, const int64_t[:, ::1] corners, const double[:, ::1] weights):
+    """The box of a set of points carried by the mesh, in every frame.
+
+    Point i is ``sum_k weights[i, k] * verts[f, corners[i, k]]``, added up in k order starting
+    from the first product (as ``numpy.einsum("fnkc,nk->fnc")`` adds them, so the boxes are those
+    of that expression bit for bit).
+
+    Args:
+        verts: (F, V, 2) vertex positions per frame; corners: (N, 3) vertex indices per point;
+        weights: (N, 3) barycentric weights.
+    Returns:
+        (lo (F, 2), hi (F, 2)): per frame the least and greatest x and y of the points.
+    """
+    cdef Py_ssize_t F = verts.shape[0], V = verts.shape[1], N = corners.shape[0], f, i
+    if verts.shape[2] != 2 or corners.shape[1] != 3 or weights.shape[0] != N or weights.shape[1] != 3 or N < 1:
+        raise ValueError("shapes do not fit: verts (F, V, 2), corners and weights (N>0, 3)")
+    if np.min(corners) < 0 or np.max(corners) >= V:
+        raise ValueError("a point names a vertex the mesh lacks")
+    lo_arr = np.empty((F, 2))
+    hi_arr = np.empty((F, 2))
+    cdef double[:, ::1] lo = lo_arr
+    cdef double[:, ::1] hi = hi_arr
+    cdef double x, y, x_lo, x_hi, y_lo, y_hi
+    cdef int64_t a, b, d
+    with nogil:
+        for f in range(F):
+            x_lo = x_hi = y_lo = y_hi = 0
+            for i in range(N):
+                a, b, d = corners[i, 0], corners[i, 1], corners[i, 2]
+                x = verts[f, a, 0] * weights[i, 0]
+                x = x + verts[f, b, 0] * weights[i, 1]
+                x = x + verts[f, d, 0] * weights[i, 2]
+                y = verts[f, a, 1] * weights[i, 0]
+                y = y + verts[f, b, 1] * weights[i, 1]
+                y = y + verts[f, d, 1] * weights[i, 2]
+                if i == 0:
+                    x_lo = x_hi = x
+                    y_lo = y_hi = y
+                    continue
+                if x < x_lo:
+                    x_lo = x
+                if x > x_hi:
+                    x_hi = x
+                if y < y_lo:
+                    y_lo = y
+                if y > y_hi:
+                    y_hi = y
+            lo[f, 0], lo[f, 1], hi[f, 0], hi[f, 1] = x_lo, y_lo, x_hi, y_hi
+    return lo_arr, hi_arr

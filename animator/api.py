@@ -409,6 +409,7 @@ class Rig:
     def deform(self, motion: Any, pad: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
         """Step 3: mesh vertices per frame (F, V, 2) and the character's box per frame (F, 4:
         xmin, ymin, xmax, ymax, padded by ``pad``), drawing pixels."""
+        from .mesh import point_bounds
         from .rasterize import mask_outline
 
         mesh, F = self.mesh, motion.n_frames
@@ -416,15 +417,10 @@ class Rig:
             tri, bary = mesh.locate(mask_outline(self.character.mask, max_points=1000))
             ok = tri >= 0
             self.outline = mesh.triangles[tri[ok]], bary[ok]     # (n, 3) vertices, (n, 3) weights
-        ov, ob = self.outline
         verts = np.empty((F, len(mesh.vertices), 2))
-        lo = np.empty((F, 2))
-        hi = np.empty((F, 2))
         for a in range(0, F, 128):                               # batches bound the temporary memory
-            b = min(F, a + 128)
-            verts[a:b] = self.arap.solve(motion.positions[a:b])
-            pts = np.einsum("fnkc,nk->fnc", verts[a:b][:, ov, :], ob)  # outline per frame
-            lo[a:b], hi[a:b] = pts.min(axis=1), pts.max(axis=1)
+            verts[a:a + 128] = self.arap.solve(motion.positions[a:a + 128])
+        lo, hi = point_bounds(verts, *self.outline)
         return verts, np.concatenate([lo - pad, hi + pad], axis=1)
 
     def sprite(self, motion: Any, scale: float, opts: RenderOptions, colours: int):

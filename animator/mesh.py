@@ -333,3 +333,19 @@ def nearest_bone(mesh: Mesh, dist: np.ndarray, points: np.ndarray, tri: np.ndarr
     return _mesh.nearest_bone(np.ascontiguousarray(mesh.triangles, np.int32),
                               np.ascontiguousarray(mesh.vertices, np.float64),
                               np.ascontiguousarray(dist, np.float64), np.ascontiguousarray(points, np.float64), tri)
+
+
+def point_bounds(verts: np.ndarray, corners: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The box, in every frame, of points bound to the mesh (each a weighted sum of its triangle's
+    corners, e.g. :meth:`Mesh.locate`'s barycentric weights).
+
+    Args:
+        verts: (F, V, 2) deformed vertex positions per frame; corners: (N, 3) vertex indices;
+            weights: (N, 3) weights of the corners, N > 0.
+    Returns:
+        (lo (F, 2), hi (F, 2)): per frame the least and greatest (x, y) of the points, in the
+        vertices' frame.
+    """
+    return _mesh.point_bounds(np.ascontiguousarray(verts, np.float64), np.ascontiguousarray(corners, np.int64),
+                              np.ascontiguousarray(weights, np.float64))
+

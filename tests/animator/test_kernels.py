@@ -1,6 +1,6 @@
 """The compiled steps of the mesh, the ARAP solver and the GIF encoder (animator/_mesh.pyx, _arap.pyx,
 _frame_scan.pyx) give what the libraries they replace give: scipy.ndimage's labels and nearest
-features, numpy's dense solve, numpy's boxes. scipy is imported here only, as the reference."""
+features, numpy's dense solve, numpy's boxes and sums. scipy is imported here only, as the reference."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,6 +46,21 @@ def test_fill_nearest_takes_the_feature_scipys_edt_takes(seed):
         np.testing.assert_array_equal(_mesh.fill_nearest(labels), expected)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_point_bounds_are_the_boxes_of_numpys_weighted_sums(seed):
+    """Bit for bit: the boxes decide the character's scale, so a last-bit difference would move
+    every frame."""
+    rng = np.random.default_rng(seed)
+    frames, vertices, points = rng.integers(1, 40), rng.integers(3, 300), rng.integers(1, 500)
+    verts = rng.normal(scale=300.0, size=(frames, vertices, 2))
+    corners = rng.integers(0, vertices, (points, 3))
+    weights = rng.dirichlet(np.ones(3), points)
+    pts = np.einsum("fnkc,nk->fnc", verts[:, corners, :], weights)
+    lo, hi = _mesh.point_bounds(verts, corners, weights)
+    np.testing.assert_array_equal(lo, pts.min(axis=1))
+    np.testing.assert_array_equal(hi, pts.max(axis=1))
+
+
 def test_mesh_kernels_refuse_shapes_they_cannot_hold():
     with pytest.raises(ValueError):
         _mesh.pieces(np.zeros((2, 8, 7), np.uint8))
@@ -53,6 +68,10 @@ def test_mesh_kernels_refuse_shapes_they_cannot_hold():
         _mesh.fill_nearest(np.zeros((1, 17, 17), np.int64))
     with pytest.raises(ValueError, match="outside"):
         _mesh.components(3, [0, 1], [1, 3])
+    with pytest.raises(ValueError, match="lacks"):
+        _mesh.point_bounds(np.zeros((2, 3, 2)), np.array([[0, 1, 3]]), np.ones((1, 3)))
+    with pytest.raises(ValueError, match="shapes"):
+        _mesh.point_bounds(np.zeros((2, 3, 2)), np.zeros((0, 3), np.int64), np.ones((0, 3)))
 
 
 def _spd_banded(rng: np.random.Generator, n: int, b: int) -> np.ndarray:
