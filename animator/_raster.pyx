@@ -61,9 +61,12 @@ cdef class FrameKernel:
     cdef const int[:, ::1] spans
     cdef const int[::1] part_spans
     cdef const int[::1] span_run
-    cdef int longest_span, n_offsets
+    cdef int longest_span, n_offsets, n_columns, n_rows
+    # the splat's distinct factors of h along x (columns) and y (rows), and each offset's pair
     cdef float fx[MAX_OFFSETS]
     cdef float fy[MAX_OFFSETS]
+    cdef int column_of[MAX_OFFSETS]
+    cdef int row_of[MAX_OFFSETS]
     cdef readonly int n_points, n_parts, n_vertices
 
     def __init__(self, local, colour, run_tri, run_len, tri_verts, tri_inv, texel_scale, spans, part_spans,
@@ -106,8 +109,18 @@ cdef class FrameKernel:
         self.span_run = np.searchsorted(run_end, spans[:, 0], side="right").astype(np.int32)
         self.longest_span = int((spans[:, 1] - spans[:, 0]).max()) if len(spans) else 0
         self.n_offsets = len(splat)
-        for k in range(len(splat)):  # the factor of h: 4 x the offset, rounded to float as numpy does
-            self.fx[k], self.fy[k] = np.float32(4 * splat[k, 0]), np.float32(4 * splat[k, 1])
+        # the factors of h (4 x the offset, rounded to float as numpy does), each distinct one once:
+        # a point's pixel column (row) is the same for every offset with the same x (y) factor
+        factors = (4 * splat).astype(np.float32)
+        columns, column_of = np.unique(factors[:, 0], return_inverse=True)
+        rows, row_of = np.unique(factors[:, 1], return_inverse=True)
+        self.n_columns, self.n_rows = len(columns), len(rows)
+        for k in range(len(columns)):
+            self.fx[k] = columns[k]
+        for k in range(len(rows)):
+            self.fy[k] = rows[k]
+        for k in range(len(splat)):
+            self.column_of[k], self.row_of[k] = column_of[k], row_of[k]
         self.n_points, self.n_parts, self.n_vertices = n, len(part_spans) - 1, int(n_vertices)
 
     def draw(self, unsigned char[:, ::1] out, const float[:, ::1] verts, const int[::1] part_order,
@@ -142,11 +155,13 @@ cdef class FrameKernel:
                    int slit_passes) noexcept nogil:
         cdef int T = self.tri_verts.shape[0], L = self.longest_span if self.longest_span > 0 else 1
         cdef int j, p, s, s0, s1, rc = -1
+        cdef float box[4]
         cdef float* coef = <float*>malloc(7 * (T if T > 0 else 1) * sizeof(float))
         cdef float* pos = <float*>malloc(3 * L * sizeof(float))
-        cdef int* pixels = <int*>malloc(self.n_offsets * L * sizeof(int))
+        cdef int* pixels = <int*>malloc((self.n_offsets + self.n_columns + self.n_rows) * L * sizeof(int))
         if coef != NULL and pos != NULL and pixels != NULL:
             self._affine_maps(verts, coef)
+            _vertex_box(verts, box)
             memset(out, background, <size_t>height * width)
             for j in range(self.n_parts):
                 p = part_order[j]
@@ -154,7 +169,10 @@ cdef class FrameKernel:
                 for s in range(s1 - s0):
                     self._draw_span(out, s1 - 1 - s if part_reversed[p] else s0 + s, coef, pos, pixels, height,
                                     width)
-            rc = _close_slits(out, height, width, background, slit_passes)
+            # points lie in their triangles, so in the vertices' box (give or take rounding), and write
+            # pixels at most 1 px from where they lie (h |f| <= 1): 2 px around the box holds them
+            rc = _close_slits(out, height, width, background, slit_passes, <int>(box[0] - 2), <int>(box[1] - 2),
+                              <int>(box[2] + 2) + 1, <int>(box[3] + 2) + 1)
         free(coef)
         free(pos)
         free(pixels)
@@ -212,7 +230,9 @@ cdef class FrameKernel:
         Three loops, the first two free of branches (the compiler vectorises them): each point's
         canvas position, clipped to [0.5, size - 1.5] px, and half-offset into ``pos`` (x, y, h
         rows of the span's length); its flat pixel index at every offset into ``pixels`` (K rows;
-        on the canvas, as positions are clipped and h |f| <= 1); the writes."""
+        on the canvas, as positions are clipped and h |f| <= 1), from its pixel column at each
+        distinct x factor and its row start at each distinct y factor (rows after the K); the
+        writes."""
         cdef int a = self.spans[span, 0], n = self.spans[span, 1] - a, K = self.n_offsets
         cdef int r = self.span_run[span], i = 0, stop, k
         cdef const float* c
@@ -223,7 +243,9 @@ cdef class FrameKernel:
         cdef float* ys = pos + n
         cdef float* hs = pos + 2 * n
         cdef int* px
-        cdef float x, y, h, fx, fy, ma, mb, mc, md, me, mg
+        cdef int* column
+        cdef int* row
+        cdef float x, y, h, f, ma, mb, mc, md, me, mg
         cdef float xhi = width - 1.5, yhi = height - 1.5, lo = 0.5
         while i < n:
             c = coef + 7 * self.run_tri[r]
@@ -241,15 +263,44 @@ cdef class FrameKernel:
                 hs[i] = h
             i = stop
             r += 1
+        for k in range(self.n_columns):
+            column = pixels + (K + k) * n
+            f = self.fx[k]
+            for i in range(n):
+                column[i] = <int>(xs[i] + hs[i] * f)
+        for k in range(self.n_rows):
+            row = pixels + (K + self.n_columns + k) * n
+            f = self.fy[k]
+            for i in range(n):
+                row[i] = <int>(ys[i] + hs[i] * f) * width
         for k in range(K):
             px = pixels + k * n
-            fx, fy = self.fx[k], self.fy[k]
+            column = pixels + (K + self.column_of[k]) * n
+            row = pixels + (K + self.n_columns + self.row_of[k]) * n
             for i in range(n):
-                px[i] = <int>(ys[i] + hs[i] * fy) * width + <int>(xs[i] + hs[i] * fx)
+                px[i] = row[i] + column[i]
         for k in range(K):
             px = pixels + k * n
             for i in range(n):
                 out[px[i]] = colour[i]
+
+
+cdef void _vertex_box(const float[:, ::1] verts, float* box) noexcept nogil:
+    """box[:4] = (least x, least y, greatest x, greatest y) of the vertices, clamped to +-2^30 px
+    (NaN: the clamp's bound), so that converting it to int is defined."""
+    cdef Py_ssize_t v
+    cdef float x, y, big = 1 << 30
+    box[0] = box[1] = big
+    box[2] = box[3] = -big
+    for v in range(verts.shape[0]):
+        x, y = verts[v, 0], verts[v, 1]
+        box[0] = x if x < box[0] else box[0]
+        box[1] = y if y < box[1] else box[1]
+        box[2] = x if x > box[2] else box[2]
+        box[3] = y if y > box[3] else box[3]
+    for v in range(4):
+        box[v] = box[v] if box[v] > -big else -big
+        box[v] = box[v] if box[v] < big else big
 
 
 cdef struct Holes:
@@ -293,11 +344,14 @@ cdef inline int _slit_colour(const unsigned char* o, int q, int width, unsigned 
     return -1
 
 
-cdef int _close_slits(unsigned char* o, int height, int width, unsigned char bg, int passes) noexcept nogil:
+cdef int _close_slits(unsigned char* o, int height, int width, unsigned char bg, int passes,
+                      int left, int top, int right, int bottom) noexcept nogil:
     """Fill 1-pixel slits in place, off the canvas's edge, in up to ``passes`` passes; each pass
-    judges every pixel as the canvas was before it. The first pass looks at every pixel (row by row,
-    a branch-free mask the compiler vectorises), a later one only at the neighbours of the pixels
-    the pass before filled (only they can have become slits). Returns -1 when out of memory."""
+    judges every pixel as the canvas was before it. The first pass looks at every pixel of the box
+    [left, right) x [top, bottom) that holds every drawn one (row by row, a branch-free mask the
+    compiler vectorises): a slit lies between drawn pixels, so inside it, and so does every pixel
+    a pass fills. A later pass looks only at the neighbours of the pixels the pass before filled
+    (only they can have become slits). Returns -1 when out of memory."""
     cdef Holes found, judged
     cdef int y, x, q, v, i, n, p, rc = 0
     cdef int nb[4]
@@ -307,7 +361,11 @@ cdef int _close_slits(unsigned char* o, int height, int width, unsigned char bg,
     cdef const unsigned char* up
     cdef const unsigned char* row
     cdef const unsigned char* down
-    if passes < 1 or height < 3 or width < 3:
+    left = left if left > 1 else 1
+    top = top if top > 1 else 1
+    right = right if right < width - 1 else width - 1
+    bottom = bottom if bottom < height - 1 else height - 1
+    if passes < 1 or height < 3 or width < 3 or left >= right or top >= bottom:
         return 0
     mask = <unsigned char*>malloc(width + 8)
     if mask == NULL:
@@ -315,21 +373,21 @@ cdef int _close_slits(unsigned char* o, int height, int width, unsigned char bg,
     memset(mask, 0, width + 8)
     found.at, found.colour, found.n, found.cap = NULL, NULL, 0, 0
     judged.at, judged.colour, judged.n, judged.cap = NULL, NULL, 0, 0
-    for y in range(1, height - 1):
+    for y in range(top, bottom):
         up, row, down = o + (y - 1) * width, o + y * width, o + (y + 1) * width
         any_hole = 0
-        for x in range(1, width - 1):
+        for x in range(left, right):
             mask[x] = (row[x] == bg) & (((up[x] != bg) & (down[x] != bg)) | ((row[x - 1] != bg) & (row[x + 1] != bg)))
             any_hole |= mask[x]
         if not any_hole:
             continue
-        x = 1
-        while x < width - 1:
+        x = left
+        while x < right:
             memcpy(&word, mask + x, 8)
             if word == 0:
                 x += 8
                 continue
-            if mask[x] and x < width - 1:
+            if mask[x] and x < right:
                 q = y * width + x
                 if _push(&found, q, <unsigned char>_slit_colour(o, q, width, bg)) != 0:
                     rc = -1
