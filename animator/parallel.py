@@ -31,22 +31,15 @@ log = logging.getLogger("animator")
 
 #: Fewest frames a process is given: below this, forking costs more than it saves.
 MIN_FRAMES_PER_PROCESS = 24
-#: The first run's length against each other's: this process makes it, and besides also draws the
-#: frame after it (for its last frame's disposal), joins the children and writes the file.
-FIRST_RUN_SHARE = 0.95
 
 
 def runs(n_frames: int, processes: int) -> list[tuple[int, int]]:
-    """Split frames ``0..n_frames-1`` into at most ``processes`` runs of consecutive frames, each
-    of at least :data:`MIN_FRAMES_PER_PROCESS` (one run when the clip is too short); the first
-    :data:`FIRST_RUN_SHARE` times as long as the others."""
+    """Split frames ``0..n_frames-1`` into at most ``processes`` runs of consecutive frames, as
+    near equal as whole frames allow, each of at least :data:`MIN_FRAMES_PER_PROCESS` (one run
+    when the clip is too short)."""
     n = max(1, min(int(processes), n_frames // MIN_FRAMES_PER_PROCESS))
-    while n > 1 and n_frames * FIRST_RUN_SHARE / (FIRST_RUN_SHARE + n - 1) < MIN_FRAMES_PER_PROCESS:
-        n -= 1
-    weights = np.ones(n)
-    weights[0] = FIRST_RUN_SHARE
-    edges = np.r_[0, np.cumsum(weights) / weights.sum() * n_frames].round().astype(int)
-    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+    edges = [round(k * n_frames / n) for k in range(n + 1)]
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:])]
 
 
 def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np.ndarray]], n_frames: int,

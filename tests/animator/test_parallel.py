@@ -37,9 +37,10 @@ def _frames_of(frames):
 
 
 def test_runs_are_consecutive_and_never_shorter_than_the_minimum():
-    assert runs(100, 2) == [(0, 49), (49, 100)]  # this process's run 0.95 times the child's
-    assert runs(2 * MIN_FRAMES_PER_PROCESS, 2) == [(0, 2 * MIN_FRAMES_PER_PROCESS)]  # the first would be short
-    assert runs(2 * MIN_FRAMES_PER_PROCESS - 1, 2) == [(0, 2 * MIN_FRAMES_PER_PROCESS - 1)]
+    assert runs(100, 2) == [(0, 50), (50, 100)]
+    assert runs(101, 3) == [(0, 34), (34, 67), (67, 101)]
+    assert runs(2 * MIN_FRAMES_PER_PROCESS, 2) == [(0, MIN_FRAMES_PER_PROCESS), (MIN_FRAMES_PER_PROCESS, 48)]
+    assert runs(2 * MIN_FRAMES_PER_PROCESS - 1, 2) == [(0, 2 * MIN_FRAMES_PER_PROCESS - 1)]  # one would be short
     parts = runs(339, 4)
     assert len(parts) == 4 and parts[0][0] == 0 and parts[-1][1] == 339
     assert all(b == c for (_, b), (c, _) in zip(parts, parts[1:]))
