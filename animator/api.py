@@ -80,9 +80,10 @@ class RenderOptions:
             background lets GIF frames store only what changed (a transparent GIF must redraw the
             whole character whenever its outline shrinks); with the flat colours of ``merge`` a full
             redraw compresses nearly as well, so it saves little (dab at 500x500: ~12%).
-        threads: worker threads for rasterising and GIF compression; they overlap only the parts
-            of numpy's work that release the GIL; 1 inside a process pool that already fills the
-            cores.
+        threads: worker threads for rasterising and GIF compression, and 2 or more runs the
+            rig's two ARAP operators and the sprite's palette and geometry side by side
+            (:mod:`animator.beside`); they overlap only work that releases the GIL; 1 inside a
+            process pool that already fills the cores.
         processes: a transparent GIF's frames are made in up to this many processes (this one and
             forked children, :mod:`animator.parallel`), each with one thread; the file is the same
             byte for byte. 1 (default) inside a process pool that already fills the cores.
@@ -270,7 +271,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
     count = _FrameCount(progress, motion.n_frames)
 
     rig = rigs.rig(character, motion, opts.mesh_cells) if rigs is not None else \
-        Rig.build(character, motion, opts.mesh_cells)
+        Rig.build(character, motion, opts.mesh_cells, opts.threads)
     clock.lap("setup")
 
     verts, bounds = rig.deform(motion)
@@ -393,7 +394,7 @@ class Rig:
     outline: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, character: Character, motion: Any, mesh_cells: int = 300) -> "Rig":
+    def build(cls, character: Character, motion: Any, mesh_cells: int = 300, threads: int = 1) -> "Rig":
         from .arap import ARAP
         from .mesh import build_mesh
 
@@ -401,7 +402,7 @@ class Rig:
         rest = np.array([j.loc for j in character.skeleton], dtype=np.float64)
         rest_m = rest[[names.index(n) for n in motion.joint_names]]
         mesh = build_mesh(character.mask, keep_points=rest, target_cells=mesh_cells)
-        arap = ARAP(mesh, rest_m)
+        arap = ARAP(mesh, rest_m, threads=threads)
         log.info("setup: mesh of %d vertices, %d triangles (cell %d px); ARAP with %d handles",
                  len(mesh.vertices), len(mesh.triangles), mesh.cell, int(arap.used.sum()))
         return cls(character, mesh, arap)

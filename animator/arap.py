@@ -24,6 +24,7 @@ import logging
 import numpy as np
 
 from . import _arap
+from .beside import Beside
 from .errors import CharacterError, RenderError
 from .mesh import Mesh, graph_components
 
@@ -39,11 +40,14 @@ class ARAP:
         weight: handle weight (large: handles are met almost exactly).
         snap: a handle off the mesh is attached to the nearest mesh point within this many pixels
             (default: one cell); farther handles are ignored (logged).
+        threads: 2 or more: the two steps' operators are made at once, the second in another
+            thread (the operators are the same).
     Attributes:
         used: (H,) bool, which handles drive the mesh.
     """
 
-    def __init__(self, mesh: Mesh, handles: np.ndarray, weight: float = 1000.0, snap: float | None = None) -> None:
+    def __init__(self, mesh: Mesh, handles: np.ndarray, weight: float = 1000.0, snap: float | None = None,
+                 threads: int = 1) -> None:
         verts = np.asarray(mesh.vertices, dtype=np.float64)
         tris = np.asarray(mesh.triangles, dtype=np.int64)
         handles = np.asarray(handles, dtype=np.float64).reshape(-1, 2)
@@ -58,8 +62,10 @@ class ARAP:
         self.rest_edges = verts[edges[:, 1]] - verts[edges[:, 0]]  # (E, 2)
         lap = _graph_laplacian(V, edges[:, 0], edges[:, 1])
         w2 = weight * weight
+        # both factorise a banded matrix in compiled code that releases Python's lock
+        scale = Beside(_scale_operators, lap, B, w2) if threads > 1 else None
         self._cs = _similarity_operator(verts, edges, nbr, B, lap, w2)
-        self._N, self._P2 = _scale_operators(lap, B, w2)
+        self._N, self._P2 = scale.result() if scale is not None else _scale_operators(lap, B, w2)
         self._inc_edge, self._inc_sign, self._inc_start = _incidence(edges, V)
         self._handle_index = np.flatnonzero(self.used)
 

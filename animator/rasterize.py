@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
+from .beside import Beside
 from .errors import RenderError
 from .mesh import Mesh, bone_distances, nearest_bone
 
@@ -123,7 +124,7 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
         raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
     # the palette (Pillow's quantiser, which releases Python's lock) and the geometry do not depend
     # on each other: with threads, the palette is made beside the geometry
-    beside = _Beside(_quantise, small, ty, tx, colours, merge, flatten) if threads > 1 else None
+    beside = Beside(_quantise, small, ty, tx, colours, merge, flatten) if threads > 1 else None
     pts, texel, tri = _sample_points(mesh, tx + x0, ty + y0, sx, sy, supersample)
     part, rank, n_ranks, bdist = _body_parts(mesh, pts, tri, joints, part_joints)
     order, groups, key = _draw_order(part, rank, n_ranks, bdist, tri, len(mesh.triangles), len(part_joints))
@@ -250,31 +251,6 @@ def _sample_points(mesh: Mesh, tx: np.ndarray, ty: np.ndarray, sx: float, sy: fl
     if not ok.all():
         pts, tri, texel = pts[ok], tri[ok], texel[ok]
     return pts, texel, tri
-
-
-class _Beside:
-    """``fn(*args)`` run in a thread of its own from now on; :meth:`result` waits for it and gives
-    its value, or raises what it raised."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        import threading
-
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args), name="sprite-palette", daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Callable[..., Any], args: tuple) -> None:
-        try:
-            self._value = fn(*args)
-        except BaseException as exc:  # handed to the caller by result()
-            self._error = exc
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _body_parts(mesh: Mesh, pts: np.ndarray, tri: np.ndarray,

@@ -82,6 +82,14 @@ def test_frames_solved_in_a_batch_match_one_by_one(rig):
         np.testing.assert_allclose(batch[k], arap.solve(f), atol=1e-9)
 
 
+def test_operators_made_in_two_threads_are_the_same(rig):
+    _, names, joints, mesh, arap = rig
+    two = ARAP(mesh, joints, threads=2)
+    frame = joints.copy()
+    frame[names.index("right_hand")] += (40.0, -25.0)
+    np.testing.assert_array_equal(two.solve(frame), arap.solve(frame))
+
+
 def test_handle_off_the_mesh_is_snapped_or_ignored(rig):
     _, _, joints, mesh, _ = rig
     off = np.vstack([joints, [[joints[:, 0].max() + 3 * mesh.cell, 5.0]]])
