@@ -282,12 +282,12 @@ def main(argv: list[str] | None = None) -> int:
                 summary[name] = {"wall_s": median(rs, "wall_s"), "cpu_s": median(rs, "cpu_s"),
                                  "peak_mb": max(r["peak_mb"] for r in rs), "bytes": b}
                 loads = "; ".join(r["load"].split()[0] for r in rs)
-                print(f"{name:<8}{summary[name]['wall_s']:>8.2f}{summary[name]['cpu_s']:>8.2f}"
+                print(f"{name:<8}{summary[name]['wall_s']:>8.3f}{summary[name]['cpu_s']:>8.3f}"
                       f"{summary[name]['peak_mb']:>9.0f}{(f'{b:,}' if b else '-'):>12}   {loads}")
             if not args.no_floor:
                 floor = pillow_floor(ours[-1]["path"])
                 summary["pillow"] = floor
-                print(f"{'pillow':<8}{floor['wall_s']:>8.2f}{floor['cpu_s']:>8.2f}{'':>9}{floor['bytes']:>12,}   "
+                print(f"{'pillow':<8}{floor['wall_s']:>8.3f}{floor['cpu_s']:>8.3f}{'':>9}{floor['bytes']:>12,}   "
                       f"Pillow's save_all of our {floor['frames']} decoded frames (the floor: GIF writing alone)")
             for name, rs in runs.items():
                 if name != "peer":
