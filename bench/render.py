@@ -12,7 +12,8 @@ turn. This bench times, per row (default: char1 + dab, every BVH frame, 500x500 
 * ``peer``: with ``--peer CMD``, any other renderer (e.g. an AnimatedDrawings install) as a shell
   command, timed the same way; ``--peer-output FILE`` names the file it writes, for its size.
 * ``pillow``: the floor: the time Pillow alone needs to write our frames as a GIF
-  (``Image.save(save_all=True)``, the frames decoded from our GIF beforehand, not timed).
+  (``Image.save(save_all=True)``, the frames decoded from our GIF beforehand, not timed), once
+  after every round of the contenders, median printed.
 * ``scene`` (``--scene``): a scene file (AnimatedDrawings' mvc format): char1 doing the dab and
   char2 the jumping jacks side by side on a background image, through AnimatedDrawings' default
   camera, ``python -m animator scene.yaml`` whole processes, beside the single-character row.
@@ -107,6 +108,13 @@ def pillow_floor(gif: Path) -> dict:
     frames[0].save(buf, "GIF", **kw)
     return {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "bytes": len(buf.getvalue()),
             "frames": len(frames), "mode": frames[-1].mode}
+
+
+def pillow_floor_in_child(gif: Path) -> dict:
+    """:func:`pillow_floor` in a process of its own, so that this one never holds the decoded
+    frames (a contender started later would count them in its peak memory: it is forked from here)."""
+    out = subprocess.run([sys.executable, __file__, "--floor-of", str(gif)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
 
 
 #: Run in a child with PYTHONPATH at a code root: CPU seconds per stage of one render, each stage
@@ -239,7 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", help="keep the outputs in this folder")
     ap.add_argument("--json", help="also write the figures to this JSON file")
     ap.add_argument("--scene", action="store_true", help="also time a two-character scene file (see above)")
+    ap.add_argument("--floor-of", metavar="GIF", help=argparse.SUPPRESS)  # pillow_floor_in_child's process
     args = ap.parse_args(argv)
+    if args.floor_of:
+        print(json.dumps(pillow_floor(Path(args.floor_of))))
+        return 0
 
     out_dir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="animator-bench-"))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -260,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.peer:
                 contenders.append(("peer", None))
             runs: dict[str, list[dict]] = {name: [] for name, _ in contenders}
+            floors = []
             for rep in range(max(1, args.repeat)):
                 k = rep % len(contenders)
                 for name, root in contenders[k:] + contenders[:k]:  # rotate who goes first
@@ -271,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
                         r = run_animator(root, motion, args.fps, args.size, out_dir, name, extra)  # type: ignore[arg-type]
                     r["load"] = load_avg()
                     runs[name].append(r)
+                if not args.no_floor:  # timed in every round too, as the machine's speed drifts
+                    floors.append(pillow_floor_in_child(runs["ours"][0]["path"]))
             row = {"motion": motion, "fps": args.fps, "size": args.size, "args": args.args, "runs": runs}
             ours = runs["ours"]
             print(f"\nchar1 + {motion}, fps {args.fps}, {args.size}{' ' + args.args if args.args else ''}: "
@@ -285,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name:<8}{summary[name]['wall_s']:>8.3f}{summary[name]['cpu_s']:>8.3f}"
                       f"{summary[name]['peak_mb']:>9.0f}{(f'{b:,}' if b else '-'):>12}   {loads}")
             if not args.no_floor:
-                floor = pillow_floor(ours[-1]["path"])
+                floor = {**floors[-1], "wall_s": median(floors, "wall_s"), "cpu_s": median(floors, "cpu_s")}
                 summary["pillow"] = floor
                 print(f"{'pillow':<8}{floor['wall_s']:>8.3f}{floor['cpu_s']:>8.3f}{'':>9}{floor['bytes']:>12,}   "
                       f"Pillow's save_all of our {floor['frames']} decoded frames (the floor: GIF writing alone)")
