@@ -176,8 +176,6 @@ def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smoot
         img = img.crop((x0, y0, x1, y1))
     small = np.asarray(img)
     if smooth and smooth > 1:
-        from PIL import ImageFilter
-
         inside = small[..., 3] >= 128
         rgb_full = np.array(small[..., :3])
         if inside.any():
@@ -186,6 +184,8 @@ def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smoot
         if size == 3:
             rgb_full = median3(rgb_full)
         else:
+            from PIL import ImageFilter
+
             rgb_full = np.asarray(Image.fromarray(rgb_full, "RGB").filter(ImageFilter.MedianFilter(size)))
         small = np.dstack([rgb_full, small[..., 3]])
     return small, (x0, y0), (sx, sy)
