@@ -121,11 +121,34 @@ def _positive_int(text: str) -> int:
     return v
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's, as wide as the terminal (``COLUMNS``, else the standard output's terminal, else
+    80 columns, as :func:`shutil.get_terminal_size` finds it): argparse would import
+    :mod:`shutil` for that (with :mod:`bz2` and :mod:`lzma`), milliseconds of every run's start,
+    as it makes a formatter for every option added."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 def build_parser() -> argparse.ArgumentParser:
     script = os.path.basename(sys.argv[0])  # doodlepod-animate, or __main__.py under python -m animator
     prog = "python -m animator" if script in ("__main__.py", "") else script
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=_HelpFormatter)
     p.add_argument("character", metavar="CHARACTER_DIR|SCENE.yaml", nargs="?",
                    help="character folder with char_cfg.yaml, texture.png and mask.png; or a scene file")
     p.add_argument("--motion", "-m", metavar="MOTION.yaml|CLIP.bvh",
