@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-"""The compiled frame kernel of :mod:`animator.rasterize`: one frame drawn in C, without the GIL.
+"""The compiled steps of :mod:`animator.rasterize`: the frame kernel, one frame drawn in C without
+the GIL, and :func:`fill_outside`, the first step of smoothing the sprite's texture.
 
 A frame is made in three steps, all in single-precision floats (``float``, as numpy's float32):
 
@@ -19,7 +20,7 @@ palette indices. No input can make the kernel read or write outside its arrays: 
 when a kernel is made, positions are clipped (NaN included) and offsets are at most 1/2 px.
 """
 from libc.math cimport sqrtf
-from libc.stdint cimport uint64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
@@ -433,3 +434,55 @@ cdef int _close_slits(unsigned char* o, int height, int width, unsigned char bg,
     free(judged.at)
     free(judged.colour)
     return rc
+
+
+def fill_outside(const unsigned char[:, :, ::1] rgba, int threshold):
+    """The RGB of an (H, W, 4) uint8 image whose pixels with alpha below ``threshold`` take, channel
+    by channel, the median of the others: the value of ``numpy.median`` (for an even count the
+    mean of the two middle values) rounded down, as ``astype(uint8)`` does. Unchanged where no
+    pixel reaches the threshold.
+
+    So a median filter run next near the drawing's edge sees the drawing's own colours, not the
+    paper's or the resize's dark fringe.
+
+    Returns:
+        (H, W, 3) uint8.
+    """
+    if rgba.shape[2] != 4:
+        raise ValueError(f"expected an (H, W, 4) image, got ({rgba.shape[0]}, {rgba.shape[1]}, {rgba.shape[2]})")
+    cdef Py_ssize_t H = rgba.shape[0], W = rgba.shape[1], y, x
+    out_arr = np.empty((H, W, 3), np.uint8)
+    cdef unsigned char[:, :, ::1] out = out_arr
+    cdef int64_t counts[3][256]
+    cdef int64_t n = 0, seen, low_rank, high_rank
+    cdef int c, v, low, high
+    cdef unsigned char fill[3]
+    memset(counts, 0, sizeof(counts))
+    with nogil:
+        for y in range(H):
+            for x in range(W):
+                for c in range(3):
+                    out[y, x, c] = rgba[y, x, c]
+                if rgba[y, x, 3] >= threshold:
+                    n += 1
+                    for c in range(3):
+                        counts[c][rgba[y, x, c]] += 1
+        if n > 0:
+            low_rank, high_rank = (n - 1) // 2, n // 2  # the middle value's ranks, from 0
+            for c in range(3):
+                seen, low, high = 0, -1, -1
+                for v in range(256):
+                    seen += counts[c][v]
+                    if low < 0 and seen > low_rank:
+                        low = v
+                    if seen > high_rank:
+                        high = v
+                        break
+                fill[c] = <unsigned char>((low + high) // 2)
+            for y in range(H):
+                for x in range(W):
+                    if rgba[y, x, 3] < threshold:
+                        for c in range(3):
+                            out[y, x, c] = fill[c]
+    return out_arr
+

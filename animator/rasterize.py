@@ -166,7 +166,7 @@ def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smoot
         raise RenderError(f"the character at scale {scale:.3g} would take {(x1 - x0) * (y1 - y0)} texels, "
                           f"over the limit of {MAX_SPRITE_TEXELS}")
     rgba = np.array(texture[..., :4], dtype=np.uint8, copy=True)
-    rgba[..., 3] = np.where(mask, 255, 0)
+    rgba[..., 3] = np.asarray(mask, bool).view(np.uint8) * np.uint8(255)
     img = Image.fromarray(rgba, "RGBA")
     if (tw, th) != (w, h):
         # Pillow resizes RGBA premultiplied, so colours outside the mask do not bleed in
@@ -176,10 +176,8 @@ def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smoot
         img = img.crop((x0, y0, x1, y1))
     small = np.asarray(img)
     if smooth and smooth > 1:
-        inside = small[..., 3] >= 128
-        rgb_full = np.array(small[..., :3])
-        if inside.any():
-            rgb_full[~inside] = np.median(rgb_full[inside], axis=0).astype(np.uint8)
+        # texels outside the mask take the median colour inside, so the filter sees no paper
+        rgb_full = _raster_kernels().fill_outside(np.ascontiguousarray(small), 128)
         size = int(smooth) | 1
         if size == 3:
             rgb_full = median3(rgb_full)
@@ -187,7 +185,10 @@ def _downsize_texture(texture: np.ndarray, mask: np.ndarray, scale: float, smoot
             from PIL import ImageFilter
 
             rgb_full = np.asarray(Image.fromarray(rgb_full, "RGB").filter(ImageFilter.MedianFilter(size)))
-        small = np.dstack([rgb_full, small[..., 3]])
+        smoothed = np.empty(small.shape, np.uint8)
+        smoothed[..., :3] = rgb_full
+        smoothed[..., 3] = small[..., 3]
+        small = smoothed
     return small, (x0, y0), (sx, sy)
 
 
@@ -436,14 +437,19 @@ def frame_kernel(sprite: Sprite, n_vertices: int, splat: Sequence[tuple[float, f
     """The compiled kernel (:class:`animator._raster.FrameKernel`) that draws ``sprite``'s frames
     from (``n_vertices``, 2) canvas-pixel meshes: its points, their runs of one triangle, and the
     spans of its body parts' joints in draw order."""
+    spans = [span for part in sprite.groups for span in part]
+    part_spans = np.cumsum([0] + [len(part) for part in sprite.groups])
+    return _raster_kernels().FrameKernel(sprite.local, sprite.colour, sprite.run_tri, sprite.run_len, sprite.tri_verts,
+                       sprite.tri_inv, np.float32(sprite.texel_scale), np.asarray(spans, np.int64).reshape(-1, 2),
+                       part_spans, splat, n_vertices)
+
+
+def _raster_kernels():
+    """:mod:`animator._raster`, with a message that says how to build it where it is missing."""
     try:
-        from ._raster import FrameKernel
+        from . import _raster
     except ImportError as e:  # a checkout used in place (PYTHONPATH) before anything compiled the kernel
         raise ImportError("animator's compiled frame kernel is not built: `pip install -e .` or `python setup.py "
                           "build_ext --inplace` in the checkout builds it") from e
+    return _raster
 
-    spans = [span for part in sprite.groups for span in part]
-    part_spans = np.cumsum([0] + [len(part) for part in sprite.groups])
-    return FrameKernel(sprite.local, sprite.colour, sprite.run_tri, sprite.run_len, sprite.tri_verts,
-                       sprite.tri_inv, np.float32(sprite.texel_scale), np.asarray(spans, np.int64).reshape(-1, 2),
-                       part_spans, splat, n_vertices)

@@ -1,13 +1,13 @@
-"""The compiled steps of the mesh, the ARAP solver and the GIF encoder (animator/_mesh.pyx, _arap.pyx,
-_frame_scan.pyx) give what the libraries they replace give: scipy.ndimage's labels and nearest
-features, numpy's dense solve, numpy's boxes and sums. scipy is imported here only, as the reference."""
+"""The compiled steps of the mesh, the ARAP solver, the sprite and the GIF encoder (animator/_mesh.pyx,
+_arap.pyx, _raster.pyx, _frame_scan.pyx) give what the libraries they replace give: scipy.ndimage's
+labels and nearest features, numpy's dense solve, numpy's boxes, sums and medians. scipy is imported here only, as the reference."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from scipy import ndimage
 
-from animator import _arap, _frame_scan, _mesh
+from animator import _arap, _frame_scan, _mesh, _raster
 
 SUB = 8
 
@@ -151,3 +151,19 @@ def test_rotated_edge_divergence_is_the_numpy_gather_and_segment_sum():
     expected = np.add.reduceat(r[inc_edge] * inc_sign[:, None], inc_start, axis=0)
     got = _arap.rotated_edge_divergence(cs, rest, inc_edge, inc_sign, inc_start)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fill_outside_gives_numpys_median_colour(seed):
+    """Odd and even counts of inside pixels (an even count's median is the mean of two, rounded
+    down), and an image with none inside (left as it is)."""
+    rng = np.random.default_rng(seed)
+    rgba = rng.integers(0, 256, (rng.integers(1, 60), rng.integers(1, 60), 4), dtype=np.uint8)
+    if seed == 3:
+        rgba[..., 3] = 0
+    inside = rgba[..., 3] >= 128
+    expected = np.array(rgba[..., :3])
+    if inside.any():
+        expected[~inside] = np.median(expected[inside], axis=0).astype(np.uint8)
+    np.testing.assert_array_equal(_raster.fill_outside(rgba, 128), expected)
+
