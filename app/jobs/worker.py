@@ -270,14 +270,17 @@ class Worker:
             self._track(self.queue.stream, consumer, taken.entry_id, False)
 
     def _reporter(self, job_id: str) -> Callable[[dict[str, Any]], None]:
-        """A job's progress reports into its record (GET /jobs/{id}): the first and every change of
-        stage at once, the frames at most every :data:`PROGRESS_EVERY_S` (one small write, however
-        fast the frames come)."""
+        """A job's progress reports into its record (GET /jobs/{id}): the first, every change of
+        stage and the last frame at once, the frames between at most every :data:`PROGRESS_EVERY_S`
+        (one small write, however fast the frames come). The last frame's report is the figure the
+        ended job keeps."""
         last = {"at": 0.0, "stage": None}
 
         def report(progress: dict[str, Any]) -> None:
             now = time.monotonic()
-            if progress.get("stage") == last["stage"] and now - last["at"] < PROGRESS_EVERY_S:
+            done, total = progress.get("frames_done"), progress.get("frames_total")
+            last_frame = total is not None and done is not None and done >= total
+            if progress.get("stage") == last["stage"] and now - last["at"] < PROGRESS_EVERY_S and not last_frame:
                 return
             last.update(at=now, stage=progress.get("stage"))
             try:

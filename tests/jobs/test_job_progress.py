@@ -58,6 +58,20 @@ def test_worker_writes_progress_at_most_every_fifth_of_a_second_and_each_new_sta
         ("rendering", 0), ("storing", 100), ("storing", 100)]
 
 
+def test_worker_writes_the_last_frame_at_once(monkeypatch):
+    """The ended job keeps the last figures written: a throttled last frame would leave a
+    succeeded job at 41 of 45 frames."""
+    clock = [0.0]
+    monkeypatch.setattr(worker_module.time, "monotonic", lambda: clock[0])
+    w = worker_module.Worker.__new__(worker_module.Worker)
+    w.queue = _Queue()
+    report = w._reporter("j1")
+    for i in range(46):
+        clock[0] += 0.001
+        report({"stage": "pose", "frames_done": i, "frames_total": 45})
+    assert [p["frames_done"] for p in w.queue.writes] == [0, 45]
+
+
 def test_the_job_shows_its_stage_and_figures():
     base = {"id": "a" * 32, "created": "t", "updated": "t", "kind": "character_animations"}
     figures = {"stage": "rendering", "frames_done": 3, "frames_total": 10,
