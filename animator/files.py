@@ -56,4 +56,3 @@ def _partial_file(target: Path) -> tuple[int, str]:
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name beside {target}")
-

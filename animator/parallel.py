@@ -38,8 +38,8 @@ def runs(n_frames: int, processes: int) -> list[tuple[int, int]]:
     near equal as whole frames allow, each of at least :data:`MIN_FRAMES_PER_PROCESS` (one run
     when the clip is too short)."""
     n = max(1, min(int(processes), n_frames // MIN_FRAMES_PER_PROCESS))
-    edges = [round(k * n_frames / n) for k in range(n + 1)]
-    return [(a, b) for a, b in zip(edges[:-1], edges[1:])]
+    edges = np.linspace(0, n_frames, n + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
 def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np.ndarray]], n_frames: int,
