@@ -163,11 +163,16 @@ def test_a_request_past_its_deadline_leaves_no_render_running(slow_app, page) ->
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: a render is never split over processes")
-def test_a_render_split_over_processes_stops_whole_past_its_deadline(slow_app, page) -> None:
+def test_a_render_split_over_processes_stops_whole_past_its_deadline(slow_app) -> None:
     """A one-motion request is given the CPUs the admitted requests leave idle: its render forks
-    (animator.parallel). Past the deadline, the render and every process it forked stop."""
+    (animator.parallel). Past the deadline, the render and every process it forked stop.
+
+    A drawing of its own: the render processes keep the rig and sprite of every character they drew
+    (animator.RigCache), and with those of the module's page from the tests before, the render
+    could end inside the deadline."""
     renders = procs.children(_worker(slow_app))
-    data, joints = page
+    image, page_joints = stack.page_with_character("char3", (800, 700), (120, 80))
+    data, joints = stack.encode(image), {k: list(v) for k, v in page_joints.items()}
     created = requests.post(f"{slow_app.url}/characters", files={"image": ("drawing.png", data, "image/png")},
                             data={"joints": json.dumps(joints)}, timeout=120)
     assert created.status_code == 201, created.text
