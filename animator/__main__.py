@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="OUT",
                    help="output file; its extension picks the format unless --format is given "
                         "(a scene: default its OUTPUT_VIDEO_PATH)")
-    from animator.encode import FORMATS
+    from animator.formats import FORMATS
 
     p.add_argument("--format", "-f", choices=tuple(FORMATS),
                    help="gif (transparent, default), webp (animated, lossless, transparent), mp4 (H.264 on a "
@@ -331,7 +331,7 @@ def _write_outputs(args: argparse.Namespace, run: _Run, t0: float) -> None:
     result = run.result
     write_atomic(run.output, result.data)
     if args.dump_joints:
-        from animator.export.joints import joints_document
+        from animator.formats.joints import joints_document
 
         doc = joints_document(result.motion, run.character.skeleton, result.scale, result.offsets, *run.canvas) \
             if run.scene is None else {"characters": [
@@ -358,7 +358,7 @@ def _format_of(path: str) -> str:
     """The format an output file's extension names (``.png``: apng, ``.json``: joints), else gif; exits
     with a usage error where the extension fits several (``.zip``)."""
     ext = os.path.splitext(path)[1].lower().lstrip(".")
-    from animator.encode import FORMATS
+    from animator.formats import FORMATS
 
     if ext in FORMATS:
         return ext

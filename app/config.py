@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from animator.encode import FORMATS
+from animator.formats import FORMATS
 
 
 @dataclass(frozen=True)
