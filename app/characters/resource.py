@@ -38,6 +38,7 @@ from functools import partial
 from typing import Any
 
 from .. import metrics
+from ..deadline import Deadline
 from ..errors import (
     BadRequest,
     EditConflict,
@@ -46,7 +47,6 @@ from ..errors import (
     VersionMismatch,
 )
 from ..render import steps
-from ..render.deadline import Deadline
 from ..render.motions import Motion
 from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict

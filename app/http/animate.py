@@ -22,12 +22,12 @@ from flask import Blueprint, g, jsonify, request
 
 from animator import FORMATS
 
+from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnsupportedType
 from ..intake.body import parse_json
 from ..intake.bvh import read_bvh_upload
 from ..intake.fields import ABSENT, json_field, motion_list, parse_bbox, parse_joints
 from ..jobs.webhooks import validate_callback_url
-from ..render.deadline import Deadline
 from ..render.pipeline import Job, Result
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline
@@ -73,7 +73,7 @@ def _animate_async():
 def _check_image_header(data: bytes) -> None:
     """What an async request can be refused for before it is queued (type, pixel count: the header);
     the decode itself happens in the worker."""
-    from ..render.steps import open_checked
+    from ..images import open_checked
 
     open_checked(data, services().settings.max_image_pixels).close()
 
@@ -185,7 +185,7 @@ def _reject_if_not_image(data: bytes, declared: str) -> None:
     """A part declared as, say, text/plain: accept it only if it really is an image we read."""
     from PIL import Image
 
-    from ..render.steps import ACCEPTED_FORMATS, ACCEPTED_TEXT
+    from ..images import ACCEPTED_FORMATS, ACCEPTED_TEXT
 
     try:
         with Image.open(io.BytesIO(data)) as im:

@@ -18,9 +18,9 @@ from typing import Any
 from flask import Blueprint, g, request
 
 from .. import metrics
+from ..deadline import Deadline
 from ..errors import ApiError, BadRequest, Overloaded, Unauthorized
 from ..intake import body
-from ..render.deadline import Deadline
 from ..services import services
 
 api = Blueprint("api", __name__)

@@ -231,7 +231,7 @@ class Worker:
     # --- one job ---------------------------------------------------------------------------------
     def _run(self, taken, consumer: str) -> None:
         from .. import metrics
-        from ..render.deadline import Deadline
+        from ..deadline import Deadline
 
         self._track(self.queue.stream, consumer, taken.entry_id, True)
         try:

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import metrics
 from ..characters import frames
+from ..deadline import Deadline
 from ..errors import (
     InsufficientStorage,
     ModelServerError,
@@ -36,7 +37,6 @@ from ..errors import (
 from ..loop import off_loop
 from ..storage.backends import LocalStorage, free_disk_mb
 from . import steps
-from .deadline import Deadline
 from .motions import Motion
 
 log = logging.getLogger("doodlepod.pipeline")

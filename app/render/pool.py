@@ -45,9 +45,9 @@ from typing import Any, Callable
 
 from animator.files import write_atomic
 
+from ..deadline import Deadline
 from ..errors import DeadlineExceeded, RenderFailed
 from ..loop import wait_future
-from .deadline import Deadline
 
 log = logging.getLogger("doodlepod.render_pool")
 

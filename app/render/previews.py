@@ -19,7 +19,7 @@ import json
 import threading
 from typing import Any
 
-from .deadline import Deadline
+from ..deadline import Deadline
 from .motions import BUILTIN_DIR, Motion, clip_digest
 
 #: The character every preview shows.
