@@ -396,7 +396,7 @@ class Characters:
                     return self.storage.url(keys[motion.name], base_url)
 
                 urls.update(self.pipeline.render((texture_png, mask_bytes, record.joints()), misses, options,
-                                                 deadline, timings, store, job=steps.render_stored,
+                                                 deadline, timings, store, task=steps.render_stored,
                                                  progress=progress, interrupt=getattr(held, "check", None)))
                 self._still_there(record, written, deadline)
         return record, {m.name: urls[m.name] for m in motions}, hits

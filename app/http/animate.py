@@ -28,7 +28,7 @@ from ..intake.body import parse_json
 from ..intake.bvh import read_bvh_upload
 from ..intake.fields import ABSENT, json_field, motion_list, parse_bbox, parse_joints
 from ..jobs.webhooks import validate_callback_url
-from ..render.pipeline import Job, Result
+from ..render.pipeline import AnimateRequest, Result
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, idempotent, submit, wants_async
@@ -158,7 +158,8 @@ def _legacy_animate(deadline: Deadline, raw: bytes):
 
 def _run(job_kwargs: dict[str, Any]) -> Result:
     """Run the pipeline (the caller holds a render slot)."""
-    job = Job(deadline=job_kwargs.pop("deadline"), base_url=base_url(), request_id=g.request_id, **job_kwargs)
+    job = AnimateRequest(deadline=job_kwargs.pop("deadline"), base_url=base_url(), request_id=g.request_id,
+                         **job_kwargs)
     log.info("animate motions=%s format=%s bytes=%d client_joints=%s deadline=%.1fs",
              ",".join(m.name for m in job.motions), job.format, len(job.image), job.joints is not None,
              job.deadline.remaining())

@@ -184,11 +184,11 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
     The animator's errors (e.g. a skeleton it cannot rig) become API errors at
     :func:`app.errors.animator_boundary` (422 for bad input). In a render pool job, its frames' progress
-    goes to :func:`app.render.pool.report_progress`.
+    goes to :func:`app.render.process.report_progress`.
     """
     import animator
 
-    from .pool import report_progress
+    from .process import report_progress
 
     t0 = time.perf_counter()
     with animator_boundary("the character cannot be animated"):
