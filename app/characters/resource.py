@@ -46,8 +46,8 @@ from ..errors import (
     NotFound,
     VersionMismatch,
 )
+from ..motions.library import Motion
 from ..render import steps
-from ..render.motions import Motion
 from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict
 from . import frames

@@ -35,9 +35,9 @@ from ..errors import (
     animator_boundary,
 )
 from ..loop import off_loop
+from ..motions.library import Motion
 from ..storage.backends import LocalStorage, free_disk_mb
 from . import steps
-from .motions import Motion
 
 log = logging.getLogger("doodlepod.pipeline")
 

@@ -19,9 +19,9 @@ from app.characters import frames
 from app.config import SETTINGS, SettingsError, load_settings, unknown_variables
 from app.deadline import Deadline
 from app.errors import DeadlineExceeded, StorageFailed, TooLarge, UnreadableImage, UnsupportedType
+from app.motions.library import BUILTIN_DIR, LibraryError, load_library, load_motions
 from app.render import steps
 from app.render.admission import InflightSlots
-from app.render.motions import BUILTIN_DIR, LibraryError, load_library, load_motions
 from app.storage.backends import LocalStorage
 from tests.conftest import REPO
 from tests.support import wait
