@@ -13,7 +13,7 @@ venv: ## create/update the dev virtualenv (outside the repo, reused while requir
 	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh
 
 lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyproject.toml)
-	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/lint-imports
 
 test: venv lint ## install what is needed, lint, and run every test
 	$(PY) -m pytest -q tests
