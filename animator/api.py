@@ -3,7 +3,7 @@
 Stages (each timed, in milliseconds, in :attr:`RenderResult.timings_ms`):
 
 ``retarget``  pose the character's skeleton for every BVH frame of the clip, then pick the output
-              frames (:mod:`animator.prune`);
+              frames (:mod:`animator.frame_rate`);
 ``setup``     once per character: the mesh, the ARAP operators (:mod:`animator.mesh`,
               :mod:`animator.arap`);
 ``deform``    ARAP for all output frames at once, the character's bounds per frame and the canvas
@@ -43,7 +43,7 @@ def _is_int(value: Any, lo: int, hi: int | None = None) -> bool:
 
 
 def _default_fps() -> float:
-    from .prune import DEFAULT_FPS
+    from .frame_rate import DEFAULT_FPS
 
     return DEFAULT_FPS
 
@@ -369,7 +369,7 @@ def _check_options(options: RenderOptions | None) -> RenderOptions:
 def pose_clip(character: Character, motion_cfg: Any, retarget_cfg: Any, fps: Fps = None,
               max_frames: int | None = None):
     """Step 1: the character's skeleton posed at the output frames (a :class:`Motion2D`, drawing pixels)."""
-    from .prune import plan_frames
+    from .frame_rate import plan_frames
     from .retarget import retarget
 
     full = retarget(character, motion_cfg, retarget_cfg)

@@ -312,7 +312,7 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
 def _timeline(scene: Scene, opts: RenderOptions) -> tuple[list[Any], float]:
     """Every character's motion at the output frames, and the output frame time (s): one timeline, the
     longest clip at the first character's frame time; shorter clips hold their last pose."""
-    from .prune import plan_frames
+    from .frame_rate import plan_frames
     from .retarget import retarget
 
     fulls = [retarget(sc.character, sc.motion_cfg, sc.retarget_cfg) for sc in scene.characters]

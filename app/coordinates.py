@@ -71,14 +71,14 @@ def check_spread(joints: list) -> None:
 
 def joints_to_work(joints: list, scale: float) -> list:
     """Client joints (image pixels) -> work pixels."""
-    from animator.photo_skeleton import transform_skeleton
+    from animator.skeleton import transform_skeleton
 
     return transform_skeleton(joints, scale=scale)
 
 
 def joints_to_texture(joints: list, work_scale: float, box: Sequence[int]) -> list:
     """Client joints (image pixels) -> texture pixels of the crop ``box`` (work pixels)."""
-    from animator.photo_skeleton import transform_skeleton
+    from animator.skeleton import transform_skeleton
     work = transform_skeleton(joints, scale=work_scale)
     return transform_skeleton(work, offset=(-box[0], -box[1]))
 

@@ -210,12 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "motion-from-video":
-        from animator.video_motion import cli
+        from animator.video.motion import cli
 
         return cli(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    from animator.heap import keep_freed_memory
+    from animator.malloc import keep_freed_memory
 
     keep_freed_memory()  # this process renders once and exits: reuse freed arrays' pages
     log = _logger(args.verbose)

@@ -100,7 +100,7 @@ def parse_joints(raw: Any) -> list | None:
     value = json_field(raw, "joints")
     if value is ABSENT:
         return None
-    from animator.photo_skeleton import skeleton_from_client
+    from animator.skeleton import skeleton_from_client
 
     with animator_boundary():
         joints = skeleton_from_client(value)

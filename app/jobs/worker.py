@@ -79,7 +79,7 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
         raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
     joints = None
     if payload.get("joints") is not None:
-        from animator.photo_skeleton import skeleton_from_client
+        from animator.skeleton import skeleton_from_client
 
         from ..errors import animator_boundary
         with animator_boundary():

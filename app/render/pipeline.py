@@ -267,7 +267,7 @@ class Pipeline:
         crop = self.segment(img, box, req.deadline, timings)
         l, t, _, _ = box
         if req.joints is not None:
-            from animator.photo_skeleton import transform_skeleton
+            from animator.skeleton import transform_skeleton
             skeleton = transform_skeleton(work_joints, offset=(-l, -t))
         else:
             skeleton = self.pose(crop.png, req.deadline, timings)
@@ -311,7 +311,7 @@ class Pipeline:
         return found
 
     def _skeleton(self, people: Any) -> list:
-        from animator.photo_skeleton import skeleton_from_coco
+        from animator.skeleton import skeleton_from_coco
 
         if not isinstance(people, list):
             raise ModelServerError("the pose model answered in an unexpected format (expected a list)")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import animator
-from animator.loops import character_height_px, loop_gap_pct
+from animator.loop_seam import character_height_px, loop_gap_pct
 from app.motions.library import BUILTIN_DIR, LibraryError, categories, load_library, load_motions
 from app.render.steps import _configs, render_motion
 from tests.conftest import AD_REFERENCE, CHAR1, REPO
