@@ -79,7 +79,7 @@ class RenderOptions:
             redraw compresses nearly as well, so it saves little (dab at 500x500: ~12%).
         threads: worker threads for rasterising and GIF compression, and 2 or more runs the
             rig's two ARAP operators and the sprite's palette and geometry side by side
-            (:mod:`animator.beside`); they overlap only work that releases the GIL; 1 inside a
+            (a :class:`concurrent.futures.ThreadPoolExecutor`); they overlap only work that releases the GIL; 1 inside a
             process pool that already fills the cores.
         processes: a transparent GIF's frames are made in up to this many processes (this one and
             forked children, :mod:`animator.parallel`), each with one thread; the file is the same
