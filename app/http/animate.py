@@ -17,12 +17,12 @@ from typing import Any
 
 from flask import Blueprint, g, jsonify
 
+from ..deadline import Deadline
 from ..intake.bvh import check_upload
 from ..intake.models import AnimateForm, ClipFields, LegacyRequest
 from ..intake.motions import motion_list
 from ..intake.read import read, takes
-from ..render.deadline import Deadline
-from ..render.pipeline import Job, Result
+from ..render.pipeline import AnimateRequest, Result
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, client, idempotent, submit, wants_async
@@ -64,7 +64,7 @@ def skeleton_json(joints: list | None) -> list | None:
 def _check_image_header(data: bytes) -> None:
     """What an async request can be refused for before it is queued (type, pixel count: the header);
     the decode itself happens in the worker."""
-    from ..render.steps import open_checked
+    from ..images import open_checked
 
     open_checked(data, services().settings.max_image_pixels).close()
 
@@ -105,7 +105,8 @@ def _legacy_animate(fields: LegacyRequest, deadline: Deadline):
 
 def _run(job_kwargs: dict[str, Any]) -> Result:
     """Run the pipeline (the caller holds a render slot)."""
-    job = Job(deadline=job_kwargs.pop("deadline"), base_url=base_url(), request_id=g.request_id, **job_kwargs)
+    job = AnimateRequest(deadline=job_kwargs.pop("deadline"), base_url=base_url(), request_id=g.request_id,
+                         **job_kwargs)
     log.info("animate motions=%s format=%s bytes=%d client_joints=%s deadline=%.1fs",
              ",".join(m.name for m in job.motions), job.format, len(job.image), job.joints is not None,
              job.deadline.remaining())

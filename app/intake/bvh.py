@@ -20,12 +20,19 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InvalidMotion, animator_boundary
-from .shapes import Clip
 
 log = logging.getLogger("doodlepod.bvh")
 
 #: The name an uploaded clip's animation has in the answer's ``animations``.
 UPLOAD_NAME = "upload"
+
+
+@dataclass(frozen=True)
+class Clip:
+    """A client's BVH clip as sent, bounded in size (:data:`app.intake.shapes.BvhFile`), not yet checked."""
+
+    name: str
+    data: bytes
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from ..deadline import Deadline
 from ..errors import UnknownMotion
-from ..render.deadline import Deadline
 from ..services import services
 
 log = logging.getLogger("doodlepod.http")

@@ -10,7 +10,7 @@ The parsers read the running settings from the validation context (:mod:`app.int
 A type :func:`named` becomes a component of the document (``#/components/schemas/<name>``) that
 the request models (:mod:`app.intake.models`) and the written responses refer to.
 
-Coordinates are image pixels (see :mod:`app.characters.frames`).
+Coordinates are image pixels (see :mod:`app.coordinates`).
 """
 from __future__ import annotations
 
@@ -18,18 +18,18 @@ import base64
 import binascii
 import io
 import math
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationInfo, WithJsonSchema
 
 from animator import FORMATS
 
-from ..characters import frames
+from .. import coordinates
 from ..errors import BadMask, BadRequest, InvalidMotion, TooLarge, UnsupportedType, animator_boundary
 from ..jobs.webhooks import validate_callback_url
 from .body import MAX_JSON_DEPTH, parse_json
 from .bounds import Bound, schema_bounds
+from .bvh import Clip
 
 #: Largest ``max_frames`` a client may ask for when DOODLEPOD_RENDER_MAX_FRAMES sets no cap.
 MAX_FRAMES_LIMIT = 10_000
@@ -142,7 +142,7 @@ Format = named("Format", Annotated[str, PlainValidator(parse_format, json_schema
                 "with alpha), `frames` (zip of RGBA PNG frames and frames.json), `sheet` (zip of a sprite sheet "
                 "and its JSON Hash atlas), `joints` (per-frame joint positions, JSON) and `glb` (the rigged "
                 "character as glTF 2.0 binary). Still one URL per motion.",
-    json_schema_extra=schema_bounds(enum=Bound("animator.encode:FORMATS")))])
+    json_schema_extra=schema_bounds(enum=Bound("animator.formats:FORMATS")))])
 
 
 # --- numbers -------------------------------------------------------------------------------------
@@ -259,11 +259,11 @@ def _as_json_text(of: Any, what: str) -> Any:
 
 def skeleton_of(value: Any) -> list:
     """The skeleton of decoded client joints; joints that make none are ``invalid_character`` (422)."""
-    from animator.photo_skeleton import skeleton_from_client
+    from animator.skeleton import skeleton_from_client
 
     with animator_boundary():
         joints = skeleton_from_client(value)
-    frames.check_spread(joints)  # 422 now, before a render slot (the image's bounds are checked once decoded)
+    coordinates.check_spread(joints)  # 422 now, before a render slot (the image's bounds are checked once decoded)
     return joints
 
 
@@ -374,7 +374,7 @@ def parse_image(raw: Any, info: ValidationInfo) -> bytes:
 def _reject_if_not_image(data: bytes, declared: str) -> None:
     from PIL import Image
 
-    from ..render.steps import ACCEPTED_FORMATS, ACCEPTED_TEXT
+    from ..images import ACCEPTED_FORMATS, ACCEPTED_TEXT
 
     try:
         with Image.open(io.BytesIO(data)) as im:
@@ -410,14 +410,6 @@ def parse_base64_image(raw: Any, info: ValidationInfo) -> bytes:
 Base64Image = Annotated[bytes, PlainValidator(parse_base64_image), Hint('expected JSON {"file": "<base64 image>"}'),
                         WithJsonSchema({"type": "string", "contentEncoding": "base64",
                                         "description": "The image, base64 (or a `data:` URL)."})]
-
-
-@dataclass(frozen=True)
-class Clip:
-    """A client's BVH clip as sent (checked by :func:`app.intake.bvh.check_upload` in a render process)."""
-
-    name: str
-    data: bytes
 
 
 def parse_bvh(raw: Any, info: ValidationInfo) -> Clip | None:

@@ -81,8 +81,7 @@ def test_scratch_folders_of_stopped_processes_are_removed_at_start(tmp_path):
 def test_uploaded_clips_are_named_by_the_server(tmp_path):
     from types import SimpleNamespace
 
-    from app.intake.bvh import check_upload
-    from app.intake.shapes import Clip
+    from app.intake.bvh import Clip, check_upload
     from tests.conftest import BVH_DIR
 
     clip = Clip("bvh", (BVH_DIR / "cmu1" / "jumping_jacks.bvh").read_bytes())
