@@ -19,7 +19,7 @@ from flask import Blueprint, g, jsonify
 
 from ..deadline import Deadline
 from ..intake.bvh import check_upload
-from ..intake.models import AnimateForm, ClipFields, LegacyRequest
+from ..intake.models import AnimateForm, LegacyRequest, RenderRequest
 from ..intake.motions import motion_list
 from ..intake.read import read, takes
 from ..render.pipeline import AnimateRequest, Result
@@ -115,7 +115,7 @@ def _run(job_kwargs: dict[str, Any]) -> Result:
     return result
 
 
-def uploaded_clip(fields: ClipFields, deadline: Deadline):
+def uploaded_clip(fields: AnimateForm | RenderRequest, deadline: Deadline):
     """The request's own BVH clip (``bvh``, ``start_frame``, ``end_frame``), checked in a render
     process and saved for this request (:mod:`app.intake.bvh`), or None. The caller removes it when
     the request ends."""

@@ -50,21 +50,12 @@ class RequestModel(BaseModel):
     media: ClassVar[tuple[str, ...]] = ("form",)
 
 
-class ClipFields(RequestModel):
-    """The client's own BVH clip and the frames to use (synchronous requests only)."""
-
-    bvh: BvhFile = None
-    start_frame: FrameIndex = None
-    end_frame: FrameIndex = None
-
-    @model_validator(mode="after")
-    def _frames_need_a_clip(self) -> ClipFields:
-        if self.bvh is None and (self.start_frame is not None or self.end_frame is not None):
-            raise BadRequest("'start_frame' and 'end_frame' select frames of an uploaded 'bvh' clip; none was sent")
-        return self
+def _frames_need_a_clip(fields: AnimateForm | RenderRequest) -> None:
+    if fields.bvh is None and (fields.start_frame is not None or fields.end_frame is not None):
+        raise BadRequest("'start_frame' and 'end_frame' select frames of an uploaded 'bvh' clip; none was sent")
 
 
-class AnimateForm(ClipFields):
+class AnimateForm(RequestModel):
     """POST /animate: the drawing and what to make of it (a multipart form, or the bare image)."""
 
     media = ("form", "image")
@@ -73,7 +64,15 @@ class AnimateForm(ClipFields):
     format: Format = Field(None, validate_default=True)
     joints: Joints = None
     bbox: Bbox = None
+    bvh: BvhFile = None
+    start_frame: FrameIndex = None
+    end_frame: FrameIndex = None
     callback_url: CallbackUrl = ""
+
+    @model_validator(mode="after")
+    def _clip(self) -> AnimateForm:
+        _frames_need_a_clip(self)
+        return self
 
 
 class LegacyRequest(RequestModel):
@@ -122,7 +121,7 @@ class CharacterEdit(RequestModel):
         return self
 
 
-class RenderRequest(ClipFields):
+class RenderRequest(RequestModel):
     """POST /characters/{cid}/animations: what to render (JSON, or a form that may carry a `bvh` clip)."""
 
     media = ("json", "form")
@@ -130,10 +129,14 @@ class RenderRequest(ClipFields):
     format: Format = Field(None, validate_default=True)
     size: RenderSize = Field(None, validate_default=True)
     max_frames: MaxFrames = None
+    bvh: BvhFile = None
+    start_frame: FrameIndex = None
+    end_frame: FrameIndex = None
     callback_url: CallbackUrl = ""
 
     @model_validator(mode="after")
-    def _mp4_is_even(self) -> RenderRequest:
+    def _checks(self) -> RenderRequest:
+        _frames_need_a_clip(self)
         if self.format == "mp4" and self.size % 2:
             raise BadRequest(f"MP4 needs an even size, got {self.size}")
         return self
