@@ -157,6 +157,8 @@ class _Schemas(GenerateJsonSchema):
 def components() -> dict[str, Any]:
     """The request schemas of the document (``components.schemas``), generated from the models and
     the named field types, with bounds at the settings' defaults (``x-bounds`` marks them)."""
+    from .bounds import default_settings, resolve
+
     out: dict[str, Any] = {}
     for name, tp in COMPONENTS.items():
         schema = TypeAdapter(tp).json_schema(ref_template=REF, schema_generator=_Schemas)
@@ -166,7 +168,8 @@ def components() -> dict[str, Any]:
     out.update(top.get("$defs", {}))
     out = {name: _tidy(schema) for name, schema in out.items()}
     used = {*COMPONENTS, *(m.__name__ for m in MODELS), *re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(out))}
-    return {name: schema for name, schema in out.items() if name in used}  # not a type a marker hid (Clip)
+    return resolve({name: schema for name, schema in out.items() if name in used},  # not a type a marker hid
+                   default_settings())
 
 
 def _tidy(node: Any) -> Any:
