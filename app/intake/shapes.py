@@ -248,8 +248,8 @@ JointsValue = named("Joints", Annotated[_JointMap | Skeleton | SkeletonObject, F
                                        "x-max-number-chars": Bound("app.intake.body:MAX_NUMBER_CHARS")}))])
 
 
-def _as_json_text(of: Any, what: str) -> Any:
-    """A form field holding the JSON text of ``of``."""
+def _as_json_text(of: str, what: str) -> Any:
+    """A field holding the JSON text of the component ``of``."""
     return Annotated[str, Field(description=f"{what} as JSON text (a form field), at most `DOODLEPOD_MAX_FIELD_KB`.",
                                 json_schema_extra={**schema_bounds(maxLength=FIELD_SIZE),
                                                    "contentMediaType": "application/json",
