@@ -151,6 +151,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Retry-After until the expiry sweep frees room. Set it well under the volume's size (the pod: 75% "
             "of the app-data emptyDir's sizeLimit, which the kubelet evicts the pod beyond); 0: no budget "
             "(only DOODLEPOD_MIN_FREE_DISK_MB applies). Not used with S3.", _non_negative_float),
+    Setting("DOODLEPOD_CLIENT_STORAGE_MB", "0", "Most MiB one client may have stored within the last "
+            "DOODLEPOD_EXPIRY_HOURS (characters, their versions, animations, motions from videos); past it its "
+            "requests that store answer 429 storage_share_used with Retry-After (DELETE /characters/{id} gives "
+            "room back) while other clients go on. A client is its address (an IPv6 address by its /64, see "
+            "DOODLEPOD_TRUSTED_PROXIES) with its bearer token when DOODLEPOD_AUTH_TOKEN is set. 0: a tenth of "
+            "DOODLEPOD_STORAGE_BUDGET_MB (no share when that is 0 too). Used with S3 as well.",
+            _non_negative_float),
     Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
             "below it /ping is 503 and uploads are refused with 503.", _positive_float),
     # --- pipeline ---

@@ -21,7 +21,7 @@ from ..jobs.webhooks import validate_callback_url
 from ..services import services
 from .animate import read_drawing, uploaded_clip
 from .api import base_url, json_body, read_body, render_slot, request_deadline, request_priority
-from .jobs import admit_work, idempotent, submit, wants_async
+from .jobs import admit_work, idempotent, meter_storage, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
@@ -130,6 +130,7 @@ def _read_edit() -> Edit:
 
 @bp.delete("/characters/<cid>")
 def delete_character(cid: str):
+    meter_storage(check=False)  # what the delete frees goes back to the client's storage share
     services().characters.delete(cid, request_deadline())
     return Response(status=204)
 

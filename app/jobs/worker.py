@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import shares
 from ..errors import ApiError
 from . import retry
 
@@ -251,8 +252,12 @@ class Worker:
             try:
                 run = HANDLERS[job["kind"]]
                 reporter = _progress_arg(run, self._reporter(taken.job_id))
-                result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
-                             Deadline(self.settings.request_deadline_s), **reporter)
+                with shares.metering() as meter:  # what the job stores counts in its client's share
+                    try:
+                        result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
+                                     Deadline(self.settings.request_deadline_s), **reporter)
+                    finally:
+                        self._charge(job.get("client", ""), meter.bytes)
             except ApiError as exc:
                 self._failed(taken, started.owner, job, exc)
                 return
@@ -268,6 +273,12 @@ class Worker:
                 log.warning("job %s finished here but another worker owns it now; result dropped", taken.job_id)
         finally:
             self._track(self.queue.stream, consumer, taken.entry_id, False)
+
+    def _charge(self, client: str, nbytes: int) -> None:
+        try:
+            self.ctx.shares.charge_storage(client, nbytes)
+        except Exception as exc:  # the job's work is done; a lost count only errs in the client's favour
+            log.warning("storage share of a job not charged (%d bytes): %s", nbytes, exc)
 
     def _reporter(self, job_id: str) -> Callable[[dict[str, Any]], None]:
         """A job's progress reports into its record (GET /jobs/{id}): the first, every change of

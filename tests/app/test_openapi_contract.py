@@ -183,6 +183,7 @@ NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
     "DOODLEPOD_JOBS_MAX_ATTEMPTS",   # the worker's retries
     "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
+    "DOODLEPOD_CLIENT_STORAGE_MB",   # a client's share (app/shares.py): 429 storage_share_used
 }
 #: MAX_* constants of the app that bound no client input.
 NOT_REQUEST_CONSTANTS = {
