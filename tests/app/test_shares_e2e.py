@@ -79,3 +79,21 @@ def test_addresses_of_one_ipv6_64_share_one_storage_share(shared, page):
     assert_error(refused, 429, "storage_share_used")
     assert_error(_create(shared, page, "2001:db8:7:1:ffff:ffff:ffff:fffe"), 429, "storage_share_used")
     assert _create(shared, page, "2001:db8:7:2::1").status_code == 201    # the next /64: another client
+
+
+@pytest.fixture(scope="module")
+def bucketed():
+    """A rate-limit bucket of 3 requests refilled at 1 per minute."""
+    with stack.app_server("dp-shares-rl-", lambda w: _env(w, DOODLEPOD_RATE_LIMIT_PER_MIN="1",
+                                                           DOODLEPOD_RATE_LIMIT_BURST="3")) as server:
+        yield server
+
+
+def test_the_rate_limit_counts_an_ipv6_64_and_both_spellings_of_an_ipv4_host_as_one_client(bucketed, page):
+    answers = [_create(bucketed, page, f"2001:db8:9:9::{i + 1:x}") for i in range(4)]
+    assert [r.status_code for r in answers[:3]] == [201, 201, 201], [r.text[:200] for r in answers]
+    assert_error(answers[3], 429, "rate_limited")
+    assert _create(bucketed, page, "2001:db8:9:a::1").status_code == 201          # another /64
+    mixed = [_create(bucketed, page, a) for a in ("192.0.2.5", "::ffff:192.0.2.5", "192.0.2.5", "::ffff:c000:205")]
+    assert [r.status_code for r in mixed[:3]] == [201, 201, 201]
+    assert_error(mixed[3], 429, "rate_limited")
