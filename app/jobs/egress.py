@@ -16,7 +16,9 @@ Refused, unless DOODLEPOD_WEBHOOK_ALLOW lets it through:
 - an address that is ``loopback``, ``link_local`` (169.254.0.0/16, fe80::/10: cloud metadata
   services), ``private`` (RFC 1918, 100.64.0.0/10), ``unique_local`` (fc00::/7), ``multicast``,
   ``unspecified`` or otherwise ``not_global`` (reserved, documentation, benchmarking ranges), also
-  when written as an IPv4-mapped IPv6 address; every address a name resolves to must pass;
+  when written in IPv6 clothing (IPv4-mapped, SIIT, IPv4-compatible, NAT64 64:ff9b::/96 and
+  64:ff9b:1::/48, 6to4, Teredo: the embedded IPv4 address decides, :func:`embedded_ipv4`), and
+  ``site_local`` (fec0::/10); every address a name resolves to must pass;
 - ``unresolvable``: the name has no address.
 
 DOODLEPOD_WEBHOOK_ALLOW is a comma-separated list of networks (``10.20.0.0/16``, ``127.0.0.1/32``)
@@ -89,10 +91,45 @@ class Allowance:
         return any(ip.version == net.version and ip in net for net in self.networks)
 
 
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries, which a translator or tunnel on the path would reach:
+    IPv4-mapped ``::ffff:a.b.c.d``, SIIT ``::ffff:0:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, NAT64
+    ``64:ff9b::a.b.c.d`` (RFC 6052) and the local-use ``64:ff9b:1::/48`` (RFC 8215, read as a /48
+    and as a /96 prefix), 6to4 ``2002:AABB:CCDD::/48`` and Teredo (server and client address)."""
+    raw = ip.packed
+    as4 = ipaddress.IPv4Address
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip in _SIIT or ip in _NAT64 or (ip in _COMPATIBLE and int(ip) > 1):
+        return [as4(raw[12:16])]
+    if ip in _NAT64_LOCAL:
+        # read with a /96 and with a /48 prefix; the reading of the other length is all zeros
+        readings = [a for a in (as4(raw[12:16]), as4(raw[6:8] + raw[9:11])) if int(a)]
+        return readings or [as4(0)]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    return []
+
+
 def address_rule(ip: IPAddress) -> str | None:
-    """The rule a destination address breaks, or None for a public address."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """The rule a destination address breaks, or None for a public address. An IPv6 address that
+    carries an IPv4 address (:func:`embedded_ipv4`) is judged by what it carries: its IPv4 address's
+    rule, whatever the library's flags say of the IPv6 form; the local-use NAT64 prefix and the
+    deprecated site-local fec0::/10 are never public."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried = embedded_ipv4(ip)
+        for v4 in carried:
+            rule = address_rule(v4)
+            if rule is not None:
+                return rule
+        if ip in _NAT64_LOCAL:
+            return "not_global"
+        if ip in _SITE_LOCAL:
+            return "site_local"
+        if carried:  # a translator's or tunnel's form of public IPv4 addresses
+            return None
     if ip.is_unspecified:
         return "unspecified"
     if ip.is_loopback:
@@ -111,6 +148,11 @@ def address_rule(ip: IPAddress) -> str | None:
 
 
 _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")
+_SIIT = ipaddress.ip_network("::ffff:0:0:0/96")
+_COMPATIBLE = ipaddress.ip_network("::/96")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 
 
