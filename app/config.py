@@ -279,9 +279,20 @@ SETTINGS: tuple[Setting, ...] = (
             "name under it). Empty: callbacks reach public addresses only; loopback, private, link-local, "
             "unique-local, multicast and cluster names (*.svc, single labels, localhost) are refused with 422.",
             _csv),
-    Setting("DOODLEPOD_WEBHOOK_CONCURRENCY", "8", "Callbacks one worker process delivers at once (one slow "
-            "receiver holds one of them, and at most 2 per host, so it cannot hold back other clients' "
-            "callbacks).", _positive_int),
+    Setting("DOODLEPOD_WEBHOOK_CONCURRENCY", "8", "Callbacks one worker process delivers at once (lanes): at "
+            "most 2 to one receiver (scheme, host, port) and DOODLEPOD_CLIENT_WEBHOOK_LANES for one client; a "
+            "callback waiting out its retry backoff holds no lane.", _positive_int),
+    Setting("DOODLEPOD_CLIENT_WEBHOOK_LANES", "2", "Callbacks of one client (see DOODLEPOD_CLIENT_STORAGE_MB) one "
+            "worker process delivers at once: a client whose receivers answer slowly, on however many hosts "
+            "and ports, holds at most this many lanes; its other callbacks wait their turn (never refused).",
+            _positive_int),
+    Setting("DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S", "2", "Longest a callback_url's name may take to resolve when "
+            "the request is made (422 callback_url_refused, rule dns_timeout, beyond); at delivery the lookup "
+            "counts in the attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S. Lookups run on threads of their own "
+            "(DOODLEPOD_WEBHOOK_DNS_THREADS), never on gevent's resolver pool, one at a time per client (429 "
+            "callback_dns_share_used while one runs).", _positive_float),
+    Setting("DOODLEPOD_WEBHOOK_DNS_THREADS", "8", "Threads per process that look callback names up (the app's "
+            "and the worker's own; a slow name holds one until the system resolver gives up).", _positive_int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

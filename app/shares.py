@@ -11,6 +11,8 @@ error code of that share, and nobody else is refused for it:
 share                             setting                             answer past it
 ================================  ==================================  ===========================
 bytes stored (last expiry period) DOODLEPOD_CLIENT_STORAGE_MB          429 ``storage_share_used``
+callback name lookups at submit   one at a time per client            429 ``callback_dns_share_used``
+callbacks delivered at once       DOODLEPOD_CLIENT_WEBHOOK_LANES       waits its turn (never refused)
 ================================  ==================================  ===========================
 
 The storage share counts what the client's requests and jobs stored (:func:`metering` around the

@@ -27,11 +27,13 @@ name under it) that are allowed whatever they resolve to.
 """
 from __future__ import annotations
 
+import _socket
 import ipaddress
 import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ClientError
@@ -157,9 +159,58 @@ _SHARED = ipaddress.ip_network("100.64.0.0/10")
 
 
 def system_resolver(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to (TCP), as the operating system's resolver answers."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    """Every address ``host`` resolves to (TCP), as the operating system's resolver answers (the C
+    library's lookup itself, never gevent's resolver: :class:`BoundedResolver` runs it on its own threads)."""
+    infos = _socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
     return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+class ResolveTimeout(TimeoutError):
+    """A callback's name did not resolve within the bound."""
+
+
+class BoundedResolver:
+    """Callback names looked up on ``threads`` native threads of its own, each lookup bounded by
+    ``timeout_s`` (or the time left to a callback attempt): a name that answers slowly holds one of
+    these threads, never gevent's shared resolver pool (the app's other lookups, Redis by name) and
+    never a request or a callback lane past the bound. A lookup that is not answered in time raises
+    :class:`ResolveTimeout`; its thread stays busy until the C library gives up."""
+
+    def __init__(self, threads: int = 8, timeout_s: float = 2.0, lookup: Resolver = system_resolver) -> None:
+        self.threads = max(1, threads)
+        self.timeout_s = timeout_s
+        self.lookup = lookup
+        self._pool: Any = None
+        self._gevent = False
+
+    def _start(self) -> None:
+        from ..loop import under_gevent
+
+        self._gevent = under_gevent()
+        if self._gevent:
+            from gevent.threadpool import ThreadPool
+            self._pool = ThreadPool(self.threads)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="callback-dns")
+
+    def __call__(self, host: str, port: int, timeout_s: float | None = None) -> list[str]:
+        if self._pool is None:
+            self._start()
+        limit = self.timeout_s if timeout_s is None else max(0.0, min(self.timeout_s, timeout_s))
+        if self._gevent:
+            import gevent
+            try:
+                return list(self._pool.spawn(self.lookup, host, port).get(timeout=limit))
+            except gevent.Timeout:
+                raise ResolveTimeout(f"{host!r} did not resolve within {limit:g} s") from None
+        from concurrent.futures import TimeoutError as FutureTimeout
+        future = self._pool.submit(self.lookup, host, port)
+        try:
+            return list(future.result(timeout=limit))
+        except FutureTimeout:
+            future.cancel()
+            raise ResolveTimeout(f"{host!r} did not resolve within {limit:g} s") from None
 
 
 def check_callback(url: str, allow: Allowance, resolve: Resolver = system_resolver) -> Target:
@@ -189,6 +240,8 @@ def check_callback(url: str, allow: Allowance, resolve: Resolver = system_resolv
     else:
         try:
             addresses = list(resolve(host, port))
+        except ResolveTimeout:
+            raise  # not a refusal: the caller decides (a request answers 422 dns_timeout, delivery retries)
         except (OSError, UnicodeError):
             addresses = []
         if not addresses:

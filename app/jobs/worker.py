@@ -138,6 +138,9 @@ class Worker:
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
+        from .egress import BoundedResolver
+        # callback names: looked up on threads of their own, within each attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S
+        self.resolver = BoundedResolver(self.settings.webhook_dns_threads, self.settings.webhook_timeout_s)
 
     # --- the threads ------------------------------------------------------------------------
     def run(self) -> None:
@@ -332,8 +335,8 @@ class Worker:
         that receiver's deliveries ends."""
         from .queue import WEBHOOKS_GROUP
 
-        lanes = Lanes(self.settings.webhook_concurrency, PER_RECEIVER)
-        waiting: list[tuple[Any, str, dict[str, str] | None]] = []   # (taken, receiver, raw job)
+        lanes = Lanes(self.settings.webhook_concurrency, PER_RECEIVER, self.settings.client_webhook_lanes)
+        waiting: list[tuple[Any, tuple[str, str], dict[str, str] | None]] = []   # (taken, lane, raw job)
         backoff = 0.5
         while not self.stop.is_set():
             for item in list(waiting):
@@ -361,14 +364,15 @@ class Worker:
                 log.warning("webhook for job %s: %s: %s", taken.job_id, type(exc).__name__, exc)
                 self._track(self.queue.hooks, consumer, taken.entry_id, False)
                 continue
-            item = (taken, receiver_of(raw.get("callback_url", "") if raw else ""), raw)
+            item = (taken, (receiver_of(raw.get("callback_url", "") if raw else ""),
+                            (raw or {}).get("client", "")), raw)
             if lanes.try_start(item[1]):
                 self._spawn_delivery(item, consumer, lanes)
             else:
                 waiting.append(item)
 
     def _spawn_delivery(self, item, consumer: str, lanes: Lanes) -> None:
-        threading.Thread(target=self._deliver_one, args=(item, consumer, lanes), name=f"hook-{item[1][:40]}",
+        threading.Thread(target=self._deliver_one, args=(item, consumer, lanes), name=f"hook-{item[1][0][:40]}",
                          daemon=True).start()
 
     def _deliver_one(self, item, consumer: str, lanes: Lanes) -> None:
@@ -377,7 +381,21 @@ class Worker:
         from .webhooks import Allowance, deliver
 
         s = self.settings
-        taken, receiver, raw = item
+        taken, lane, raw = item
+        held = [True]
+
+        def pause(seconds: float) -> bool:
+            """Backoff between attempts without the lane: others' callbacks go meanwhile."""
+            lanes.end(lane)
+            held[0] = False
+            if self.stop.wait(seconds):
+                return True
+            while not lanes.try_start(lane):
+                if self.stop.wait(0.05):
+                    return True
+            held[0] = True
+            return False
+
         try:
             if not raw or not raw.get("callback_url") or not s.webhook_secret:
                 self.queue.webhook_done(taken, "failed" if raw else "expired", 0)
@@ -386,7 +404,7 @@ class Worker:
             job.pop("webhook", None)
             outcome = deliver(raw["callback_url"], job, s.webhook_secret, attempts=s.webhook_attempts,
                               timeout_s=s.webhook_timeout_s, now=now_iso, stop=self.stop,
-                              allow=Allowance.parse(s.webhook_allow))
+                              allow=Allowance.parse(s.webhook_allow), resolve=self.resolver, pause=pause)
             if outcome.interrupted:
                 return  # stopping: another worker takes it over after the visibility timeout
             metrics.WEBHOOKS.labels(outcome="delivered" if outcome.delivered else "failed").inc()
@@ -396,7 +414,8 @@ class Worker:
         except Exception as exc:
             log.warning("webhook for job %s: %s: %s", taken.job_id, type(exc).__name__, exc)
         finally:
-            lanes.end(receiver)
+            if held[0]:
+                lanes.end(lane)
             self._track(self.queue.hooks, consumer, taken.entry_id, False)
 
 
@@ -417,31 +436,40 @@ def receiver_of(url: str) -> str:
 
 
 class Lanes:
-    """Counts deliveries in flight, in all (at most ``total``) and per receiver (at most ``each``)."""
+    """Counts deliveries in flight: in all (at most ``total``), per receiver (at most ``each``) and per
+    client (at most ``per_client``, DOODLEPOD_CLIENT_WEBHOOK_LANES: a client that names many slow
+    receivers on many ports still holds only its own lanes). A lane is ``(receiver, client)``."""
 
-    def __init__(self, total: int, each: int) -> None:
+    def __init__(self, total: int, each: int, per_client: int | None = None) -> None:
         self.total, self.each = total, each
+        self.per_client = per_client or total
         self._lock = threading.Lock()
         self._busy: dict[str, int] = {}
+        self._clients: dict[str, int] = {}
 
     def has_room(self) -> bool:
         with self._lock:
             return sum(self._busy.values()) < self.total
 
-    def try_start(self, receiver: str) -> bool:
+    def try_start(self, lane: tuple[str, str] | str) -> bool:
+        receiver, client = (lane, "") if isinstance(lane, str) else lane
         with self._lock:
-            if sum(self._busy.values()) >= self.total or self._busy.get(receiver, 0) >= self.each:
+            if (sum(self._busy.values()) >= self.total or self._busy.get(receiver, 0) >= self.each
+                    or self._clients.get(client, 0) >= self.per_client):
                 return False
             self._busy[receiver] = self._busy.get(receiver, 0) + 1
+            self._clients[client] = self._clients.get(client, 0) + 1
             return True
 
-    def end(self, receiver: str) -> None:
+    def end(self, lane: tuple[str, str] | str) -> None:
+        receiver, client = (lane, "") if isinstance(lane, str) else lane
         with self._lock:
-            left = self._busy.get(receiver, 0) - 1
-            if left > 0:
-                self._busy[receiver] = left
-            else:
-                self._busy.pop(receiver, None)
+            for counts, key in ((self._busy, receiver), (self._clients, client)):
+                left = counts.get(key, 0) - 1
+                if left > 0:
+                    counts[key] = left
+                else:
+                    counts.pop(key, None)
 
 
 def _progress_arg(run: Callable[..., Any], reporter: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
