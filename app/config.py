@@ -257,7 +257,20 @@ SETTINGS: tuple[Setting, ...] = (
             "client should poll.", _positive_int),
     Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.jobs.worker) renders at "
             "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
-            "worker holds none).", _positive_int),
+            "worker holds none). Videos (POST /motions) are not among them: see "
+            "DOODLEPOD_WORKER_VIDEO_CONCURRENCY.", _positive_int),
+    Setting("DOODLEPOD_WORKER_VIDEO_CONCURRENCY", "1", "Videos one worker process reads at once (POST /motions: "
+            "decoding and the pose model), on threads of their own from a queue of their own, holding no render "
+            "slot: videos never take the capacity renders need, and wait behind each other only.",
+            _non_negative_int),
+    Setting("DOODLEPOD_CLIENT_MAX_QUEUED", "10", "Async jobs one client (see DOODLEPOD_CLIENT_STORAGE_MB) may have "
+            "queued or running at once; one more answers 429 jobs_share_used with Retry-After, while other "
+            "clients' jobs are still taken (DOODLEPOD_JOBS_MAX_QUEUED bounds them all).", _positive_int),
+    Setting("DOODLEPOD_CLIENT_QUEUED_MB", "64", "MiB of uploads (images, videos) one client's queued or running "
+            "jobs may hold at once; past it 429 queued_bytes_share_used with Retry-After. Images wait in Redis, "
+            "videos in the storage (the job names them).", _positive_float),
+    Setting("DOODLEPOD_CLIENT_MAX_VIDEOS", "2", "Videos (POST /motions) one client may have queued or being read "
+            "at once; one more answers 429 video_share_used with Retry-After.", _positive_int),
     Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
             _positive_int),
     Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Requests that create or store work (every POST of /animate, "

@@ -150,8 +150,10 @@ def _replay(record: dict[str, Any]) -> Response:
     return response
 
 
-def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callback_url: str = "") -> Response:
-    """Queue a job of ``kind`` (a handler of app/jobs/worker.py) and answer 202; or replay the key's first answer."""
+def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callback_url: str = "",
+           input_bytes: int | None = None) -> Response:
+    """Queue a job of ``kind`` (a handler of app/jobs/worker.py) and answer 202; or replay the key's first
+    answer. ``input_bytes``: the size of an input the payload names (a stored video), for the client's share."""
     svc = services()
     queue = _queue()
     key = validate_key(request.headers.get(IDEMPOTENCY_HEADER))
@@ -159,7 +161,8 @@ def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callbac
     who = client()
     submitted = queue.submit(kind, payload, input_data, callback_url=callback_url, client=who,
                              idem_key=redis_key(svc.settings.redis_prefix, who, key) if key else "",
-                             idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s)
+                             idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s,
+                             input_bytes=input_bytes)
     if submitted.duplicate_of is not None:
         record = check_record(submitted.duplicate_of, fp, key)
         if record.get("state") == "running":

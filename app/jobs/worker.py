@@ -116,9 +116,15 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
 def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes | None, job_id: str,
                           deadline, progress=None) -> dict:
     """POST /motions' work: the person's movement in the video as the client's own motion
-    (app/render/own_motions.py). The pose model runs in this job thread, under the render slot."""
+    (app/render/own_motions.py). It runs on a video thread, holding no render slot; the video waits
+    in the storage (``video_key``; older jobs: the job's input in Redis)."""
+    from ..errors import InvalidVideo
     from ..render.own_motions import make_motion
 
+    if payload.get("video_key"):
+        video = ctx.storage.get(payload["video_key"], deadline)
+        if video is None:
+            raise InvalidVideo("the uploaded video is no longer stored (expired); send it again")
     return make_motion(ctx, payload, video or b"", job_id, deadline, report=progress)
 
 
@@ -148,6 +154,8 @@ class Worker:
 
         threads = [threading.Thread(target=self._job_loop, args=(f"{self.name}-{i}",), name=f"job-{i}", daemon=True)
                    for i in range(self.settings.worker_concurrency)]
+        threads += [threading.Thread(target=self._video_loop, args=(f"{self.name}-video-{i}",), name=f"video-{i}",
+                                     daemon=True) for i in range(self.settings.worker_video_concurrency)]
         threads.append(threading.Thread(target=self._webhook_loop, args=(f"{self.name}-hooks",), name="hooks",
                                         daemon=True))
         beat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
@@ -187,6 +195,24 @@ class Worker:
                         self._run(taken, consumer)
                 finally:
                     slot.release()
+                backoff = 0.5
+            except Exception as exc:
+                log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
+                self.stop.wait(backoff)
+                backoff = min(10.0, backoff * 2)
+
+    def _video_loop(self, consumer: str) -> None:
+        """Video jobs (their own stream): read without a render slot, so videos never take the slots
+        renders need; DOODLEPOD_WORKER_VIDEO_CONCURRENCY threads is all the capacity they get."""
+        backoff = 0.5
+        while not self.stop.is_set():
+            try:
+                if not self._models_ready() or not self.queue.has_work(stream=self.queue.video_stream):
+                    self.stop.wait(IDLE_POLL_S if self._ready_ok else 2.0)
+                    continue
+                taken = self.queue.take(consumer, block_ms=0, stream=self.queue.video_stream)
+                if taken is not None:
+                    self._run(taken, consumer)
                 backoff = 0.5
             except Exception as exc:
                 log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
@@ -237,7 +263,8 @@ class Worker:
         from .. import metrics
         from ..render.deadline import Deadline
 
-        self._track(self.queue.stream, consumer, taken.entry_id, True)
+        stream = taken.stream or self.queue.stream
+        self._track(stream, consumer, taken.entry_id, True)
         try:
             started = self.queue.start(taken, consumer)
             if started.verdict != "run":
@@ -269,13 +296,24 @@ class Worker:
                 self._failed(taken, started.owner, job, ApiError(f"{type(exc).__name__}"))
                 return
             if self.queue.succeed(taken, started.owner, result):
+                self._ended(job)
                 metrics.JOBS.labels(event="succeeded").inc()
                 metrics.JOB_SECONDS.labels(status="succeeded").observe(_age_s(job))
                 log.info("job %s succeeded in %.0f ms", taken.job_id, (time.perf_counter() - t0) * 1e3)
             else:
                 log.warning("job %s finished here but another worker owns it now; result dropped", taken.job_id)
         finally:
-            self._track(self.queue.stream, consumer, taken.entry_id, False)
+            self._track(stream, consumer, taken.entry_id, False)
+
+    def _ended(self, job: dict) -> None:
+        """The job will not run again: remove what it kept outside Redis (a queued video)."""
+        try:
+            key = json.loads(job.get("payload") or "{}").get("video_key")
+            if key:
+                from ..render.deadline import Deadline
+                self.ctx.storage.delete(key, Deadline(30))
+        except Exception as exc:  # the expiry sweep (or the bucket's lifecycle rule) removes it later
+            log.warning("job %s: its stored input not removed: %s", job.get("id"), exc)
 
     def _charge(self, client: str, nbytes: int) -> None:
         try:
@@ -320,7 +358,8 @@ class Worker:
             return
         if exc.retryable:
             error["message"] += f" (after {attempt} attempts)"
-        self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter)
+        if self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter):
+            self._ended(job)
         metrics.JOBS.labels(event="failed").inc()
         metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))
         log.log(logging.WARNING if exc.status >= 500 else logging.INFO, "job %s failed after %d attempt(s): %s (%d) %s",
