@@ -73,21 +73,21 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
                 progress=None) -> dict:
     """POST /animate's work: the photo pipeline, with the request's validated fields."""
     from ..errors import UnknownMotion
-    from ..render.pipeline import Job
+    from ..render.pipeline import AnimateRequest
 
     missing = [n for n in payload["motions"] if n not in ctx.motions]
     if missing:
         raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
     joints = None
     if payload.get("joints") is not None:
-        from animator.photo_skeleton import skeleton_from_client
+        from animator.skeleton import skeleton_from_client
 
         from ..errors import animator_boundary
         with animator_boundary():
             joints = skeleton_from_client(payload["joints"])
-    job = Job(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]], format=payload["format"],
-              deadline=deadline, base_url=payload["base_url"], request_id=job_id, joints=joints,
-              bbox=payload.get("bbox"), progress=progress)
+    job = AnimateRequest(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]],
+                         format=payload["format"], deadline=deadline, base_url=payload["base_url"],
+                         request_id=job_id, joints=joints, bbox=payload.get("bbox"), progress=progress)
     result = ctx.pipeline.run(job)
     return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
 
@@ -116,10 +116,10 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
 def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes | None, job_id: str,
                           deadline, progress=None) -> dict:
     """POST /motions' work: the person's movement in the video as the client's own motion
-    (app/render/own_motions.py). It runs on a video thread, holding no render slot; the video waits
+    (app/motions/own.py). It runs on a video thread, holding no render slot; the video waits
     in the storage (``video_key``; older jobs: the job's input in Redis)."""
     from ..errors import InvalidVideo
-    from ..render.own_motions import make_motion
+    from ..motions.own import make_motion
 
     if payload.get("video_key"):
         video = ctx.storage.get(payload["video_key"], deadline)
@@ -261,7 +261,7 @@ class Worker:
     # --- one job ---------------------------------------------------------------------------------
     def _run(self, taken, consumer: str) -> None:
         from .. import metrics
-        from ..render.deadline import Deadline
+        from ..deadline import Deadline
 
         stream = taken.stream or self.queue.stream
         self._track(stream, consumer, taken.entry_id, True)
@@ -310,7 +310,7 @@ class Worker:
         try:
             key = json.loads(job.get("payload") or "{}").get("video_key")
             if key:
-                from ..render.deadline import Deadline
+                from ..deadline import Deadline
                 self.ctx.storage.delete(key, Deadline(30))
         except Exception as exc:  # the expiry sweep (or the bucket's lifecycle rule) removes it later
             log.warning("job %s: its stored input not removed: %s", job.get("id"), exc)

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from animator.errors import VideoError
-from animator.video import VideoLimits, _duration_s, check, probe, read_frames
+from animator.video.decode import VideoLimits, _duration_s, check, probe, read_frames
 
 FFMPEG = imageio_ffmpeg.get_ffmpeg_exe()
 

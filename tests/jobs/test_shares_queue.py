@@ -15,7 +15,7 @@ import requests
 from app.config import load_settings
 from app.jobs import worker as worker_module
 from app.jobs.queue import JobQueue, QueueFull
-from app.render.pool import InflightSlots
+from app.render.admission import InflightSlots
 from app.shares import JobsShareUsed, QueuedBytesShareUsed, VideoShareUsed
 from tests.support import stack
 from tests.support.answers import assert_error
