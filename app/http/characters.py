@@ -191,6 +191,11 @@ def animate_character(cid: str):
         return _animate_character_async(cid, motions, fmt, side, frames, callback, deadline)
     if callback:
         raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
+    return idempotent(lambda: _animate_character_now(cid, motions, fmt, side, frames, deadline))
+
+
+def _animate_character_now(cid: str, motions, fmt: str, side: int, frames: int | None, deadline) -> Response:
+    """The synchronous render (once per Idempotency-Key: a repeat gets the first answer)."""
     clip = uploaded_clip()  # the client's own BVH clip (file or text field), if any
     chosen: list = []
     try:

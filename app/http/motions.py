@@ -49,6 +49,8 @@ def make_motion():
     deadline = request_deadline()
     admit_work()
     limit = int(svc.settings.video_max_mb * 2**20)
+    # this route's body bound is DOODLEPOD_VIDEO_MAX_MB, not the app's DOODLEPOD_MAX_UPLOAD_MB
+    request.max_content_length = limit + _FORM_OVERHEAD
     body.buffer_body(request.environ, limit + _FORM_OVERHEAD, min(svc.settings.body_timeout_s, deadline.remaining()))
     video = read_video_upload(request.files, limit)
     callback = validate_callback_url(request.form.get("callback_url"), svc.settings)

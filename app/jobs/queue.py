@@ -334,6 +334,8 @@ class JobQueue:
             out["webhook"] = {"url": without_credentials(h["callback_url"]),
                               "status": h.get("webhook_status") or "not_sent",
                               "attempts": int(h.get("webhook_attempts") or 0)}
+            if h.get("webhook_detail"):  # why the last attempt failed: the rule, the status, "timeout"
+                out["webhook"]["detail"] = h["webhook_detail"]
         return out
 
     # --- worker side -------------------------------------------------------------------------
@@ -467,9 +469,10 @@ class JobQueue:
         return int(self._promote(keys=[self.delayed_for(stream), stream], args=[self.key("job", ""), most]))
 
     # --- webhooks bookkeeping (delivery itself: app/jobs/webhooks.py) ------------------------------
-    def webhook_done(self, taken: Taken, status: str, attempts: int) -> None:
+    def webhook_done(self, taken: Taken, status: str, attempts: int, detail: str = "") -> None:
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(self.job_key(taken.job_id), mapping={"webhook_status": status, "webhook_attempts": attempts})
+        pipe.hset(self.job_key(taken.job_id), mapping={"webhook_status": status, "webhook_attempts": attempts,
+                                                       "webhook_detail": detail[:300]})
         pipe.xack(self.hooks, WEBHOOKS_GROUP, taken.entry_id)
         pipe.xdel(self.hooks, taken.entry_id)
         pipe.execute()

@@ -167,7 +167,7 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
             status, retry_after = post(target, body, headers, end - time.monotonic())
         except CallbackRefused as exc:
             log.warning("webhook job=%s to %s not sent: %s", job["id"], shown, exc.message)
-            return Outcome(False, attempt, f"refused: {exc.rule}")
+            return Outcome(False, attempt, f"refused: {exc.rule}: {exc.message}")
         except (OSError, ValueError) as exc:
             detail = "timeout" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
         else:

@@ -449,7 +449,8 @@ class Worker:
             metrics.WEBHOOKS.labels(outcome="delivered" if outcome.delivered else "failed").inc()
             if outcome.attempts > 1:
                 metrics.WEBHOOKS.labels(outcome="retried").inc(outcome.attempts - 1)
-            self.queue.webhook_done(taken, "delivered" if outcome.delivered else "failed", outcome.attempts)
+            self.queue.webhook_done(taken, "delivered" if outcome.delivered else "failed", outcome.attempts,
+                                    "" if outcome.delivered else outcome.detail)
         except Exception as exc:
             log.warning("webhook for job %s: %s: %s", taken.job_id, type(exc).__name__, exc)
         finally:
