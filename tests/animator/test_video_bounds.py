@@ -59,3 +59,20 @@ def test_a_duration_of_a_hundred_hours_is_not_read_as_zero():
     assert _duration_s("  Duration: 100:00:00.00, start: 0.000000") == 360000.0
     assert _duration_s("  Duration: 00:00:20.50, start") == 20.5
     assert _duration_s("Duration: N/A") is None
+
+
+@pytest.mark.parametrize("frames", [2, 3, 5, 6])
+def test_a_person_seen_in_a_few_frames_makes_a_short_clip_not_a_crash(frames):
+    """A 3-6 frame track met a smoothing window longer than itself (500 internal_error before)."""
+    import numpy as np
+
+    from animator.video.landmarks import N_LANDMARKS, PoseTrack, smooth
+    from animator.video.pose_bvh import track_to_bvh
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(N_LANDMARKS, 3)) * 0.3
+    points = np.stack([base + rng.normal(size=base.shape) * 0.01 for _ in range(frames)])
+    clip = track_to_bvh(PoseTrack(points=points, present=np.ones(frames, bool), fps=15.0))
+    assert clip.n_frames == frames and "MOTION" in clip.text
+    still = np.ones((frames, N_LANDMARKS, 3))
+    assert np.array_equal(smooth(still, 1.5), still)      # a still pose stays exactly still
