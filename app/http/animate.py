@@ -63,14 +63,14 @@ def _animate_async():
     joints = None if joints is ABSENT else joints
     if joints is not None:
         parse_joints(joints)  # 400 now, not a failed job later
-    _check_image_header(image)
+    check_image_header(image)
     payload = {"motions": [m.name for m in motions], "format": fmt, "joints": joints,
                "bbox": parse_bbox(request.form.get("bbox")), "base_url": base_url()}
     callback = validate_callback_url(request.form.get("callback_url"), services().settings)
     return submit("animate", payload, image, callback)
 
 
-def _check_image_header(data: bytes) -> None:
+def check_image_header(data: bytes) -> None:
     """What an async request can be refused for before it is queued (type, pixel count: the header);
     the decode itself happens in the worker."""
     from ..images import open_checked
@@ -102,6 +102,7 @@ def _animate(deadline: Deadline):
     named: list = []
     try:
         named = motion_list(request.form.getlist("motions"), defaults=clip is None, own=deadline)
+        check_image_header(image)  # type, size: before a render slot is taken for it
         with render_slot():  # only now: the body is in and every field checked
             result = _run({"image": image, "motions": named + ([clip] if clip else []), "format": fmt,
                            "joints": joints, "bbox": bbox, "deadline": deadline})

@@ -19,7 +19,7 @@ from ..errors import BadMask, BadRequest, VersionMismatch
 from ..intake.fields import motion_list, parse_bbox, parse_joint_moves, parse_joints, parse_max_frames, parse_size
 from ..jobs.webhooks import validate_callback_url
 from ..services import services
-from .animate import read_drawing, uploaded_clip
+from .animate import check_image_header, read_drawing, uploaded_clip
 from .api import base_url, json_body, read_body, render_slot, request_deadline, request_priority
 from .jobs import admit_work, idempotent, meter_storage, submit, wants_async
 
@@ -59,6 +59,7 @@ def _create_character(deadline) -> Response:
     form = request.form if request.files or request.form else {}
     joints = parse_joints(form.get("joints")) if form else None
     bbox = parse_bbox(form.get("bbox")) if form else None
+    check_image_header(image)  # type, size: before a render slot is taken for it
     with render_slot():
         timings: dict[str, float] = {}
         record = services().characters.create(image, joints, bbox, deadline, timings)

@@ -61,3 +61,21 @@ def test_a_clients_own_motion_is_not_served_under_files(app):
     assert requests.get(f"{app.url}/files/ok.gif", timeout=10).status_code == 200
     refused = requests.get(f"{app.url}/files/motions/own/abc/video-0123456789ab.bvh", timeout=10)
     assert refused.status_code == 404 and refused.json()["error"] == "not_found"
+
+
+def _png(w: int, h: int) -> bytes:
+    from PIL import Image
+
+    return stack.encode(Image.new("RGB", (w, h), (255, 255, 255)))
+
+
+@pytest.mark.e2e
+def test_an_image_too_small_for_the_models_is_422_before_they_are_called(app):
+    """The model server points at a closed port: a request that reached it would answer 503/502."""
+    for w, h in ((1, 1), (31, 400)):
+        r = requests.post(f"{app.url}/characters", files={"image": ("d.png", _png(w, h), "image/png")}, timeout=30)
+        assert r.status_code == 422 and r.json()["error"] == "image_too_small", r.text[:300]
+        r = requests.post(f"{app.url}/animate", files={"image": ("d.png", _png(w, h), "image/png")}, timeout=30)
+        assert r.status_code == 422 and r.json()["error"] == "image_too_small", r.text[:300]
+    raw = requests.post(f"{app.url}/characters", data=b"true", headers={"Content-Type": "image/png"}, timeout=30)
+    assert raw.status_code == 400 and raw.json()["error"] == "unreadable_image", raw.text[:300]
