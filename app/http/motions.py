@@ -16,8 +16,8 @@ from flask import Blueprint, jsonify, request
 
 from ..deadline import Deadline
 from ..intake import body
-from ..intake.video import read_video_upload
-from ..jobs.webhooks import validate_callback_url
+from ..intake.models import VideoForm
+from ..intake.read import read, takes
 from ..motions.library import categories
 from ..services import services
 from ..shares import unmetered
@@ -43,6 +43,7 @@ def list_motions():
 
 
 @bp.post("/motions")
+@takes(VideoForm)
 def make_motion():
     """Queue the video for the pose model (always async: it takes seconds per second of video)."""
     svc = services()
@@ -52,8 +53,8 @@ def make_motion():
     # this route's body bound is DOODLEPOD_VIDEO_MAX_MB, not the app's DOODLEPOD_MAX_UPLOAD_MB
     request.max_content_length = limit + _FORM_OVERHEAD
     body.buffer_body(request.environ, limit + _FORM_OVERHEAD, min(svc.settings.body_timeout_s, deadline.remaining()))
-    video = read_video_upload(request.files, limit)
-    callback = validate_callback_url(request.form.get("callback_url"), svc.settings)
+    fields = read(VideoForm, respond_async=True)
+    video = fields.video
     # The video waits in the storage (it is a file), the job names it: Redis holds no video bytes.
     key = f"{QUEUED_VIDEOS}{uuid.uuid4().hex}.video"
     with unmetered():  # the client's queued-bytes share counts it, not its storage share
@@ -61,7 +62,7 @@ def make_motion():
     kept = False
     try:
         answer = submit("motion_from_video", {"client": client(), "base_url": base_url(), "video_key": key},
-                        None, callback, input_bytes=len(video))
+                        None, fields.callback_url, input_bytes=len(video))
         kept = answer.status_code == 202 and "Idempotent-Replayed" not in answer.headers
         return answer
     finally:
