@@ -48,7 +48,7 @@ def animate():
 def _animate_async(fields: AnimateForm):
     """Check the request as the synchronous path would, then queue it (202 + Location)."""
     motions = motion_list(fields.motions)
-    _check_image_header(fields.image)
+    check_image_header(fields.image)
     payload = {"motions": [m.name for m in motions], "format": fields.format, "joints": skeleton_json(fields.joints),
                "bbox": fields.bbox, "base_url": base_url()}
     return submit("animate", payload, fields.image, fields.callback_url)
@@ -61,7 +61,7 @@ def skeleton_json(joints: list | None) -> list | None:
     return [{"name": j.name, "loc": [float(v) for v in j.loc], "parent": j.parent} for j in joints]
 
 
-def _check_image_header(data: bytes) -> None:
+def check_image_header(data: bytes) -> None:
     """What an async request can be refused for before it is queued (type, pixel count: the header);
     the decode itself happens in the worker."""
     from ..images import open_checked
@@ -74,6 +74,7 @@ def _animate(fields: AnimateForm, deadline: Deadline):
     named: list = []
     try:
         named = motion_list(fields.motions, defaults=clip is None, own=deadline, client=client())
+        check_image_header(fields.image)  # type, size: before a render slot is taken for it
         with render_slot():  # only now: the body is in and every field checked
             result = _run({"image": fields.image, "motions": named + ([clip] if clip else []), "format": fields.format,
                            "joints": fields.joints, "bbox": fields.bbox, "deadline": deadline})

@@ -191,6 +191,10 @@ NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
     "DOODLEPOD_JOBS_MAX_ATTEMPTS",   # the worker's retries
     "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
+    "DOODLEPOD_CLIENT_STORAGE_MB",   # a client's share (app/shares.py): 429 storage_share_used
+    "DOODLEPOD_CLIENT_QUEUED_MB",    # a client's share: 429 queued_bytes_share_used
+    "DOODLEPOD_CLIENT_MAX_QUEUED",   # a client's share: 429 jobs_share_used
+    "DOODLEPOD_CLIENT_MAX_VIDEOS",   # a client's share: 429 video_share_used
 }
 #: MAX_* constants of the app that bound no client input.
 NOT_REQUEST_CONSTANTS = {
