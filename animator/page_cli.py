@@ -91,6 +91,8 @@ def load(args: argparse.Namespace, parser: argparse.ArgumentParser):
         parser.error(f"--at: give one per character folder ({n}), got {len(args.at)}")
     if len(args.motion) not in (1, n):
         parser.error(f"--motion: give one for all or one per character folder ({n}), got {len(args.motion)}")
+    if args.background == "page" and not args.page:
+        parser.error("--background page needs --page PHOTO")
     chars = [load_character(c) for c in args.characters]
     motions = args.motion * n if len(args.motion) == 1 else args.motion
     configs = {m: configs_for(m, None) for m in dict.fromkeys(motions)}

@@ -15,9 +15,10 @@ the same for every frame, as long as it does not walk out of the canvas (below).
 Order: characters are drawn back to front by the bottom of their box on the page (nearer the bottom
 of the page is nearer the viewer; ties in list order).
 
-Time: each character is posed at the output frames exactly as a render of it alone would be
-(:func:`animator.api.pose_clip`, same fps and max_frames); the scene lasts as long as the longest
-clip and a shorter clip starts again (a child's scene loops). Frame time: the first character's.
+Time: each character is posed at the output frames exactly as a render of it alone at the same fps
+would be (:func:`animator.api.pose_clip`); the scene lasts as long as the longest clip and a shorter
+clip starts again (a child's scene loops). Frame time: the first character's. ``max_frames`` caps
+the scene's frames (each clip then sampled at the longer frame time, the duration kept).
 
 Walking: a clip that carries the character (its root moves) is played as drawn while the character
 stays in the canvas. Where the clip's travel along an axis would carry it out, that travel is
@@ -198,10 +199,15 @@ def keep_in_frame(bounds: np.ndarray, travel: np.ndarray, scale: float, base: np
     return offsets, (kept[0], kept[1])
 
 
-def _timeline(motions: list[Any]) -> tuple[list[Any], int, float]:
-    """Every motion over the scene's frames (shorter clips start again), the frame count, the frame time."""
-    F = max(m.n_frames for m in motions)
+def _timeline(motions: list[Any], max_frames: int | None = None) -> tuple[list[Any], int, float]:
+    """Every motion over the scene's frames, the frame count, the frame time: the longest clip's length
+    at the first clip's frame time (shorter clips start again); ``max_frames`` caps the count (frames
+    get longer, the duration holds)."""
     dt = motions[0].frame_time_s
+    duration = max(m.n_frames * m.frame_time_s for m in motions)
+    F = max(1, int(round(duration / dt)))
+    if max_frames is not None and F > max_frames:
+        F, dt = int(max_frames), duration / max_frames
     out = []
     for m in motions:
         if m.n_frames == F and abs(m.frame_time_s - dt) < 1e-12:
@@ -293,8 +299,8 @@ def render_page_scene(scene: PageScene, options: RenderOptions | None = None,
     W, H = opts.width, opts.height
     clock = _Clock()
 
-    motions, F, dt = _timeline([pose_clip(ch.character, ch.motion_cfg, ch.retarget_cfg, opts.fps, opts.max_frames)
-                                for ch in scene.characters])
+    motions, F, dt = _timeline([pose_clip(ch.character, ch.motion_cfg, ch.retarget_cfg, opts.fps)
+                                for ch in scene.characters], opts.max_frames)
     clock.lap("retarget")
     count = _FrameCount(progress, F)
     rigs = [Rig.build(ch.character, m, opts.mesh_cells, opts.threads) for ch, m in zip(scene.characters, motions)]
