@@ -111,6 +111,21 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
             "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
 
 
+@handler("scene_animations")
+def run_scene_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
+                         deadline, progress=None) -> dict:
+    """POST /scenes/{id}/animations' work (app/scenes/resource.py), the render slot already held."""
+    from contextlib import nullcontext
+
+    timings: dict[str, float] = {}
+    record, out = ctx.scenes.render(payload["scene"], ctx.motions, payload["format"], payload["size"],
+                                    payload.get("max_frames"), payload.get("if_match"), deadline, timings,
+                                    payload["base_url"], nullcontext, progress=progress)
+    return {"scene": {"id": record.id, "version": record.version}, "format": payload["format"],
+            "size": payload["size"], "animation": out["url"], "width": out["width"], "height": out["height"],
+            "cached": out["cached"], "timings_ms": timings}
+
+
 @handler("motion_from_video")
 def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes | None, job_id: str,
                           deadline, progress=None) -> dict:
