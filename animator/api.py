@@ -11,8 +11,8 @@ Stages (each timed, in milliseconds, in :attr:`RenderResult.timings_ms`):
 ``sprite``    the texture downsized to the output scale, one palette for the clip, the sample points
               and their body parts (:func:`animator.rasterize.prepare_sprite`);
 ``rasterize`` the frames (:func:`animator.rasterize.rasterize`);
-``encode``    GIF / WebP / MP4 bytes (:mod:`animator.encode`), or APNG, WebM, PNG frames, a sprite
-              sheet (:mod:`animator.export`). The ``joints`` and ``glb`` formats draw no frames: they
+``encode``    the file: GIF, WebP, MP4, APNG, WebM, PNG frames or a sprite sheet
+              (:mod:`animator.formats`). The ``joints`` and ``glb`` formats draw no frames: they
               are written from the rig and the motion after ``deform`` (no ``sprite``/``rasterize``).
 
 Frames are rasterised and encoded as a stream, so memory stays flat whatever the clip's length.
@@ -27,9 +27,8 @@ from typing import Any, Callable, Iterator, Optional, Union
 import numpy as np
 
 from .character import Character
-from .encode import FORMATS
 from .errors import ConfigError
-from .export import FRAME_FORMATS, RIG_FORMATS, encode_rgba, encode_rig
+from .formats import FORMATS, RIG_FORMATS, encode, encode_rig
 
 log = logging.getLogger("animator")
 
@@ -59,7 +58,7 @@ class RenderOptions:
             to keep every BVH frame of the clip.
         max_frames: optional cap on the number of frames (the duration is kept, frames get longer).
         format: one of :data:`animator.FORMATS`: ``'gif'``, ``'webp'``, ``'mp4'``, ``'apng'``,
-            ``'webm'``, ``'frames'``, ``'sheet'``, ``'joints'`` or ``'glb'`` (:mod:`animator.export`).
+            ``'webm'``, ``'frames'``, ``'sheet'``, ``'joints'`` or ``'glb'`` (:mod:`animator.formats`).
         colours: palette size for the whole clip, 2..255 (fewer: smaller GIFs, flatter shading).
         smooth: median filter size applied to the downsized texture before quantising (0: off).
         flatten: majority filter size over the quantised texture (0: off; it erases 1-pixel lines).
@@ -304,7 +303,7 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
 def _rig_export(character: Character, rig: "Rig", motion: Any, verts: np.ndarray, placement: Any,
                 opts: RenderOptions, clock: "_Clock") -> "RenderResult":
-    """The ``joints`` or ``glb`` file (:func:`animator.export.encode_rig`) after the deform step:
+    """The ``joints`` or ``glb`` file (:func:`animator.formats.encode_rig`) after the deform step:
     the skeleton per frame, or the skinned mesh with skin weights fitted to ARAP's ``verts``."""
     data = encode_rig(opts.format, character, rig.mesh, motion, placement.scale, placement.offsets,
                       opts.width, opts.height, deformed=verts)
@@ -455,7 +454,7 @@ def _gif_in_processes(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: 
     one); the timer counts this process's own rasterising."""
     from dataclasses import replace
 
-    from .encode import GifWriter, gif_delays
+    from .formats.gif import GifWriter, gif_delays
     from .parallel import gif_in_processes
 
     one = replace(opts, threads=1)
@@ -546,20 +545,10 @@ class _FrameCount:
 def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, frame_time_s: float,
                   opts: RenderOptions) -> bytes:
     """Step 6: the file of the palette-index frames (``keep``: transparent / unchanged index) in a
-    frame format: GIF, WebP, MP4 here, the others from RGBA frames (:mod:`animator.export`)."""
-    from .encode import encode_gif, encode_mp4, encode_webp, gif_delays, rgba_frames
-
-    if opts.format in FRAME_FORMATS:
-        return encode_rgba(opts.format, rgba_frames(frames, palette, keep), n_frames, frame_time_s)
-
-    if opts.format == "gif":
-        return encode_gif(frames, palette, keep, gif_delays(n_frames, frame_time_s), tolerance=_gif_tolerance(opts),
-                          threads=opts.threads)
-    if opts.format == "webp":
-        return encode_webp(frames, palette, keep, frame_time_s, n_frames)
-    if opts.format != "mp4":
-        raise ValueError(f"{opts.format} is not made from frames")
-    return encode_mp4(frames, palette, keep, frame_time_s, opts.background or (255, 255, 255))
+    format made from frames (:func:`animator.formats.encode`)."""
+    data, _, _ = encode(frames, opts.format, palette, keep, frame_time_s, n_frames, tolerance=_gif_tolerance(opts),
+                        threads=opts.threads, background=opts.background)
+    return data
 
 
 __all__ = ["Progress", "RenderOptions", "RenderResult", "Rig", "encode_frames", "pose_clip", "rasterize_frames",

@@ -285,7 +285,7 @@ def render_page_scene(scene: PageScene, options: RenderOptions | None = None,
     from dataclasses import replace
 
     from .api import _Clock, _FrameCount, _TimedFrames
-    from .encode import FORMATS
+    from .formats import FORMATS
     from .scene import layered_frames, sprites_on_one_palette
 
     base = options or RenderOptions()
@@ -348,11 +348,11 @@ def render_page_scene(scene: PageScene, options: RenderOptions | None = None,
 
 def joints_file(scene: PageScene, motions: list[Any], placements: list[Placement], width: int,
                  height: int) -> bytes:
-    """``{"characters": [{"character": name, ...the joints document...}]}`` (:mod:`animator.export.joints`),
+    """``{"characters": [{"character": name, ...the joints document...}]}`` (:mod:`animator.formats.joints`),
     each with its canvas scale and per-frame offsets."""
     import json
 
-    from .export.joints import joints_document
+    from .formats.joints import joints_document
 
     docs = [{"character": ch.name or str(k),
              **joints_document(m, ch.character.skeleton, pl.scale, pl.offsets, width, height)}

@@ -6,7 +6,7 @@ process that has built the sprite and the deformed meshes forks, and each child 
 (copy-on-write) and writes its run's GIF records into an unnamed temporary file. The parent makes
 the first run itself.
 
-The file is byte for byte the one a single process writes (:class:`animator.encode.GifWriter`): a
+The file is byte for byte the one a single process writes (:class:`animator.formats.gif.GifWriter`): a
 run starts on a clear screen, which is where the single-process encoder stands too whenever the
 previous run's last frame was disposed (a moving character's frames always are). When a run does
 not end on a clear screen, or a child fails, :func:`gif_in_processes` answers None and the caller
@@ -25,7 +25,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .encode import GifWriter
+from .formats.gif import GifWriter
 
 log = logging.getLogger("animator")
 

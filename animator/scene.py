@@ -42,7 +42,7 @@ from .api import Progress, RenderOptions, RenderResult, Rig, encode_frames
 from .character import Character
 from .config import MotionConfig, RetargetConfig, read_yaml, resolve_bvh_path
 from .errors import ConfigError
-from .export import RIG_FORMATS
+from .formats import FORMATS, RIG_FORMATS
 
 log = logging.getLogger("animator")
 
@@ -273,7 +273,6 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
     ``encode``, ``total``.
     """
     from .api import _Clock, _FrameCount, _TimedFrames
-    from .encode import FORMATS
 
     base = options or RenderOptions()
     if base.format in RIG_FORMATS:

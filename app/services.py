@@ -18,10 +18,11 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .jobs.idempotency import SyncIdempotency
     from .jobs.queue import JobQueue
     from .jobs.ratelimit import RateLimiter
+    from .render.admission import InflightSlots
     from .render.motions import Motion
     from .render.own_motions import OwnMotions
     from .render.pipeline import Pipeline
-    from .render.pool import InflightSlots, RenderPool
+    from .render.pool import RenderPool
     from .render.previews import MotionPreviews
     from .scenes.resource import Scenes
     from .storage.backends import Storage
@@ -57,18 +58,20 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     """
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
+    from .render.admission import InflightSlots
     from .render.motions import load_motions
     from .render.pipeline import Pipeline
-    from .render.pool import InflightSlots, RenderPool
+    from .render.pool import RenderPool
     from .render.previews import MotionPreviews
     from .render.scratch import make_scratch
+    from .render.steps import warm
     from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
     # clips go to a scratch folder in the temp folder, not to the runtime folder: that one holds only
     # small state (slots, metric files) on a small volume of its own.
     scratch = make_scratch()
-    pool = RenderPool(settings.render_processes, scratch / spill_name)
+    pool = RenderPool(settings.render_processes, scratch / spill_name, warm_up=warm)
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)

@@ -38,6 +38,7 @@ from functools import partial
 from typing import Any
 
 from .. import metrics
+from ..deadline import Deadline
 from ..errors import (
     BadRequest,
     EditConflict,
@@ -46,7 +47,6 @@ from ..errors import (
     VersionMismatch,
 )
 from ..render import steps
-from ..render.deadline import Deadline
 from ..render.motions import Motion
 from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict
@@ -404,7 +404,7 @@ class Characters:
                     return self.storage.url(keys[motion.name], base_url)
 
                 urls.update(self.pipeline.render((texture_png, mask_bytes, record.joints()), misses, options,
-                                                 deadline, timings, store, job=steps.render_stored,
+                                                 deadline, timings, store, task=steps.render_stored,
                                                  progress=progress, interrupt=getattr(held, "check", None)))
                 self._still_there(record, written, deadline)
         return record, {m.name: urls[m.name] for m in motions}, hits

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from ..characters import frames
+from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, animator_boundary
-from ..render.deadline import Deadline
 from ..services import services
 from .body import parse_json
 

@@ -72,7 +72,7 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
                 progress=None) -> dict:
     """POST /animate's work: the photo pipeline, with the request's validated fields."""
     from ..errors import UnknownMotion
-    from ..render.pipeline import Job
+    from ..render.pipeline import AnimateRequest
 
     missing = [n for n in payload["motions"] if n not in ctx.motions]
     if missing:
@@ -84,9 +84,9 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
         from ..errors import animator_boundary
         with animator_boundary():
             joints = skeleton_from_client(payload["joints"])
-    job = Job(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]], format=payload["format"],
-              deadline=deadline, base_url=payload["base_url"], request_id=job_id, joints=joints,
-              bbox=payload.get("bbox"), progress=progress)
+    job = AnimateRequest(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]],
+                         format=payload["format"], deadline=deadline, base_url=payload["base_url"],
+                         request_id=job_id, joints=joints, bbox=payload.get("bbox"), progress=progress)
     result = ctx.pipeline.run(job)
     return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
 
@@ -246,7 +246,7 @@ class Worker:
     # --- one job ---------------------------------------------------------------------------------
     def _run(self, taken, consumer: str) -> None:
         from .. import metrics
-        from ..render.deadline import Deadline
+        from ..deadline import Deadline
 
         self._track(self.queue.stream, consumer, taken.entry_id, True)
         try:

@@ -19,7 +19,7 @@ import json
 import threading
 from typing import Any
 
-from .deadline import Deadline
+from ..deadline import Deadline
 from .motions import BUILTIN_DIR, Motion, clip_digest
 
 #: The character every preview shows.
@@ -77,4 +77,5 @@ class MotionPreviews:
         def store(_: Motion, out: dict[str, Any]) -> str:
             self.storage.put(key, out["data"], out["mime"], deadline)
             return key
-        self.pipeline.render((str(REFERENCE_DIR),), [motion], self.options(), deadline, {}, store, job=render_reference)
+        self.pipeline.render((str(REFERENCE_DIR),), [motion], self.options(), deadline, {}, store,
+                             task=render_reference)

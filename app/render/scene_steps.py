@@ -35,7 +35,7 @@ def render_scene(characters: list[dict[str, Any]], page_png: bytes | None, page_
     import animator
     from animator.page_scene import Background, PageCharacter, PageScene, render_page_scene
 
-    from .pool import report_progress
+    from .process import report_progress
 
     t0 = time.perf_counter()
     with animator_boundary("the scene cannot be animated"):

@@ -29,8 +29,8 @@ from typing import Any
 
 from ..characters.resource import Record as CharacterRecord
 from ..characters.resource import new_id, valid_id, version_matches
+from ..deadline import Deadline
 from ..errors import ApiError, BadRequest, ClientError, EditConflict, NotFound, VersionMismatch
-from ..render.deadline import Deadline
 from ..render.pipeline import file_suffix, progress_report
 from ..storage.backends import Conflict
 from .detections import keep

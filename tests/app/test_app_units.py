@@ -17,11 +17,11 @@ from PIL import Image
 from app import config
 from app.characters import frames
 from app.config import SETTINGS, SettingsError, load_settings, unknown_variables
+from app.deadline import Deadline
 from app.errors import DeadlineExceeded, StorageFailed, TooLarge, UnreadableImage, UnsupportedType
 from app.render import steps
-from app.render.deadline import Deadline
+from app.render.admission import InflightSlots
 from app.render.motions import BUILTIN_DIR, LibraryError, load_library, load_motions
-from app.render.pool import InflightSlots
 from app.storage.backends import LocalStorage
 from tests.conftest import REPO
 from tests.support import wait

@@ -21,7 +21,7 @@ EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE = 0, 1, 2, 3
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .inpaint import DEFAULT_METHOD, METHODS
+    from ..inpaint import DEFAULT_METHOD, METHODS
 
     p = argparse.ArgumentParser(prog="python -m animator scene", description=__doc__.split("\n\n")[0],
                                 epilog=__doc__.split("\n\n", 2)[2],
@@ -69,7 +69,7 @@ def _read_rgb(path: str):
     import numpy as np
     from PIL import Image, ImageOps
 
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     try:
         with Image.open(path) as im:
@@ -82,9 +82,9 @@ def _read_rgb(path: str):
 
 def load(args: argparse.Namespace, parser: argparse.ArgumentParser):
     """The :class:`animator.page_scene.PageScene` the command line describes (AnimatorError on bad input)."""
-    from .auto_retarget import configs_for
-    from .character import load_character
-    from .page_scene import PageCharacter, PageScene
+    from ..auto_retarget import configs_for
+    from ..character import load_character
+    from ..page_scene import PageCharacter, PageScene
 
     n = len(args.characters)
     if args.at and len(args.at) != n:
@@ -119,7 +119,7 @@ def load(args: argparse.Namespace, parser: argparse.ArgumentParser):
 
 
 def _background(args: argparse.Namespace, parser: argparse.ArgumentParser, photo):
-    from .page_scene import Background
+    from ..page_scene import Background
 
     choice = args.background or ("page" if photo is not None else "none")
     if choice == "page":
@@ -143,10 +143,10 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     parser = build_parser()
     args = parser.parse_args(argv)
-    from . import RenderOptions
-    from .errors import AnimatorError
-    from .files import write_atomic
-    from .page_scene import canvas_size, render_page_scene
+    from .. import RenderOptions
+    from ..errors import AnimatorError
+    from ..files import write_atomic
+    from ..page_scene import canvas_size, render_page_scene
 
     try:
         scene = load(args, parser)
@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
     try:
         write_atomic(args.output, result.data)
         if args.dump_joints:
-            from .page_scene import joints_file
+            from ..page_scene import joints_file
 
             write_atomic(args.dump_joints, joints_file(scene, result.motion, result.placements, width, height))
         if args.stats:
@@ -179,6 +179,6 @@ def main(argv: list[str]) -> int:
 
 
 def _format_of(path: str) -> str:
-    from .__main__ import _format_of as of
+    from .main import _format_of as of
 
     return of(path)
