@@ -41,7 +41,8 @@ bp = Blueprint("animate", __name__)
 @bp.post("/animate")
 def animate():
     """Multipart form: ``image`` (file), optional ``motions``, ``format``, ``joints``, ``bbox``, and a
-    client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``. With
+    client's own clip: ``bvh`` (file) with optional ``start_frame``, ``end_frame``; or ``every_character``
+    (true: every character of the photo together, see :func:`every_character`). With
     ``Prefer: respond-async`` also ``callback_url`` (and no ``bvh``: clips are synchronous only)."""
     deadline = request_deadline()
     admit_work()  # the client's rate limit, before its body is read
@@ -59,6 +60,12 @@ def _animate_async():
     if "bvh" in request.files or request.form.get("bvh"):
         raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
     motions = motion_list(request.form.getlist("motions"))
+    if every_character():
+        _check_image_header(image)
+        payload = {"motions": [m.name for m in motions], "format": fmt, "every_character": True,
+                   "base_url": base_url()}
+        return submit("animate", payload, image, validate_callback_url(request.form.get("callback_url"),
+                                                                       services().settings))
     joints = json_field(request.form.get("joints"), "joints")
     joints = None if joints is ABSENT else joints
     if joints is not None:
@@ -94,9 +101,32 @@ def read_drawing() -> bytes:
     return image
 
 
+def every_character() -> bool:
+    """The ``every_character`` opt-in (true/false, default false): animate every character of the photo
+    together on its page (a scene, app/scenes/) instead of the best one alone."""
+    raw = (request.form.get("every_character") or "").strip().lower()
+    if raw in ("", "false", "0", "no"):
+        return False
+    if raw in ("true", "1", "yes"):
+        if request.form.get("joints") or request.form.get("bbox") or "bvh" in request.files or request.form.get("bvh"):
+            raise BadRequest("every_character finds every character itself: send no joints, bbox or bvh with it "
+                             "(POST /scenes takes the boxes and joints of several characters)")
+        if _format() == "glb":
+            raise BadRequest("glb holds one character's rig: it cannot hold every character of the photo")
+        return True
+    raise BadRequest(f"'every_character' must be true or false, got {raw[:20]!r}")
+
+
 def _animate(deadline: Deadline):
     image = read_drawing()
     fmt = _format()
+    if every_character():
+        named = motion_list(request.form.getlist("motions"))
+        with render_slot():
+            timings: dict[str, float] = {}
+            answer = services().scenes.animate_photo(image, services().motions, [m.name for m in named], fmt,
+                                                     deadline, timings, base_url())
+        return jsonify(**answer, timings_ms=timings)
     joints, bbox = parse_joints(request.form.get("joints")), parse_bbox(request.form.get("bbox"))
     clip = uploaded_clip(deadline)
     named: list = []

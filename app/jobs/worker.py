@@ -77,6 +77,11 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
     missing = [n for n in payload["motions"] if n not in ctx.motions]
     if missing:
         raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
+    if payload.get("every_character"):
+        timings: dict[str, float] = {}
+        answer = ctx.scenes.animate_photo(image or b"", ctx.motions, payload["motions"], payload["format"], deadline,
+                                          timings, payload["base_url"], progress=progress)
+        return {**answer, "timings_ms": timings}
     joints = None
     if payload.get("joints") is not None:
         from animator.photo_skeleton import skeleton_from_client

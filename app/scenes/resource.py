@@ -434,3 +434,25 @@ class Scenes:
             self.storage.put(key, out["data"], out["mime"], deadline)
         return record, {**info, "url": self.storage.url(key, base_url), "cached": False,
                         "frames": out["frame_count"], "duration_s": round(out["duration_s"], 3)}
+
+    # -- the mobile contract's opt-in ---------------------------------------------------------
+    def animate_photo(self, image: bytes, library: dict[str, Any], motions: list[str], fmt: str,
+                      deadline: Deadline, timings: dict[str, float], base_url: str,
+                      progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """POST /animate with ``every_character``: a scene of every character in the photo, rendered once
+        per motion with every character doing it (the caller holds the render slot). Returns the
+        answer's fields: ``id`` (the scene's), ``animations`` {motion: URL}, ``character`` (the best
+        detection's box and joints, as without the opt-in), ``scene`` and ``skipped``."""
+        from contextlib import nullcontext
+
+        record, skipped = self.from_photo(image, None, motions[:1], {"kind": "page"}, None, deadline, timings)
+        animations: dict[str, str] = {}
+        for name in motions:
+            _, out = self.render(record.id, library, fmt, self.settings.render_size, None, None, deadline, timings,
+                                 base_url, nullcontext, progress=progress, motion=name)
+            animations[name] = out["url"]
+        best, _ = self.characters.load(record.characters[0]["id"], deadline)
+        public = best.public(lambda key: key)
+        return {"id": record.id, "animations": animations,
+                "character": {"bbox": public["bbox"], "joints": public["joints"]},
+                "characters": [c["id"] for c in record.characters], "skipped": skipped}
