@@ -182,6 +182,8 @@ NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_MIN_DETECTION_SCORE",  # the detector's threshold
     "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
     "DOODLEPOD_JOBS_MAX_ATTEMPTS",   # the worker's retries
+    "DOODLEPOD_SCENE_MIN_SCORE",     # which detections of a photo make a scene's characters
+    "DOODLEPOD_SCENE_MAX_OVERLAP",   # the non-maximum suppression of those detections
     "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
 }
 #: MAX_* constants of the app that bound no client input.
