@@ -39,7 +39,7 @@ _LAZY = {
     "FORMATS": "formats.registry",
     "AnimatorError": "errors", "BVHError": "errors", "CharacterError": "errors", "ConfigError": "errors",
     "OutputTooLarge": "errors", "RenderError": "errors",
-    "DEFAULT_FPS": "prune", "frame_indices_for": "prune",
+    "DEFAULT_FPS": "frame_rate", "frame_indices_for": "frame_rate",
     "Motion2D": "retarget", "retarget": "retarget",
     "derive_motion_config": "auto_retarget", "derive_retarget_config": "auto_retarget",
     "load_scene": "scene", "render_scene": "scene", "RigCache": "rig_cache",

@@ -284,7 +284,7 @@ def render_page_scene(scene: PageScene, options: RenderOptions | None = None,
     """
     from dataclasses import replace
 
-    from .api import _Clock, _FrameCount, _TimedFrames
+    from .clock import Clock, FrameCount, TimedFrames
     from .formats import FORMATS
     from .scene import layered_frames, sprites_on_one_palette
 
@@ -297,12 +297,12 @@ def render_page_scene(scene: PageScene, options: RenderOptions | None = None,
     colour = bg.colour if bg.kind == "colour" else (255, 255, 255) if bg.kind in ("page", "image") else None
     opts = replace(base, background=colour)
     W, H = opts.width, opts.height
-    clock = _Clock()
+    clock = Clock()
 
     motions, F, dt = _timeline([pose_clip(ch.character, ch.motion_cfg, ch.retarget_cfg, opts.fps)
                                 for ch in scene.characters], opts.max_frames)
     clock.lap("retarget")
-    count = _FrameCount(progress, F)
+    count = FrameCount(progress, F)
     rigs = [Rig.build(ch.character, m, opts.mesh_cells, opts.threads) for ch, m in zip(scene.characters, motions)]
     clock.lap("setup")
 
@@ -338,7 +338,7 @@ def render_page_scene(scene: PageScene, options: RenderOptions | None = None,
         W, H, bg_img, opts, rigs, motions, [p.scale for p in placements])
     clock.lap("sprite")
     layers = [(motions[i], sprites[i], canvases[i], bases[i]) for i in order]
-    timed = _TimedFrames(layered_frames(W, H, layers, bg_idx, F, opts.threads), count.add)
+    timed = TimedFrames(layered_frames(W, H, layers, bg_idx, F, opts.threads), count.add)
     data = encode_frames(timed, palette, keep, F, dt, opts)
     count.finish()
     clock.frames_lap(timed.ms)

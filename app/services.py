@@ -18,12 +18,12 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .jobs.idempotency import SyncIdempotency
     from .jobs.queue import JobQueue
     from .jobs.ratelimit import RateLimiter
+    from .motions.library import Motion
+    from .motions.own import OwnMotions
+    from .motions.previews import MotionPreviews
     from .render.admission import InflightSlots
-    from .render.motions import Motion
-    from .render.own_motions import OwnMotions
     from .render.pipeline import Pipeline
     from .render.pool import RenderPool
-    from .render.previews import MotionPreviews
     from .scenes.resource import Scenes
     from .storage.backends import Storage
 
@@ -58,13 +58,13 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     """
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
+    from .motions.library import load_motions
+    from .motions.previews import MotionPreviews
     from .render.admission import InflightSlots
-    from .render.motions import load_motions
     from .render.pipeline import Pipeline
     from .render.pool import RenderPool
-    from .render.previews import MotionPreviews
     from .render.scratch import make_scratch
-    from .render.steps import warm
+    from .render.steps import render_reference, warm
     from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
@@ -79,7 +79,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     jobs, limiter, idempotency = redis_services(settings)
     own = None
     if jobs is not None:
-        from .render.own_motions import OwnMotions
+        from .motions.own import OwnMotions
         own = OwnMotions(jobs.redis, settings.redis_prefix, storage, int(settings.expiry_hours * 3600))
     from .scenes.resource import Scenes
 
@@ -88,7 +88,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=characters,
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
-                    previews=MotionPreviews(storage, pipeline), own_motions=own,
+                    previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own,
                     scenes=Scenes(settings, pipeline, storage, characters))
 
 

@@ -123,34 +123,11 @@ def _positive_int(text: str) -> int:
     return v
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's, as wide as the terminal (``COLUMNS``, else the standard output's terminal, else
-    80 columns, as :func:`shutil.get_terminal_size` finds it): argparse would import
-    :mod:`shutil` for that (with :mod:`bz2` and :mod:`lzma`), milliseconds of every run's start,
-    as it makes a formatter for every option added."""
-
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog, width=_terminal_columns() - 2)
-
-
-def _terminal_columns() -> int:
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
-
-
 def build_parser() -> argparse.ArgumentParser:
     script = os.path.basename(sys.argv[0])  # doodlepod-animate, or __main__.py under python -m animator
     prog = "python -m animator" if script in ("__main__.py", "") else script
     p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=_HelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("character", metavar="CHARACTER_DIR|SCENE.yaml", nargs="?",
                    help="character folder with char_cfg.yaml, texture.png and mask.png; or a scene file")
     p.add_argument("--motion", "-m", metavar="MOTION.yaml|CLIP.bvh",
@@ -212,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "motion-from-video":
-        from animator.video_motion import cli
+        from animator.video.motion import cli
 
         return cli(argv[1:])
     if argv and argv[0] == "scene":
@@ -221,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         return scene_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    from animator.heap import keep_freed_memory
+    from animator.malloc import keep_freed_memory
 
     keep_freed_memory()  # this process renders once and exits: reuse freed arrays' pages
     log = _logger(args.verbose)
@@ -428,19 +405,9 @@ def _print_retarget(motion: str) -> int:
 
 
 def run() -> None:
-    """The command (``python -m animator``, ``doodlepod-animate``): :func:`main`, then leave at once
-    with its exit code, skipping the interpreter's teardown, which with numpy and Pillow loaded
-    takes tens of milliseconds and has nothing left to do: the outputs are written and closed, the
-    children joined. The standard streams and the log are flushed first."""
-    code = main()
-    if "logging" in sys.modules:
-        sys.modules["logging"].shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more can reach it
-            pass
-    os._exit(code)
+    """The command (``python -m animator``, ``doodlepod-animate``): :func:`main`, its return value the
+    process's exit code."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
         return {**answer, "timings_ms": timings}
     joints = None
     if payload.get("joints") is not None:
-        from animator.photo_skeleton import skeleton_from_client
+        from animator.skeleton import skeleton_from_client
 
         from ..errors import animator_boundary
         with animator_boundary():
@@ -135,8 +135,8 @@ def run_scene_animations(ctx: Services, payload: dict[str, Any], _input: bytes |
 def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes | None, job_id: str,
                           deadline, progress=None) -> dict:
     """POST /motions' work: the person's movement in the video as the client's own motion
-    (app/render/own_motions.py). The pose model runs in this job thread, under the render slot."""
-    from ..render.own_motions import make_motion
+    (app/motions/own.py). The pose model runs in this job thread, under the render slot."""
+    from ..motions.own import make_motion
 
     return make_motion(ctx, payload, video or b"", job_id, deadline, report=progress)
 

@@ -23,8 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import metrics
-from ..characters import frames
+from .. import coordinates, metrics
 from ..deadline import Deadline
 from ..errors import (
     InsufficientStorage,
@@ -35,9 +34,9 @@ from ..errors import (
     animator_boundary,
 )
 from ..loop import off_loop
+from ..motions.library import Motion
 from ..storage.backends import LocalStorage, free_disk_mb
 from . import steps
-from .motions import Motion
 
 log = logging.getLogger("doodlepod.pipeline")
 
@@ -260,15 +259,15 @@ class Pipeline:
         img = self.decode(req.image, req.deadline, timings)
         height, width = img.rgb.shape[:2]
         if req.joints is not None:
-            frames.check_inside(req.joints, img.image_size)
-            work_joints = frames.joints_to_work(req.joints, img.scale)
-            box = frames.box_for_client(req.bbox, work_joints, img.scale, width, height)
+            coordinates.check_inside(req.joints, img.image_size)
+            work_joints = coordinates.joints_to_work(req.joints, img.scale)
+            box = coordinates.box_for_client(req.bbox, work_joints, img.scale, width, height)
         else:
             box = self.detect(img, req.deadline, timings)[0].box
         crop = self.segment(img, box, req.deadline, timings)
         l, t, _, _ = box
         if req.joints is not None:
-            from animator.photo_skeleton import transform_skeleton
+            from animator.skeleton import transform_skeleton
             skeleton = transform_skeleton(work_joints, offset=(-l, -t))
         else:
             skeleton = self.pose(crop.png, req.deadline, timings)
@@ -304,7 +303,7 @@ class Pipeline:
                  f"{scored[0][0]:.3f}" if scored else "-")
         found = []
         for score, bbox in kept:
-            box = frames.clamp_box(bbox, width, height)
+            box = coordinates.clamp_box(bbox, width, height)
             if box is not None:
                 found.append(Detection(box, score))
         if not found:
@@ -312,7 +311,7 @@ class Pipeline:
         return found
 
     def _skeleton(self, people: Any) -> list:
-        from animator.photo_skeleton import skeleton_from_coco
+        from animator.skeleton import skeleton_from_coco
 
         if not isinstance(people, list):
             raise ModelServerError("the pose model answered in an unexpected format (expected a list)")

@@ -104,7 +104,7 @@ def test_clip_seconds_is_the_clips_playing_time_so_the_longest_starts_first():
     """The pipeline submits motions longest clip first; the estimate (BVH header and frame range
     only) must agree with what the animator plays."""
     import animator
-    from app.render.motions import clip_seconds, load_motions
+    from app.motions.library import clip_seconds, load_motions
 
     lib = load_motions()
     for name in ("dab", "jumping", "zombie", "jumping_jacks"):
