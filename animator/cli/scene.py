@@ -8,7 +8,8 @@ per folder in order, where its texture's top-left corner lies on the page (page 
 many page pixels one texture pixel covers (default 1). Without ``--at`` the characters stand side by
 side on the bottom of the page. ``--page`` is the photo they were cut from: the page's size, and
 with ``--background page`` (the default when a photo is given) the background, characters taken
-out. One ``--motion`` for all, or one per folder. See :mod:`animator.page_scene`.
+out. One ``--motion`` for all, or one per folder. See :mod:`animator.page_scene`. ``--write-ad FOLDER``
+writes the scene as AnimatedDrawings' scene files (:mod:`animator.ad_scene`).
 """
 from __future__ import annotations
 
@@ -36,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inpaint", choices=METHODS, default=DEFAULT_METHOD, help="how the page is filled in")
     p.add_argument("--motion", action="append", required=True,
                    help="motion config or BVH: once for every character, or once per character")
-    p.add_argument("-o", "--output", required=True, help="output file (.gif, .webp, .mp4, .png, .webm, .zip, .json)")
+    p.add_argument("-o", "--output", help="output file (.gif, .webp, .mp4, .png, .webm, .zip, .json)")
+    p.add_argument("--write-ad", metavar="FOLDER",
+                   help="also (or only, without -o) write the scene as AnimatedDrawings' scene files into FOLDER "
+                   "(scene.yaml and what it names; see animator.ad_scene)")
     p.add_argument("--format", help="output format (default: from the output's extension)")
     p.add_argument("--size", type=_size, metavar="WxH",
                    help="canvas size (default: the page's shape, longer side 500; the page is fitted inside)")
@@ -148,16 +152,29 @@ def main(argv: list[str]) -> int:
     from ..files import write_atomic
     from ..page_scene import canvas_size, render_page_scene
 
+    if not args.output and not args.write_ad:
+        parser.error("give -o OUT (the animation), --write-ad FOLDER (AnimatedDrawings' scene files), or both")
     try:
         scene = load(args, parser)
-        fmt = args.format or _format_of(args.output)
+        fmt = args.format or (_format_of(args.output) if args.output else "gif")
         width, height = args.size or canvas_size(scene.page_size)
+        if args.write_ad:
+            from ..ad_scene import ad_scene_files
+
+            written = _write_folder(args.write_ad, ad_scene_files(scene, width, height, output=f"scene.{fmt}"))
+            print(f"wrote {written} (AnimatedDrawings' scene files; render with python -m animator "
+                  f"{args.write_ad}/scene.yaml)", file=sys.stderr)
+            if not args.output:
+                return EXIT_OK
         kw = {"fps": args.fps} if args.fps is not None else {}
         options = RenderOptions(width=width, height=height, format=fmt, max_frames=args.max_frames, **kw)
         result = render_page_scene(scene, options)
     except AnimatorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
+    except OSError as exc:
+        print(f"error: cannot write {exc.filename or args.write_ad}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_WRITE
     try:
         write_atomic(args.output, result.data)
         if args.dump_joints:
@@ -176,6 +193,19 @@ def main(argv: list[str]) -> int:
     print(f"wrote {args.output}: {len(scene.characters)} characters, {result.frame_count} frames, "
           f"{width}x{height}, {len(result.data)} bytes", file=sys.stderr)
     return EXIT_OK
+
+
+def _write_folder(folder: str, files: dict[str, bytes]) -> str:
+    """Write ``files`` (relative path -> bytes) under ``folder``; returns the scene file's path."""
+    from pathlib import Path
+
+    from ..files import write_atomic
+
+    root = Path(folder)
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(str(root / name), data)
+    return str(root / "scene.yaml")
 
 
 def _format_of(path: str) -> str:

@@ -301,3 +301,33 @@ def test_cli_renders_character_folders_on_their_page(tmp_path):
     bad = subprocess.run(cmd[:6] + ["--background", "page", "--motion", "x.yaml", "-o", str(tmp_path / "t.gif")],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--page" in bad.stderr
+
+
+def test_written_as_animated_drawings_scene_files_every_character_stands_where_it_was_drawn(tmp_path):
+    from animator.ad_scene import ad_scene_files
+    from animator.scene import _to_world, load_scene, render_scene
+
+    scene = _scene(motions=("dab.yaml", "jumping_jacks.yaml", "wave_hello.yaml", "dab.yaml"))
+    w, h = canvas_size(scene.page_size, 400)
+    for name, data in ad_scene_files(scene, w, h).items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    ad = load_scene(tmp_path / "scene.yaml")
+    assert (ad.width, ad.height) == (w, h) and ad.background_image is not None
+    fit, pad = page_fit(scene.page_size, w, h)
+    for ch, sc in zip(scene.characters, ad.characters):
+        rest = np.array([j.loc for j in ch.character.skeleton], np.float64)
+        on_canvas, depth = ad.camera.project(_to_world(rest, sc))
+        np.testing.assert_allclose(on_canvas, fit * (np.asarray(ch.origin) + ch.scale * rest) + pad, atol=0.01)
+        assert (depth > 0).all()
+    # and AnimatedDrawings' scene renders (its own order: nearer = larger in front)
+    out = render_scene(ad, animator.RenderOptions(format="gif", max_frames=2))
+    assert Image.open(io.BytesIO(out.data)).size == (w, h)
+    # the CLI writes the same files
+    photo, pasted = _photo()
+    at = _write_folder(photo, pasted[1], tmp_path / "c1")
+    run = subprocess.run([sys.executable, "-m", "animator", "scene", str(tmp_path / "c1"), "--at", "%g,%g" % at,
+                          "--page-size", "1000x750", "--motion", str(MOTION_CONFIGS / "dab.yaml"),
+                          "--write-ad", str(tmp_path / "ad")], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert load_scene(tmp_path / "ad" / "scene.yaml").characters[0].retarget_cfg.char_starting_location[2] < 0
