@@ -218,7 +218,8 @@ def test_other_inpainting_methods_also_clean(method):
     assert inpaint.trace(out, m, others) < 3 * inpaint.paper_grain(small, m, others)
 
 
-@pytest.mark.parametrize("fmt,reader", [("gif", "pil"), ("webp", "pil"), ("apng", "pil"), ("mp4", "ffmpeg")])
+@pytest.mark.parametrize("fmt,reader", [("gif", "pil"), ("webp", "pil"), ("apng", "pil"), ("mp4", "ffmpeg"),
+                                        ("webm", "ffmpeg"), ("frames", "zip"), ("sheet", "zip")])
 def test_renders_in_the_frame_formats(fmt, reader):
     scene = _scene(motions=("dab.yaml",) * 4)
     opts = replace(_opts(scene, fmt), max_frames=4)
@@ -226,6 +227,11 @@ def test_renders_in_the_frame_formats(fmt, reader):
     if reader == "pil":
         im = Image.open(io.BytesIO(result.data))
         assert im.size == (opts.width, opts.height) and getattr(im, "n_frames", 1) == 4
+    elif reader == "zip":
+        import zipfile
+
+        names = zipfile.ZipFile(io.BytesIO(result.data)).namelist()
+        assert len([n for n in names if n.endswith(".png")]) == (4 if fmt == "frames" else 1), names
     else:
         import imageio_ffmpeg
 
