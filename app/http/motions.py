@@ -12,8 +12,8 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from ..intake import body
-from ..intake.video import read_video_upload
-from ..jobs.webhooks import validate_callback_url
+from ..intake.models import VideoForm
+from ..intake.read import read, takes
 from ..motions.library import categories
 from ..services import services
 from .api import base_url, request_deadline
@@ -34,6 +34,7 @@ def list_motions():
 
 
 @bp.post("/motions")
+@takes(VideoForm)
 def make_motion():
     """Queue the video for the pose model (always async: it takes seconds per second of video)."""
     svc = services()
@@ -41,6 +42,5 @@ def make_motion():
     admit_work()
     limit = int(svc.settings.video_max_mb * 2**20)
     body.buffer_body(request.environ, limit + _FORM_OVERHEAD, min(svc.settings.body_timeout_s, deadline.remaining()))
-    video = read_video_upload(request.files, limit)
-    callback = validate_callback_url(request.form.get("callback_url"), svc.settings)
-    return submit("motion_from_video", {"client": client(), "base_url": base_url()}, video, callback)
+    fields = read(VideoForm, respond_async=True)
+    return submit("motion_from_video", {"client": client(), "base_url": base_url()}, fields.video, fields.callback_url)

@@ -30,7 +30,16 @@ from typing import Any
 from ..characters.resource import Record as CharacterRecord
 from ..characters.resource import new_id, valid_id, version_matches
 from ..deadline import Deadline
-from ..errors import ApiError, BadRequest, ClientError, EditConflict, NotFound, VersionMismatch
+from ..errors import (
+    ApiError,
+    BadRequest,
+    ClientError,
+    EditConflict,
+    NotFound,
+    SceneTooLarge,
+    TooManyCharacters,
+    VersionMismatch,
+)
 from ..render.pipeline import file_suffix, progress_report
 from ..storage.backends import Conflict
 from .detections import keep
@@ -41,17 +50,6 @@ PREFIX = "scenes/"
 FILES_PREFIX = "scene-files/"
 DOCUMENT = "scene.json"
 EDIT_TRIES = 3
-BACKGROUND_KINDS = ("page", "colour", "image", "none")
-
-
-class SceneTooLarge(ClientError):
-    """The render asked for would pass the per-request work bound (characters x frames x pixels)."""
-    status, code = 422, "scene_too_large"
-
-
-class TooManyCharacters(ClientError):
-    """More characters than DOODLEPOD_SCENE_MAX_CHARACTERS in one scene."""
-    status, code = 422, "too_many_characters"
 
 
 def _iso(t: float) -> str:
@@ -60,17 +58,6 @@ def _iso(t: float) -> str:
 
 def colour_text(rgb: list[int]) -> str:
     return "#" + "".join(f"{int(c):02x}" for c in rgb)
-
-
-def parse_colour(text: Any) -> list[int]:
-    """``#rrggbb`` as [r, g, b]; BadRequest otherwise."""
-    if isinstance(text, str) and len(text) == 7 and text[0] == "#":
-        try:
-            v = int(text[1:], 16)
-            return [(v >> 16) & 255, (v >> 8) & 255, v & 255]
-        except ValueError:
-            pass
-    raise BadRequest(f"'background' must be page, none, an uploaded image or a colour #rrggbb, got {str(text)[:40]!r}")
 
 
 @dataclass
