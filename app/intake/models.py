@@ -20,6 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
 from ..errors import BadRequest
+from .bounds import Bound, schema_bounds
+from .scene_shapes import (
+    CharacterAdds,
+    CharacterChanges,
+    EveryCharacter,
+    OneMotion,
+    SceneBackground,
+    SceneCharacters,
+    SceneImage,
+)
 from .shapes import (
     COMPONENTS,
     Base64Image,
@@ -56,7 +66,8 @@ def _frames_need_a_clip(fields: AnimateForm | RenderRequest) -> None:
 
 
 class AnimateForm(RequestModel):
-    """POST /animate: the drawing and what to make of it (a multipart form, or the bare image)."""
+    """POST /animate: the drawing and what to make of it (a multipart form, or the bare image);
+    ``every_character`` opts in to every character of the photo together (a scene)."""
 
     media = ("form", "image")
     image: ImageFile
@@ -68,10 +79,81 @@ class AnimateForm(RequestModel):
     start_frame: FrameIndex = None
     end_frame: FrameIndex = None
     callback_url: CallbackUrl = ""
+    every_character: EveryCharacter = False
+
+    @model_validator(mode="after")
+    def _every_character_finds_them_itself(self) -> AnimateForm:
+        if self.every_character and (self.joints is not None or self.bbox is not None or self.bvh is not None):
+            raise BadRequest("every_character finds every character itself: send no joints, bbox or bvh with it "
+                             "(POST /scenes takes the boxes and joints of several characters)")
+        if self.every_character and self.format == "glb":
+            raise BadRequest("glb holds one character's rig: it cannot hold every character of the photo")
+        return self
 
     @model_validator(mode="after")
     def _clip(self) -> AnimateForm:
         _frames_need_a_clip(self)
+        return self
+
+
+class SceneForm(RequestModel):
+    """POST /scenes: the photo (a multipart form) and optionally the characters the client found on it; or
+    (JSON) characters that exist. ``motions``: one for all, or one per character; ``background``: text or a
+    picture file."""
+
+    model_config = ConfigDict(extra="forbid")
+    media = ("form", "json")
+    image: SceneImage = None
+    characters: SceneCharacters = None
+    motions: Motions = []
+    background: SceneBackground = None
+
+    @model_validator(mode="after")
+    def _photo_or_characters(self) -> SceneForm:
+        if self.image is None:
+            if not self.characters or "id" not in self.characters[0]:
+                raise BadRequest("send the photo as the multipart field 'image' (and optionally the characters "
+                                 "found on it), or JSON {\"characters\": [character ids]}")
+        elif self.characters and "id" in self.characters[0]:
+            raise BadRequest("with a photo, 'characters' are the boxes and joints found on it, not ids")
+        return self
+
+
+class SceneEdit(RequestModel):
+    """PATCH /scenes/{sid}: at least one of ``characters`` (changes), ``add``, ``motion``, ``background``."""
+
+    model_config = ConfigDict(extra="forbid")
+    media = ("json", "form")
+    characters: CharacterChanges = None
+    add: CharacterAdds = None
+    motion: OneMotion = None
+    background: SceneBackground = None
+
+    @model_validator(mode="after")
+    def _one_change(self) -> SceneEdit:
+        if self.characters is None and self.add is None and self.motion is None and self.background is None:
+            raise BadRequest("nothing to change: send characters, add, motion or background")
+        return self
+
+
+class SceneRenderRequest(RequestModel):
+    """POST /scenes/{sid}/animations: the file to make (``size``: the canvas's longer side)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "description": "The render's work (characters x frames x canvas pixels) is at most `x-max-work-mpx` "
+                       "million (422 `scene_too_large`).", **schema_bounds(**{
+                           "x-max-work-mpx": Bound("DOODLEPOD_SCENE_MAX_WORK_MPX")})})
+    media = ("json", "form")
+    format: Format = Field(None, validate_default=True)
+    size: RenderSize = Field(None, validate_default=True)
+    max_frames: MaxFrames = None
+    callback_url: CallbackUrl = ""
+
+    @model_validator(mode="after")
+    def _not_glb(self) -> SceneRenderRequest:
+        if self.format == "glb":
+            raise BadRequest("glb holds one character's rigged mesh, not a scene: animate each character as glb "
+                             "(POST /characters/{id}/animations), or ask for joints")
         return self
 
 
@@ -144,7 +226,7 @@ class RenderRequest(RequestModel):
 
 #: Every request model, in the order the document lists them.
 MODELS: tuple[type[RequestModel], ...] = (AnimateForm, LegacyRequest, VideoForm, CharacterForm, CharacterEdit,
-                                          RenderRequest)
+                                          RenderRequest, SceneForm, SceneEdit, SceneRenderRequest)
 
 
 class _Schemas(GenerateJsonSchema):

@@ -190,6 +190,8 @@ NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_MIN_DETECTION_SCORE",  # the detector's threshold
     "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
     "DOODLEPOD_JOBS_MAX_ATTEMPTS",   # the worker's retries
+    "DOODLEPOD_SCENE_MIN_SCORE",     # which detections of a photo make a scene's characters
+    "DOODLEPOD_SCENE_MAX_OVERLAP",   # the non-maximum suppression of those detections
     "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
     "DOODLEPOD_CLIENT_STORAGE_MB",   # a client's share (app/shares.py): 429 storage_share_used
     "DOODLEPOD_CLIENT_QUEUED_MB",    # a client's share: 429 queued_bytes_share_used
@@ -270,7 +272,7 @@ def test_each_request_body_is_the_model_its_route_reads(app):
                 assert kind in model.media, f"{where} documents {media_type}, which {model.__name__} does not read"
                 want = "RawImage" if kind == "image" else model.__name__
                 assert entry["schema"] == {"$ref": f"#/components/schemas/{want}"}, f"{where} {media_type}"
-    assert routes == 6
+    assert routes == 9  # 6, and the three scene routes with a body
 
 
 def test_a_route_reads_only_the_model_it_declares(app):
