@@ -7,12 +7,14 @@ Nothing else in ``app/`` reads ``os.environ`` for a setting: it calls :func:`loa
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from animator.encode import FORMATS
+from animator.formats import FORMATS
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Retry-After until the expiry sweep frees room. Set it well under the volume's size (the pod: 75% "
             "of the app-data emptyDir's sizeLimit, which the kubelet evicts the pod beyond); 0: no budget "
             "(only DOODLEPOD_MIN_FREE_DISK_MB applies). Not used with S3.", _non_negative_float),
+    Setting("DOODLEPOD_CLIENT_STORAGE_MB", "0", "Most MiB one client may have stored within the last "
+            "DOODLEPOD_EXPIRY_HOURS (characters, their versions, animations, motions from videos); past it its "
+            "requests that store answer 429 storage_share_used with Retry-After (DELETE /characters/{id} gives "
+            "room back) while other clients go on. A client is its address (an IPv6 address by its /64, see "
+            "DOODLEPOD_TRUSTED_PROXIES) with its bearer token when DOODLEPOD_AUTH_TOKEN is set. 0: a tenth of "
+            "DOODLEPOD_STORAGE_BUDGET_MB (no share when that is 0 too). Used with S3 as well.",
+            _non_negative_float),
     Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
             "below it /ping is 503 and uploads are refused with 503.", _positive_float),
     # --- pipeline ---
@@ -158,6 +167,15 @@ SETTINGS: tuple[Setting, ...] = (
             "this many pixels before detection (as AnimatedDrawings does).", int),
     Setting("DOODLEPOD_MIN_DETECTION_SCORE", "0.2", "Detections scoring below this are ignored (422 "
             "no_character if none is left).", float),
+    Setting("DOODLEPOD_SCENE_MAX_CHARACTERS", "8", "Most characters one scene holds (POST /scenes: the best "
+            "detections of a photo after non-maximum suppression; 422 too_many_characters for more sent).",
+            _positive_int),
+    Setting("DOODLEPOD_SCENE_MIN_SCORE", "0.5", "A photo's detections scoring below this make no character of "
+            "a scene (its best detection always does, if it passes DOODLEPOD_MIN_DETECTION_SCORE).", float),
+    Setting("DOODLEPOD_SCENE_MAX_OVERLAP", "0.5", "Non-maximum suppression of a scene's detections: a box "
+            "overlapping a better one by more than this intersection over union is dropped.", float),
+    Setting("DOODLEPOD_SCENE_MAX_WORK_MPX", "1000", "Most work one scene render may ask: characters x frames x "
+            "canvas pixels, in millions (422 scene_too_large beyond).", _positive_float),
     Setting("DOODLEPOD_DEFAULT_MOTIONS", "dab,jumping,zombie", "Motions rendered when a request names none "
             "(also the old client's keys).", _csv),
     Setting("DOODLEPOD_DEFAULT_FORMAT", "gif", "Animation format when a request names none.",
@@ -250,7 +268,20 @@ SETTINGS: tuple[Setting, ...] = (
             "client should poll.", _positive_int),
     Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.jobs.worker) renders at "
             "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
-            "worker holds none).", _positive_int),
+            "worker holds none). Videos (POST /motions) are not among them: see "
+            "DOODLEPOD_WORKER_VIDEO_CONCURRENCY.", _positive_int),
+    Setting("DOODLEPOD_WORKER_VIDEO_CONCURRENCY", "1", "Videos one worker process reads at once (POST /motions: "
+            "decoding and the pose model), on threads of their own from a queue of their own, holding no render "
+            "slot: videos never take the capacity renders need, and wait behind each other only.",
+            _non_negative_int),
+    Setting("DOODLEPOD_CLIENT_MAX_QUEUED", "10", "Async jobs one client (see DOODLEPOD_CLIENT_STORAGE_MB) may have "
+            "queued or running at once; one more answers 429 jobs_share_used with Retry-After, while other "
+            "clients' jobs are still taken (DOODLEPOD_JOBS_MAX_QUEUED bounds them all).", _positive_int),
+    Setting("DOODLEPOD_CLIENT_QUEUED_MB", "64", "MiB of uploads (images, videos) one client's queued or running "
+            "jobs may hold at once; past it 429 queued_bytes_share_used with Retry-After. Images wait in Redis, "
+            "videos in the storage (the job names them).", _positive_float),
+    Setting("DOODLEPOD_CLIENT_MAX_VIDEOS", "2", "Videos (POST /motions) one client may have queued or being read "
+            "at once; one more answers 429 video_share_used with Retry-After.", _positive_int),
     Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
             _positive_int),
     Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Requests that create or store work (every POST of /animate, "
@@ -272,9 +303,20 @@ SETTINGS: tuple[Setting, ...] = (
             "name under it). Empty: callbacks reach public addresses only; loopback, private, link-local, "
             "unique-local, multicast and cluster names (*.svc, single labels, localhost) are refused with 422.",
             _csv),
-    Setting("DOODLEPOD_WEBHOOK_CONCURRENCY", "8", "Callbacks one worker process delivers at once (one slow "
-            "receiver holds one of them, and at most 2 per host, so it cannot hold back other clients' "
-            "callbacks).", _positive_int),
+    Setting("DOODLEPOD_WEBHOOK_CONCURRENCY", "8", "Callbacks one worker process delivers at once (lanes): at "
+            "most 2 to one receiver (scheme, host, port) and DOODLEPOD_CLIENT_WEBHOOK_LANES for one client; a "
+            "callback waiting out its retry backoff holds no lane.", _positive_int),
+    Setting("DOODLEPOD_CLIENT_WEBHOOK_LANES", "2", "Callbacks of one client (see DOODLEPOD_CLIENT_STORAGE_MB) one "
+            "worker process delivers at once: a client whose receivers answer slowly, on however many hosts "
+            "and ports, holds at most this many lanes; its other callbacks wait their turn (never refused).",
+            _positive_int),
+    Setting("DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S", "2", "Longest a callback_url's name may take to resolve when "
+            "the request is made (422 callback_url_refused, rule dns_timeout, beyond); at delivery the lookup "
+            "counts in the attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S. Lookups run on threads of their own "
+            "(DOODLEPOD_WEBHOOK_DNS_THREADS), never on gevent's resolver pool, one at a time per client (429 "
+            "callback_dns_share_used while one runs).", _positive_float),
+    Setting("DOODLEPOD_WEBHOOK_DNS_THREADS", "8", "Threads per process that look callback names up (the app's "
+            "and the worker's own; a slow name holds one until the system resolver gives up).", _positive_int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -332,8 +374,6 @@ def default_max_inflight(motions_per_request: int, cpus: int | None = None) -> i
     renders its motions in parallel, so ceil(CPUs / motions) requests keep every CPU busy without
     queueing one request's motions behind another's (at least 1)."""
     if cpus is None:
-        from .render.pool import available_cpus
-
         cpus = available_cpus()
     return max(1, -(-cpus // max(1, motions_per_request)))
 
@@ -366,3 +406,19 @@ if __name__ == "__main__":
         print("usage: python -m app.config --markdown   (print the settings table)\n")
         for s in SETTINGS:
             print(f"{s.name}={s.default}\n    {s.description}")
+
+
+def available_cpus(cpu_max: str | Path = "/sys/fs/cgroup/cpu.max") -> int:
+    """CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota (``cpu_max``,
+    "QUOTA PERIOD" in microseconds, what a Kubernetes CPU limit sets), rounded up; at least 1."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        quota, period = Path(cpu_max).read_text().split()[:2]
+        if quota != "max" and float(period) > 0:
+            n = min(n, max(1, math.ceil(float(quota) / float(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)

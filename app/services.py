@@ -18,11 +18,14 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .jobs.idempotency import SyncIdempotency
     from .jobs.queue import JobQueue
     from .jobs.ratelimit import RateLimiter
-    from .render.motions import Motion
-    from .render.own_motions import OwnMotions
+    from .motions.library import Motion
+    from .motions.own import OwnMotions
+    from .motions.previews import MotionPreviews
+    from .render.admission import InflightSlots
     from .render.pipeline import Pipeline
-    from .render.pool import InflightSlots, RenderPool
-    from .render.previews import MotionPreviews
+    from .render.pool import RenderPool
+    from .scenes.resource import Scenes
+    from .shares import Shares
     from .storage.backends import Storage
 
 EXTENSION = "doodlepod"
@@ -39,11 +42,13 @@ class Services:
     pipeline: Pipeline
     runtime_dir: Path                # the pod's shared runtime folder (slots, metric files)
     characters: Characters           # the characters API's steps over the pipeline and the storage
+    shares: Shares                   # each client's share of the pools (app/shares.py)
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
     limiter: RateLimiter | None = None           # per-client token buckets (None: limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
     previews: MotionPreviews | None = None       # each motion on the reference character (GET /motions)
     own_motions: OwnMotions | None = None        # clients' motions made from their videos (POST /motions)
+    scenes: Scenes | None = None                 # several characters of one photo together (POST /scenes)
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
@@ -55,18 +60,21 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     """
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
-    from .render.motions import load_motions
+    from .motions.library import load_motions
+    from .motions.previews import MotionPreviews
+    from .render.admission import InflightSlots
     from .render.pipeline import Pipeline
-    from .render.pool import InflightSlots, RenderPool
-    from .render.previews import MotionPreviews
+    from .render.pool import RenderPool
     from .render.scratch import make_scratch
+    from .render.steps import render_reference, warm
+    from .shares import Shares
     from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
     # clips go to a scratch folder in the temp folder, not to the runtime folder: that one holds only
     # small state (slots, metric files) on a small volume of its own.
     scratch = make_scratch()
-    pool = RenderPool(settings.render_processes, scratch / spill_name)
+    pool = RenderPool(settings.render_processes, scratch / spill_name, warm_up=warm)
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
@@ -74,13 +82,18 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     jobs, limiter, idempotency = redis_services(settings)
     own = None
     if jobs is not None:
-        from .render.own_motions import OwnMotions
+        from .motions.own import OwnMotions
         own = OwnMotions(jobs.redis, settings.redis_prefix, storage, int(settings.expiry_hours * 3600))
+    from .scenes.resource import Scenes
+
+    characters = Characters(settings, pipeline, storage)
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
-                    pipeline=pipeline, characters=Characters(settings, pipeline, storage),
+                    pipeline=pipeline, characters=characters,
+                    shares=Shares(settings, jobs.redis if jobs is not None else None),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
-                    previews=MotionPreviews(storage, pipeline), own_motions=own)
+                    previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own,
+                    scenes=Scenes(settings, pipeline, storage, characters))
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

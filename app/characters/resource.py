@@ -26,6 +26,7 @@ y down). The app works in *work pixels* (``work = image * work.scale``) and the 
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
@@ -37,7 +38,8 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any
 
-from .. import metrics
+from .. import coordinates, metrics
+from ..deadline import Deadline
 from ..errors import (
     BadRequest,
     EditConflict,
@@ -45,12 +47,10 @@ from ..errors import (
     NotFound,
     VersionMismatch,
 )
+from ..motions.library import Motion
 from ..render import steps
-from ..render.deadline import Deadline
-from ..render.motions import Motion
 from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict
-from . import frames
 
 log = logging.getLogger("doodlepod.characters")
 
@@ -188,23 +188,32 @@ class Characters:
     def create(self, image: bytes, joints: list | None, bbox: list[float] | None, deadline: Deadline,
                timings: dict[str, float]) -> Record:
         """decode -> detect -> segment -> pose -> rig, skipping what the client sent; store version 1."""
+        return self.create_on(self.pipeline.decode(image, deadline, timings), joints, bbox, deadline, timings)
+
+    def create_on(self, img: Any, joints: list | None, bbox: list[float] | None, deadline: Deadline,
+                  timings: dict[str, float], detection: Any = None) -> Record:
+        """:meth:`create` on an image already decoded (:meth:`Pipeline.decode`); ``detection`` (a
+        :class:`Detection` of this image, e.g. one of a scene's) stands in for the detector."""
         p = self.pipeline
-        img = p.decode(image, deadline, timings)
         height, width = img.rgb.shape[:2]
         size = {"width": int(img.image_size[0]), "height": int(img.image_size[1])}
         detections: list[dict[str, Any]] = []
         if joints is not None:
-            frames.check_inside(joints, (size["width"], size["height"]), JointsOutsideImage)
-        if bbox is not None:
-            box = frames.client_box(bbox, img.scale, width, height)
+            coordinates.check_inside(joints, (size["width"], size["height"]), JointsOutsideImage)
+        if detection is not None:
+            box = detection.box
+            detections = [{"box": list(detection.box), "score": detection.score}]
+        elif bbox is not None:
+            box = coordinates.client_box(bbox, img.scale, width, height)
         elif joints is not None:
-            box = frames.box_for_client(None, frames.joints_to_work(joints, img.scale), img.scale, width, height)
+            work_joints = coordinates.joints_to_work(joints, img.scale)
+            box = coordinates.box_for_client(None, work_joints, img.scale, width, height)
         else:
             found = p.detect(img, deadline, timings)
             detections = [{"box": list(d.box), "score": d.score} for d in found]
             box = found[0].box
         crop = p.segment(img, box, deadline, timings)
-        skeleton = (frames.joints_to_texture(joints, img.scale, box) if joints is not None
+        skeleton = (coordinates.joints_to_texture(joints, img.scale, box) if joints is not None
                     else p.pose(crop.png, deadline, timings))
         cid = new_id()
         now = time.time()
@@ -298,21 +307,21 @@ class Characters:
         given: dict[str, Any] = {}
         joints = _edited_joints(old, change.joints)
         if joints is not None:
-            frames.check_inside(joints, (old.image["width"], old.image["height"]), JointsOutsideImage)
+            coordinates.check_inside(joints, (old.image["width"], old.image["height"]), JointsOutsideImage)
         if change.bbox is not None:
             work_png = self._get(old, "image", deadline)
             wh = (round(old.image["width"] * old.work_scale), round(old.image["height"] * old.work_scale))
-            box = frames.client_box(change.bbox, old.work_scale, *wh)
+            box = coordinates.client_box(change.bbox, old.work_scale, *wh)
             crop = p.segment_stored(work_png, box, deadline, timings)
             box = crop.box
             new.box = [int(v) for v in box]
             given = {"texture": crop.texture, "mask": crop.mask}
-            skeleton = (frames.joints_to_texture(joints, old.work_scale, box) if joints is not None
+            skeleton = (coordinates.joints_to_texture(joints, old.work_scale, box) if joints is not None
                         else p.pose(crop.png, deadline, timings))
             new.skeleton = _skeleton_rows(skeleton)
         else:
             if joints is not None:
-                new.skeleton = _skeleton_rows(frames.joints_to_texture(joints, old.work_scale, old.box))
+                new.skeleton = _skeleton_rows(coordinates.joints_to_texture(joints, old.work_scale, old.box))
             if change.mask is not None:  # read, checked against the texture and stored by the rig step
                 given = {"texture_png": self._get(old, "texture", deadline), "mask_bytes": change.mask,
                          "new_mask": True}
@@ -363,7 +372,7 @@ class Characters:
         """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
         rendered in parallel in the process pool (holding ``slot()`` while rendering; a slot it
         yields that has a ``check()``, background work's, is checked while the renders run).
-        ``max_frames`` (checked by :func:`parse_max_frames`) renders each clip in at most that many
+        ``max_frames`` (checked by :func:`app.intake.shapes.parse_max_frames`) renders each clip in at most that many
         frames (a preview). ``progress``: see :meth:`Pipeline.render`. Returns the record,
         ``{motion: url}`` in the asked order and the names that were cache hits."""
         record, _ = self.load(cid, deadline)
@@ -396,7 +405,7 @@ class Characters:
                     return self.storage.url(keys[motion.name], base_url)
 
                 urls.update(self.pipeline.render((texture_png, mask_bytes, record.joints()), misses, options,
-                                                 deadline, timings, store, job=steps.render_stored,
+                                                 deadline, timings, store, task=steps.render_stored,
                                                  progress=progress, interrupt=getattr(held, "check", None)))
                 self._still_there(record, written, deadline)
         return record, {m.name: urls[m.name] for m in motions}, hits
@@ -440,7 +449,8 @@ def _together(*calls: Callable[[], Any]) -> list[Any]:
 
     # each call's error is caught in its greenlet and re-raised here: an error left to end a greenlet is
     # also printed by gevent's hub as an unhandled traceback on stderr (for a plain 504, say)
-    greenlets = [gevent.spawn(_outcome, call) for call in calls]
+    # each in a copy of this context: what the calls store is metered for the client (app/shares.py)
+    greenlets = [gevent.spawn(contextvars.copy_context().run, _outcome, call) for call in calls]
     try:
         gevent.joinall(greenlets)
     finally:
