@@ -54,7 +54,12 @@ log() { engine_log "$@"; }
 die() { engine_log "ERROR: $*"; exit 1; }
 
 DOODLEPOD_ENGINE=podman engine_detect || die "\`make pod\` needs podman (its play kube runs pod.yaml); scripts/install_podman.sh"
-engine_configure "doodlepod-app:$TAG" 2>/dev/null || engine_configure "$(sed -n 's/^FROM \([^ ]*\) AS kernel$/\1/p' Dockerfile.app)"
+if [[ $cmd == up ]]; then
+  podman image exists "doodlepod-app:$TAG" || die "no image doodlepod-app:$TAG: run \`make images\` first"
+  engine_configure "doodlepod-app:$TAG" || exit 1
+elif podman image exists "doodlepod-app:$TAG"; then
+  engine_configure "doodlepod-app:$TAG" 2>/dev/null || true
+fi
 
 # PyYAML for the overlay: the venv's Python, else this machine's.
 PY=${DOODLEPOD_CACHE:-$HOME/.cache/doodlepod}/venv/bin/python
