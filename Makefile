@@ -84,7 +84,7 @@ example-gif: venv ## re-render docs/example.gif from the fixtures
 
 # --- containers: the two images and pod.yaml run by a container engine ---
 .PHONY: images pod pod-down
-images: ## build doodlepod-app:0.1.0 and the CPU model image doodlepod-model:0.1.0-cpu with podman or docker (docs/deployment.md)
+images: ## build doodlepod-app:0.1.0, doodlepod-worker:0.1.0 and the CPU model image doodlepod-model:0.1.0-cpu with podman or docker (docs/deployment.md)
 	@scripts/images.sh
 
 pod: images ## run pod.yaml with podman play kube (CPU overlay) + deploy/redis.yaml's Redis; waits for /ping 200; Ctrl-C removes it

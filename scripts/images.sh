@@ -90,21 +90,21 @@ for target in "${targets[@]}"; do
     MMCV=$(pin mmcv requirements/model-cpu.txt); XTCOCO=$(pin xtcocotools requirements/model-cpu.txt)
     model_args=(-f Dockerfile.model --build-arg DEVICE=cpu)
     ctx=$CACHE/image-wheels
-    mmcv_whl=$(find "$CACHE/wheels/mmcv-${MMCV}_torch-${TORCH}_cpu_cp311" -maxdepth 1 -name "mmcv-$MMCV-*.whl" 2>/dev/null | head -n 1)
-    xtc_whl=$(find "$CACHE/wheels/xtcocotools-${XTCOCO}_numpy-${NUMPY}_cp311" -maxdepth 1 -name "xtcocotools-$XTCOCO-*.whl" 2>/dev/null | head -n 1)
+    mmcv_whl=$(find "$CACHE/wheels/mmcv-${MMCV}_torch-${TORCH}_cpu_cp311" -maxdepth 1 -name "mmcv-$MMCV-*.whl" 2>/dev/null | head -n 1 || true)
+    xtc_whl=$(find "$CACHE/wheels/xtcocotools-${XTCOCO}_numpy-${NUMPY}_cp311" -maxdepth 1 -name "xtcocotools-$XTCOCO-*.whl" 2>/dev/null | head -n 1 || true)
     if [[ -n $mmcv_whl && -n $xtc_whl ]]; then
       rm -rf "$ctx" && mkdir -p "$ctx"
       cp -l "$mmcv_whl" "$xtc_whl" "$ctx/" 2>/dev/null || cp "$mmcv_whl" "$xtc_whl" "$ctx/"
       log "mmcv and xtcocotools: the venv bootstrap's cached wheels ($(basename "$mmcv_whl"), $(basename "$xtc_whl"))"
       # torch's CPU build: from this machine's pip (its own indexes and wheel folders) when it has it.
       torch_dir=$CACHE/wheels/torch-${TORCH}+cpu
-      torch_whl=$(find "$torch_dir" -maxdepth 1 -name "torch-${TORCH}+cpu-*.whl" 2>/dev/null | head -n 1)
+      torch_whl=$(find "$torch_dir" -maxdepth 1 -name "torch-${TORCH}+cpu-*.whl" 2>/dev/null | head -n 1 || true)
       if [[ -z $torch_whl ]]; then
         pip_py=$CACHE/venv/bin/python; [[ -x $pip_py ]] || pip_py=python3
         mkdir -p "$torch_dir"
         "$pip_py" -m pip download --quiet --no-deps --only-binary :all: --python-version 3.11 \
           --platform manylinux_2_28_x86_64 -d "$torch_dir" "torch==${TORCH}+cpu" 2>/dev/null || true
-        torch_whl=$(find "$torch_dir" -maxdepth 1 -name "torch-${TORCH}+cpu-*.whl" | head -n 1)
+        torch_whl=$(find "$torch_dir" -maxdepth 1 -name "torch-${TORCH}+cpu-*.whl" | head -n 1 || true)
       fi
       if [[ -n $torch_whl ]]; then
         cp -l "$torch_whl" "$ctx/" 2>/dev/null || cp "$torch_whl" "$ctx/"
