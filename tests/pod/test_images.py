@@ -36,7 +36,7 @@ def test_image_holds_no_compiler_no_tests_no_git(images, image):
     code = CODE_DIRS[image]
     found = sh(images, image, "for c in " + " ".join(COMPILERS) + "; do command -v $c; done; "
                "find / -xdev \\( -name .git -o -path '*/tests/fixtures/animated_drawings*' \\) -print 2>/dev/null; "
-               f"find {code} \\( -name '.git*' -o -name '*.pyx' -o -name '*.c' -o -name tests \\) -print | head -20")
+               f"find {code} \\( -name '.git*' -o -name tests -o -name conftest.py \\) -print | head -20")
     assert found.returncode == 0, found.stderr
     assert found.stdout.strip() == "", f"{image} holds: {found.stdout}"
     # Our own test files: none anywhere under the code folder.
@@ -55,7 +55,7 @@ def test_only_the_worker_image_holds_the_video_pose_model(images):
     """The video feature's packages (370 MB) only where they are used: the worker's motion_from_video job."""
     check = "import importlib.util as u; print(all(u.find_spec(m) for m in ('mediapipe', 'cv2', 'matplotlib')))"
     worker = images.engine.run("run", "--rm", "--network", "none", "--entrypoint", "python", WORKER_IMAGE, "-c",
-                               "import mediapipe; from animator.pose_model import track_frames; print('ok')")
+                               "import mediapipe; from animator.video.pose_model import track_frames; print('ok')")
     assert worker.returncode == 0 and worker.stdout.strip() == "ok", worker.stderr[-2000:]
     app = images.engine.run("run", "--rm", "--network", "none", "--entrypoint", "python", APP_IMAGE, "-c", check)
     assert app.stdout.strip() == "False", app.stdout + app.stderr
