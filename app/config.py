@@ -115,9 +115,10 @@ SETTINGS: tuple[Setting, ...] = (
             "peer outside these networks).", _csv),
     Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call needs the header 'Authorization: Bearer "
             "<token>'. Open without it: /ping, /healthz, /live, /metrics, the files of local storage (/files/...: "
-            "animation and character images, under keys that name no character), the studio page (/studio, and "
-            "GET /, which redirects to it; its API calls carry the person's token). Character documents are "
-            "API calls.", str),
+            "animation and character images, under keys that name no character; never documents, clients' own "
+            "motions or queued videos), the pages (/studio, /studio/credits, /docs, and GET /, which redirects to "
+            "the studio; their API calls carry the person's token), the document (/openapi.json, /openapi.yaml) "
+            "and the library's previews (/motions/{name}/preview.gif). Character documents are API calls.", str),
     # --- limits ---
     Setting("DOODLEPOD_REQUEST_DEADLINE_S", "120", "Longest time one request may take end to end; past "
             "it the app answers 504. A client may ask for less with the header X-Deadline-Seconds.",
