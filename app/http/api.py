@@ -101,20 +101,28 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     :data:`BACKGROUND`, from :func:`request_priority` where a route can give a slot up) never
     waits. Yields the :class:`app.render.admission.Slot`: background work calls its ``check()`` while
     it renders, to give the slot up when a request wants it."""
+    from ..clients import digest, request_client
     from ..render.admission import BACKGROUND, RENDER
 
     svc = services()
     priority = priority or RENDER
+    owner = digest(request_client())
+    share = svc.settings.client_render_slots
+    if svc.slots.held_by(owner) >= share:  # the client's own share, not the pod's overload: 429 at once
+        from ..shares import RenderShareUsed
+        wait = max(1, math.ceil(svc.slots.mean_duration() or 2.0))
+        raise RenderShareUsed(f"this client holds {share} render slot{'s' if share > 1 else ''} already, its "
+                              f"share (DOODLEPOD_CLIENT_RENDER_SLOTS); retry in {wait} s", wait)
     wait_s = 0.0 if priority == BACKGROUND else min(svc.settings.admission_wait_s,
                                                    request_deadline().remaining() - 1.0)
     if wait_s > 0:
         metrics.RENDERS_WAITING.inc()
         try:
-            slot = svc.slots.acquire(priority, wait_s)
+            slot = svc.slots.acquire(priority, wait_s, owner=owner)
         finally:
             metrics.RENDERS_WAITING.dec()
     else:
-        slot = svc.slots.acquire(priority)
+        slot = svc.slots.acquire(priority, owner=owner)
     if slot is None:
         if priority == BACKGROUND:  # not a client turned away: it does not count in others' Retry-After
             wait = max(1, math.ceil(svc.slots.expected_wait()))
