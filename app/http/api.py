@@ -19,7 +19,7 @@ from flask import Blueprint, g, request
 
 from .. import metrics
 from ..deadline import Deadline
-from ..errors import ApiError, BadRequest, Overloaded, Unauthorized
+from ..errors import ApiError, BadRequest, Overloaded, RequestTimeout, Unauthorized
 from ..intake import body
 from ..services import services
 
@@ -64,8 +64,13 @@ def read_body(deadline: Deadline) -> bytes:
     Call it before :func:`render_slot`: a slow upload must hold no slot while it trickles in.
     """
     settings = services().settings
-    return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20),
-                              min(settings.body_timeout_s, deadline.remaining()))
+    left = deadline.check("upload")  # a deadline already past (X-Deadline-Seconds: 2e-308) is 504, not 408
+    if left >= settings.body_timeout_s:
+        return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20), settings.body_timeout_s)
+    try:
+        return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20), left)
+    except RequestTimeout:  # the request's deadline ran out while the body came, not the body's own time
+        raise deadline.exceeded("upload") from None
 
 
 def json_body() -> Any:

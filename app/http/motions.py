@@ -52,7 +52,8 @@ def make_motion():
     limit = int(svc.settings.video_max_mb * 2**20)
     # this route's body bound is DOODLEPOD_VIDEO_MAX_MB, not the app's DOODLEPOD_MAX_UPLOAD_MB
     request.max_content_length = limit + _FORM_OVERHEAD
-    body.buffer_body(request.environ, limit + _FORM_OVERHEAD, min(svc.settings.body_timeout_s, deadline.remaining()))
+    body.buffer_body(request.environ, limit + _FORM_OVERHEAD,
+                     min(svc.settings.body_timeout_s, deadline.check("upload")))
     fields = read(VideoForm, respond_async=True)
     video = fields.video
     # The video waits in the storage (it is a file), the job names it: Redis holds no video bytes.
