@@ -136,10 +136,12 @@ SETTINGS: tuple[Setting, ...] = (
             "beyond them a few wait (DOODLEPOD_ADMISSION_WAIT_S), the others get 503 with Retry-After. 0: as "
             "many as the CPUs can run, one motion per CPU: ceil(CPUs / motions in DOODLEPOD_DEFAULT_MOTIONS), CPUs "
             "from the affinity mask and the cgroup quota (a Kubernetes CPU limit).", _non_negative_int),
-    Setting("DOODLEPOD_CLIENT_RENDER_SLOTS", "1", "Render slots one client's synchronous requests may hold at "
+    Setting("DOODLEPOD_CLIENT_RENDER_SLOTS", "0", "Render slots one client's synchronous requests may hold at "
             "once across the pod (see DOODLEPOD_CLIENT_STORAGE_MB for who a client is); one more answers 429 "
             "render_share_used with Retry-After at once, so a client firing requests back to back cannot hold "
-            "every slot while others wait.", _positive_int),
+            "every slot while others wait. 0: no such share (a backend or a studio sending for many people "
+            "through one address needs several slots); 1 suits clients that are people, each at its own "
+            "address.", _non_negative_int),
     Setting("DOODLEPOD_ADMISSION_WAIT_S", "10", "Longest a request waits for a render slot when all are taken, "
             "in seconds: one request per slot may wait (more get 503 at once), and only when a slot is expected "
             "to be free within this time and the pod turned nobody away within the last render time (else 503 "

@@ -405,6 +405,7 @@ class Soak:
                    "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32", "DOODLEPOD_WEBHOOK_TIMEOUT_S": "5",
                    "DOODLEPOD_WEBHOOK_ATTEMPTS": "5", "DOODLEPOD_STORAGE_BUDGET_MB": "400",
                    "DOODLEPOD_CLIENT_STORAGE_MB": "12", "DOODLEPOD_MAX_INFLIGHT": "3",
+                   "DOODLEPOD_CLIENT_RENDER_SLOTS": "1",
                    "DOODLEPOD_DEFAULT_MOTIONS": self.args.motions}
             env.update({k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_")})
             app = stack.Gunicorn(workdir / "app", env).start(timeout=120)

@@ -113,7 +113,8 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     priority = priority or RENDER
     owner = digest(request_client())
     share = svc.settings.client_render_slots
-    if svc.slots.held_by(owner) >= share:  # the client's own share, not the pod's overload: 429 at once
+    # the client's own share (0: none), not the pod's overload: 429 at once
+    if share and priority != BACKGROUND and svc.slots.held_by(owner) >= share:
         from ..shares import RenderShareUsed
         wait = max(1, math.ceil(svc.slots.mean_duration() or 2.0))
         raise RenderShareUsed(f"this client holds {share} render slot{'s' if share > 1 else ''} already, its "

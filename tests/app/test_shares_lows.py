@@ -30,7 +30,7 @@ def app():
     env = lambda w: {"DOODLEPOD_TORCHSERVE_URL": "http://127.0.0.1:9",  # noqa: E731
                      "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": "http://127.0.0.1:9",
                      "DOODLEPOD_LOCAL_DIR": str(w / "files"), "DOODLEPOD_RENDER_PROCESSES": "1",
-                     "DOODLEPOD_FORWARDED_ALLOW_IPS": "127.0.0.1"}
+                     "DOODLEPOD_FORWARDED_ALLOW_IPS": "127.0.0.1", "DOODLEPOD_CLIENT_RENDER_SLOTS": "1"}
     with stack.app_server("dp-lows-", env) as server:
         yield server
 
