@@ -174,6 +174,15 @@ SETTINGS: tuple[Setting, ...] = (
             "this many pixels before detection (as AnimatedDrawings does).", int),
     Setting("DOODLEPOD_MIN_DETECTION_SCORE", "0.2", "Detections scoring below this are ignored (422 "
             "no_character if none is left).", float),
+    Setting("DOODLEPOD_SCENE_MAX_CHARACTERS", "8", "Most characters one scene holds (POST /scenes: the best "
+            "detections of a photo after non-maximum suppression; 422 too_many_characters for more sent).",
+            _positive_int),
+    Setting("DOODLEPOD_SCENE_MIN_SCORE", "0.5", "A photo's detections scoring below this make no character of "
+            "a scene (its best detection always does, if it passes DOODLEPOD_MIN_DETECTION_SCORE).", float),
+    Setting("DOODLEPOD_SCENE_MAX_OVERLAP", "0.5", "Non-maximum suppression of a scene's detections: a box "
+            "overlapping a better one by more than this intersection over union is dropped.", float),
+    Setting("DOODLEPOD_SCENE_MAX_WORK_MPX", "1000", "Most work one scene render may ask: characters x frames x "
+            "canvas pixels, in millions (422 scene_too_large beyond).", _positive_float),
     Setting("DOODLEPOD_DEFAULT_MOTIONS", "dab,jumping,zombie", "Motions rendered when a request names none "
             "(also the old client's keys).", _csv),
     Setting("DOODLEPOD_DEFAULT_FORMAT", "gif", "Animation format when a request names none.",

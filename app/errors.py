@@ -172,6 +172,16 @@ class OutputTooLarge(ClientError):
     status, code = 422, "output_too_large"
 
 
+class TooManyCharacters(ClientError):
+    """More characters sent or named than a scene holds (DOODLEPOD_SCENE_MAX_CHARACTERS)."""
+    status, code = 422, "too_many_characters"
+
+
+class SceneTooLarge(ClientError):
+    """A scene render over the work bound (characters x frames x pixels, DOODLEPOD_SCENE_MAX_WORK_MPX)."""
+    status, code = 422, "scene_too_large"
+
+
 # --- 5xx: our neighbours and ourselves -----------------------------------------------------------
 
 class RenderFailed(ApiError):

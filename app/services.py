@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .render.admission import InflightSlots
     from .render.pipeline import Pipeline
     from .render.pool import RenderPool
+    from .scenes.resource import Scenes
     from .shares import Shares
     from .storage.backends import Storage
 
@@ -47,6 +48,7 @@ class Services:
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
     previews: MotionPreviews | None = None       # each motion on the reference character (GET /motions)
     own_motions: OwnMotions | None = None        # clients' motions made from their videos (POST /motions)
+    scenes: Scenes | None = None                 # several characters of one photo together (POST /scenes)
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
@@ -82,12 +84,16 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     if jobs is not None:
         from .motions.own import OwnMotions
         own = OwnMotions(jobs.redis, settings.redis_prefix, storage, int(settings.expiry_hours * 3600))
+    from .scenes.resource import Scenes
+
+    characters = Characters(settings, pipeline, storage)
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
-                    pipeline=pipeline, characters=Characters(settings, pipeline, storage),
+                    pipeline=pipeline, characters=characters,
                     shares=Shares(settings, jobs.redis if jobs is not None else None),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
-                    previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own)
+                    previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own,
+                    scenes=Scenes(settings, pipeline, storage, characters))
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

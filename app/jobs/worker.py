@@ -78,6 +78,11 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
     missing = [n for n in payload["motions"] if n not in ctx.motions]
     if missing:
         raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
+    if payload.get("every_character"):
+        timings: dict[str, float] = {}
+        answer = ctx.scenes.animate_photo(image or b"", ctx.motions, payload["motions"], payload["format"], deadline,
+                                          timings, payload["base_url"], progress=progress)
+        return {**answer, "timings_ms": timings}
     joints = None
     if payload.get("joints") is not None:
         from animator.skeleton import skeleton_from_client
@@ -110,6 +115,21 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
                                                max_frames=payload.get("max_frames"), progress=progress)
     return {"character": {"id": record.id, "version": record.version}, "format": payload["format"],
             "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
+
+
+@handler("scene_animations")
+def run_scene_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
+                         deadline, progress=None) -> dict:
+    """POST /scenes/{id}/animations' work (app/scenes/resource.py), the render slot already held."""
+    from contextlib import nullcontext
+
+    timings: dict[str, float] = {}
+    record, out = ctx.scenes.render(payload["scene"], ctx.motions, payload["format"], payload["size"],
+                                    payload.get("max_frames"), payload.get("if_match"), deadline, timings,
+                                    payload["base_url"], nullcontext, progress=progress)
+    return {"scene": {"id": record.id, "version": record.version}, "format": payload["format"],
+            "size": payload["size"], "animation": out["url"], "width": out["width"], "height": out["height"],
+            "cached": out["cached"], "timings_ms": timings}
 
 
 @handler("motion_from_video")
