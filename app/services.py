@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from flask import current_app
 
 if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (see create_app)
+    from .characters.preparation import ModelPreparation
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
     from .config import Settings
@@ -44,6 +45,7 @@ class Services:
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
     previews: MotionPreviews | None = None       # each motion on the reference character (GET /motions)
     own_motions: OwnMotions | None = None        # clients' motions made from their videos (POST /motions)
+    preparation: ModelPreparation | None = None  # how far `make run` has got preparing the models
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
@@ -53,6 +55,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     arguments and results into ``spill_name`` in a scratch folder of this process's own. Call after
     :func:`app.runtime_dir`, which points the metrics at that folder before they are imported.
     """
+    from .characters.preparation import ModelPreparation
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
     from .render.motions import load_motions
@@ -68,8 +71,10 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     scratch = make_scratch()
     pool = RenderPool(settings.render_processes, scratch / spill_name)
     storage = from_settings(settings)
+    preparation = ModelPreparation(settings.models_state_file)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
-                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
+                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries,
+                                  gate=preparation.check)
     pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=scratch)
     jobs, limiter, idempotency = redis_services(settings)
     own = None
@@ -80,7 +85,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=Characters(settings, pipeline, storage),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
-                    previews=MotionPreviews(storage, pipeline), own_motions=own)
+                    previews=MotionPreviews(storage, pipeline), own_motions=own, preparation=preparation)
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

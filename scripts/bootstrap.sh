@@ -24,11 +24,13 @@
 #
 # Usage: scripts/bootstrap.sh [--app | --models | --all]   (default --all: both halves, then this checkout)
 #   --app     the app half and this checkout's venv (what `make run` waits for)
-#   --models  the model half only (what `make run` builds in the background)
+#   --models  the model half, then this checkout (what `make run` builds in the background)
+#   --app-half, --checkout   one step of --app each (`make run` builds the model half between them)
+#   --models-ready           exit 0 when the model half is installed and up to date (changes nothing)
 #
 # Env: DOODLEPOD_CACHE (default ~/.cache/doodlepod), DOODLEPOD_VENV (default $DOODLEPOD_CACHE/venv),
 #      PYTHON (default python3.11, else python3),
-#      DOODLEPOD_MODELS_PROGRESS_FILE (optional: the model half writes its progress there as JSON,
+#      DOODLEPOD_MODELS_STATE_FILE (optional: the model half writes its progress there as JSON,
 #      read by the app's /ping; see scripts/install_model_stack.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,7 @@ case ${1:-} in
   ""|--all) ;;
   --app) MODE=app ;;
   --models) MODE=models ;;
+  --app-half|--checkout|--models-ready) MODE=${1#--} ;;
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   *) echo "bootstrap.sh: unknown argument '$1'" >&2; exit 2 ;;
 esac
@@ -49,6 +52,8 @@ CHECKOUT_VENV=$ROOT/.venv
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 export DOODLEPOD_CACHE=$CACHE
 
+# shellcheck source=scripts/models_state.sh
+source scripts/models_state.sh
 log() { printf '[bootstrap %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 quiet_pip() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" \
                 2> >(grep -v 'is ignored: it is neither' >&2); }
@@ -105,7 +110,10 @@ app_half() {
 # --- the shared venv's model half --------------------------------------------------------------------
 model_half() {
   [[ -f "$full_stamp" && "$(cat "$full_stamp")" == "$full_key" ]] && return 0
-  local start=$SECONDS
+  local start=$SECONDS eta=780
+  compgen -G "$CACHE/wheels/mmcv-*/mmcv-*.whl" >/dev/null && eta=120
+  models_state preparing "Preparing the model server: installing torch and TorchServe. Photos can be animated once it is ready." \
+    "installing torch, TorchServe and the test tools (step 1 of 7)" 0 7 "$eta"
   log "installing requirements/test.txt (torch, TorchServe, the test tools)"
   quiet_pip -r requirements/test.txt
   if [[ -x scripts/install_model_stack.sh ]]; then
@@ -193,6 +201,12 @@ EOF
 }
 
 case $MODE in
+  models-ready)
+    [[ -f "$full_stamp" && "$(cat "$full_stamp")" == "$full_key" ]] ;;
+  app-half)
+    with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half ;;
+  checkout)
+    with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
   app)
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
