@@ -22,7 +22,8 @@
 # running app is not disturbed by it, and the app half never waits for it. Each half takes a lock, so
 # two checkouts preparing one cache at once take turns instead of racing pip.
 #
-# Usage: scripts/bootstrap.sh [--app | --models | --all]   (default --all: both halves, then this checkout)
+# Usage: scripts/bootstrap.sh [--app | --models | --all]   (default --all: the browser and Node tools the
+#        tests use, both halves, then this checkout)
 #   --app     the app half and this checkout's venv (what `make run` waits for)
 #   --models  the model half, then this checkout (what `make run` builds in the background)
 #   --app-half, --checkout   one step of --app each (`make run` builds the model half between them)
@@ -210,7 +211,15 @@ case $MODE in
   app)
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
-  models|all)
+  all)
+    # What only the tests need, outside the stamps (instant when present): the browser for the studio
+    # page's tests is a system package; the Node tools read our glTF files (npm ci from the lockfile).
+    scripts/install_browser.sh
+    scripts/install_node_tools.sh
+    with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
+    with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
+    with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
+  models)
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
