@@ -20,7 +20,7 @@ venv-app: ## only what the app needs (no torch, no model stack: seconds on a war
 	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh --app
 
 lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyproject.toml)
-	$(BIN)/ruff check .
+	$(BIN)/ruff check . && $(BIN)/lint-imports
 
 test: venv lint ## install what is needed, lint, and run every test
 	$(PY) -m pytest -q tests
