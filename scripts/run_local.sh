@@ -368,8 +368,12 @@ chars=tests/fixtures/animated_drawings/examples/characters
 # char1's joints from its char_cfg.yaml, in the image's pixels (the README shows the same line).
 joints='{"root":[264,397],"hip":[264,397],"torso":[247,232],"neck":[231,119],"right_shoulder":[151,245],"right_elbow":[99,278],"right_hand":[46,311],"left_shoulder":[343,218],"left_elbow":[396,245],"left_hand":[449,278],"right_hip":[191,404],"right_knee":[165,476],"right_foot":[138,556],"left_hip":[337,390],"left_knee":[376,456],"left_foot":[409,549]}'
 
-models_note="the models are READY"
-[[ $models_phase != ready ]] && models_note="the models are still being prepared: \`curl -s $base/ping\` says how far (\"models\"); photo requests answer 503 models_unavailable until then"
+case $models_phase in
+  building) models_note="the model stack is still being built in the background" ;;
+  loading) models_note="TorchServe is loading them" ;;
+  *) models_note="they could not be prepared (see above)" ;;
+esac
+models_note="$models_note: \`curl -s $base/ping\` says how far (\"models\"); photo requests answer 503 models_unavailable until they are READY"
 cat <<EOF
 
 the app is up at $base  ($((SECONDS - start)) s after start; logs: $RUN_DIR/logs)
