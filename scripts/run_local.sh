@@ -85,6 +85,8 @@ banner() {  # banner LINE...: a loud box around the lines
   printf '%s\n\n' "$edge" >&2
 }
 
+case $WEIGHTS in auto|released|tiny) ;; *) die "DOODLEPOD_RUN_WEIGHTS must be auto, released or tiny, got '$WEIGHTS'" ;; esac
+
 # "http://host:port/..." -> "host port"
 split_url() { [[ $1 =~ ^https?://([^:/]+):([0-9]+) ]] || die "expected http://HOST:PORT, got $1"; echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"; }
 read -r TS_HOST TS_PORT < <(split_url "$DOODLEPOD_TORCHSERVE_URL")
@@ -203,7 +205,6 @@ scripts/bootstrap.sh --checkout || die "preparing this checkout's venv failed (s
 MODELS=(drawn_humanoid_detector drawn_humanoid_pose_estimator)
 WEIGHTS_DIR=$CACHE/weights
 archives_kind=""
-case $WEIGHTS in auto|released|tiny) ;; *) die "DOODLEPOD_RUN_WEIGHTS must be auto, released or tiny, got '$WEIGHTS'" ;; esac
 
 fetch_and_build_released() {  # 0 when archives from the released weights are in $MODEL_STORE
   MODEL_STORE=$RUN_DIR/model-store/released
