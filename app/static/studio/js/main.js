@@ -4,7 +4,7 @@
 import { ApiError, call, describe, fetchBitmap, getToken, setToken, upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
-import { guessFigure } from "./manual.js";
+import { draftFrom, skeletonIn } from "./manual.js";
 import { Gallery, MotionPicker } from "./motions.js";
 
 const $ = (id) => document.getElementById(id);
@@ -12,7 +12,7 @@ const ui = {
   token: $("token"), tokenBox: $("token-box"),
   upload: $("upload"), camera: $("camera"), manual: $("upload-manual"), progress: $("progress"), progressBar: $("progress-bar"), progressText: $("progress-text"),
   error: $("error"),
-  fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"),
+  fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"), fixError: $("fix-error"),
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
   detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), credits: $("credits"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
@@ -24,27 +24,38 @@ const ui = {
 const editor = new Editor(ui.stage);
 const picker = new MotionPicker(ui.motions, () => Object.keys(editor.edits()).length > 0);
 const gallery = new Gallery(ui.animations);
-const state = { doc: null, photo: null, mask: null, busy: false, motions: [], defaults: [], categories: [] };
+// `file`: the photo of a draft (state.doc.draft: opened in the page, not yet sent to the server).
+const state = { doc: null, photo: null, mask: null, file: null, busy: false, motions: [], defaults: [], categories: [] };
 // Figures the page measures (tests and curious people read them from the console).
 window.studio = { timings: [], previews: () => picker.shown };
 
 // --- errors and progress ----------------------------------------------------------------------
 
-/** Show `err` (an ApiError, an Error or a sentence) in words; `action` adds a button {label, run}. */
-function showError(err, action = null) {
-  ui.error.replaceChildren();
-  if (!err) {
-    ui.error.hidden = true;
-    return;
+/** Every place an error is shown: the page's box under the photo step, and one beside each action. */
+function errorPlaces() {
+  return document.querySelectorAll("[data-error-place]");
+}
+
+/**
+ * Show `err` (an ApiError, an Error or a sentence) in words; `action` adds a button {label, run}.
+ * `at`: where (an error place beside the control that failed; the page's box by default).
+ * `showError(null)` clears every place.
+ */
+function showError(err, action = null, at = ui.error) {
+  for (const place of err ? [at] : errorPlaces()) {
+    place.replaceChildren();
+    place.hidden = true;
   }
+  if (!err) return;
+  const box = at;
   console.warn("studio:", err);
   const text = document.createElement("p");
   text.textContent = typeof err === "string" ? err : describe(err);
-  ui.error.append(text);
+  box.append(text);
   if (err instanceof ApiError && (err.code !== "network" || err.requestId)) {
     const detail = document.createElement("small");
     detail.textContent = [err.status && `HTTP ${err.status}`, err.code, err.requestId && `request ${err.requestId}`].filter(Boolean).join(" · ");
-    ui.error.append(detail);
+    box.append(detail);
   }
   if (action) {
     const button = document.createElement("button");
@@ -52,14 +63,14 @@ function showError(err, action = null) {
     button.textContent = action.label;
     button.dataset.testid = "error-action";
     button.addEventListener("click", action.run, { once: true });
-    ui.error.append(button);
+    box.append(button);
   }
-  ui.error.hidden = false;
+  box.hidden = false;
   if (err instanceof ApiError && err.status === 401) {
     ui.tokenBox.open = true;
     ui.token.focus();
   }
-  reveal(ui.error, "nearest");
+  reveal(box, "nearest");
 }
 
 /** Scroll `el` into view, smoothly unless the person asked for reduced motion. */
@@ -75,8 +86,9 @@ function progress(text, fraction) {
   else ui.progressBar.value = fraction;
 }
 
-/** Run `work` with the page marked busy (buttons that would race it are disabled). */
-async function busy(work) {
+/** Run `work` with the page marked busy (buttons that would race it are disabled); its error is
+ * shown `at` (an error place). */
+async function busy(work, at = ui.error) {
   if (state.busy) return undefined;
   state.busy = true;
   document.body.classList.add("busy");
@@ -84,7 +96,7 @@ async function busy(work) {
   try {
     return await work();
   } catch (err) {
-    showError(err);
+    showError(err, null, at);
     return undefined;
   } finally {
     state.busy = false;
@@ -96,44 +108,88 @@ async function busy(work) {
 // --- step 1: the photo -------------------------------------------------------------------------
 
 // Errors after which placing the box and joints by hand is the way on.
-const MODELS_MISSED = new Set(["no_character", "no_skeleton", "invalid_character"]);
+const MODELS_MISSED = new Set(["no_character", "no_skeleton", "invalid_character", "models_unavailable",
+  "model_server_unavailable", "model_server_error"]);
+const BY_HAND = "Place the box and joints myself";
 
-/**
- * Make a character of `file`. With `manual`, the page guesses the box (the photo's ink) and a
- * standing figure's joints itself and sends them, so the server skips detection and pose.
- */
-async function createFrom(file, { manual = false } = {}) {
+/** Make a character of `file` with the models; when they miss, offer placing the box and joints by hand. */
+async function createFrom(file) {
   if (!file) return;
   showError(null);
   let missed = null;
   await busy(async () => {
     try {
-      let fields = {};
-      if (manual) {
-        progress("Looking for the drawing's ink…", null);
-        const guess = await guessFigure(file);
-        fields = { bbox: JSON.stringify(guess.bbox), joints: JSON.stringify(guess.joints) };
-      }
       progress("Uploading…", 0);
-      const waiting = manual ? "Cutting out the drawing…" : "Finding the drawing, its mask and joints…";
       const doc = await upload("characters", file, (f) =>
-        f === null ? progress(waiting, null) : progress(`Uploading ${Math.round(f * 100)} %`, f), fields);
+        f === null ? progress("Finding the drawing, its mask and joints…", null) : progress(`Uploading ${Math.round(f * 100)} %`, f));
       progress("Loading the character…", null);
       await open(doc);
       reveal(ui.fix, "start");
-      if (manual) ui.hint.textContent = "Drag the box around the drawing and each joint onto its place, then Save.";
     } catch (err) {
-      if (!manual && err instanceof ApiError && MODELS_MISSED.has(err.code)) missed = err;
+      if (err instanceof ApiError && MODELS_MISSED.has(err.code)) missed = err;
       else throw err;
     } finally {
       progress(null);
       for (const input of [ui.upload, ui.camera, ui.manual]) input.value = "";
     }
   });
-  if (missed) {
-    showError(missed, { label: "Place the box and joints myself", run: () => createFrom(file, { manual: true }) });
-  }
+  if (missed) showError(missed, { label: BY_HAND, run: () => openDraft(file) });
 }
+
+/**
+ * Open `file` in the editor as a draft, asking the server nothing: the whole photo, the box of its
+ * ink when that looks like one drawing (else the person draws it) and a standing figure's joints in
+ * the box. Save sends them with the photo (the server then skips detection and pose).
+ */
+async function openDraft(file) {
+  if (!file) return;
+  showError(null);
+  await busy(async () => {
+    try {
+      progress("Opening the photo…", null);
+      const { doc, photo } = await draftFrom(file);
+      picker.stop();
+      state.doc = doc;
+      state.photo = photo;
+      state.mask = null;
+      state.file = file;
+      state.jointsPlaced = false;
+      history.replaceState(null, "", location.pathname);
+      ui.fix.hidden = false;
+      ui.motionsStep.hidden = true;
+      ui.results.hidden = true;
+      ui.whole.checked = true;
+      editor.setWholePhoto(true);
+      editor.load(doc, photo, null, null);
+      showOverlay(doc);
+      showDetections(doc);
+      ui.saveState.textContent = "Not saved yet";
+      draftHint();
+      reveal(ui.fix, "start");
+    } finally {
+      progress(null);
+      for (const input of [ui.upload, ui.camera, ui.manual]) input.value = "";
+    }
+  });
+}
+
+function draftHint() {
+  ui.hint.textContent = editor.bbox
+    ? "Drag each joint onto its place on the drawing (a press beside the drawing draws a new box), then Save."
+    : "Press beside the drawing and drag across it to put a box around it: a skeleton appears in the box.";
+}
+
+// A box drawn on a draft whose joints are not placed yet gets a standing figure in it, and the view
+// comes closer: the joints are placed on the drawing, not on the whole photo.
+editor.addEventListener("newbox", (e) => {
+  if (!state.doc?.draft) return;
+  if (!state.jointsPlaced) {
+    editor.placeJoints(skeletonIn(e.detail), state.doc.skeleton);
+    ui.whole.checked = false;
+    editor.setWholePhoto(false);
+  }
+  draftHint();
+});
 
 // --- step 2: the editor --------------------------------------------------------------------------
 
@@ -142,12 +198,14 @@ async function open(doc, { previews = true } = {}) {
   const grid = maskGrid(doc);
   const photoUrl = doc.urls.image;
   const [photo, mask] = await Promise.all([
-    state.doc?.id === doc.id && state.photo ? state.photo : fetchBitmap(photoUrl), // a character's photo never changes
+    // a character's photo never changes; a draft's photo is the one just saved
+    (state.doc?.id === doc.id || state.doc?.draft) && state.photo ? state.photo : fetchBitmap(photoUrl),
     grid && doc.urls.mask ? fetchBitmap(doc.urls.mask).catch((err) => (showError(err), null)) : null,
   ]);
   state.doc = doc;
   state.photo = photo;
   state.mask = mask;
+  state.file = null;
   ui.fix.hidden = false;
   ui.motionsStep.hidden = false;
   editor.load(doc, photo, mask, grid);
@@ -178,6 +236,8 @@ function showDetections(doc) {
 }
 
 function showOverlay(doc) {
+  ui.overlay.closest("figure").hidden = Boolean(doc.draft);
+  if (doc.draft) return;
   ui.overlay.src = doc.urls.overlay;
   ui.overlayCaption.textContent = `The server's overlay of version ${doc.version}: box, mask and skeleton as they will be animated.`;
 }
@@ -206,6 +266,7 @@ editor.addEventListener("hint", (e) => {
   ui.hint.textContent = e.detail;
 });
 editor.addEventListener("select", (e) => {
+  if (state.doc?.draft) state.jointsPlaced = true; // a new box keeps the joints placed by hand
   ui.hint.textContent = `Joint: ${e.detail.replaceAll("_", " ")}. Arrow keys move it (Shift: 10 px), N / P pick the next / previous joint.`;
 });
 
@@ -219,7 +280,19 @@ async function save() {
     ui.saveState.textContent = "Saving…";
     const path = `characters/${encodeURIComponent(doc.id)}`;
     let sent;
-    if (edits.mask) {
+    if (doc.draft) {
+      // The first save of a draft creates the character: the photo with the box and joints placed
+      // here (the server skips detection and pose, and cuts the drawing out of the box).
+      sent = performance.now();
+      try {
+        doc = await upload("characters", state.file, (f) => {
+          ui.saveState.textContent = f === null ? "Cutting out the drawing…" : `Uploading ${Math.round(f * 100)} %`;
+        }, { bbox: JSON.stringify(edits.bbox), joints: JSON.stringify(edits.joints) });
+      } catch (err) {
+        ui.saveState.textContent = "Not saved yet";
+        throw err;
+      }
+    } else if (edits.mask) {
       // One multipart PATCH: the mask (painted on the current box) and any moved joints. The editor
       // never has a new box and mask strokes at once: a new box recomputes the mask.
       const form = new FormData();
@@ -238,7 +311,7 @@ async function save() {
     const previewing = startPreviews(doc);
     await open(doc, { previews: false });
     return { saved, previewing, version: doc.version }; // wrapped: the page is not busy while the previews load
-  });
+  }, ui.fixError);
   if (result === undefined) {
     editor.changed();
     return;
@@ -411,8 +484,8 @@ function refreshButtons() {
   ui.save.disabled = state.busy || !state.doc || !hasEdits;
   ui.undo.disabled = state.busy || !editor.canUndo();
   ui.revert.disabled = state.busy || !hasEdits;
-  ui.render.disabled = state.busy || !state.doc;
-  ui.remove.disabled = state.busy || !state.doc;
+  ui.render.disabled = state.busy || !state.doc || state.doc.draft;
+  ui.remove.disabled = state.busy || !state.doc || state.doc.draft;
   ui.upload.disabled = state.busy;
   ui.camera.disabled = state.busy;
   ui.manual.disabled = state.busy;
@@ -441,7 +514,7 @@ function wire() {
   ui.camera.addEventListener("change", () => createFrom(ui.camera.files[0]));
   ui.video.addEventListener("change", () => motionFromVideo(ui.video.files[0]));
   ui.videoCamera.addEventListener("change", () => motionFromVideo(ui.videoCamera.files[0]));
-  ui.manual.addEventListener("change", () => createFrom(ui.manual.files[0], { manual: true }));
+  ui.manual.addEventListener("change", () => openDraft(ui.manual.files[0]));
   for (const button of document.querySelectorAll("[data-tool]")) {
     button.addEventListener("click", () => {
       editor.setTool(button.dataset.tool);

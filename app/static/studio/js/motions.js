@@ -113,6 +113,13 @@ export class MotionPicker {
     this.wake();
   }
 
+  /** Stop this character's previews (another photo is being opened). */
+  stop() {
+    this.generation += 1;
+    this.inFlight?.abort();
+    this.wake();
+  }
+
   /** Let every waiting preview loop look again (a card came on screen, or a newer call began). */
   wake() {
     for (const resolve of this.waiting.splice(0)) resolve();
