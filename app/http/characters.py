@@ -15,7 +15,7 @@ from flask import Blueprint, Response, jsonify, request
 from animator import FORMATS
 
 from ..characters.resource import Edit, version_matches
-from ..errors import BadMask, BadRequest, VersionMismatch
+from ..errors import ApiError, BadMask, BadRequest, VersionMismatch
 from ..intake.fields import motion_list, parse_bbox, parse_joint_moves, parse_joints, parse_max_frames, parse_size
 from ..jobs.webhooks import validate_callback_url
 from ..services import services
@@ -28,10 +28,11 @@ log = logging.getLogger("doodlepod.http")
 bp = Blueprint("characters", __name__)
 
 
-def _answer(record, status: int = 200, timings: dict[str, float] | None = None) -> Response:
+def _answer(record, status: int = 200, timings: dict[str, float] | None = None,
+            extra: dict[str, Any] | None = None) -> Response:
     base = base_url()
     storage = services().storage
-    response = jsonify(record.public(lambda key: storage.url(key, base)))
+    response = jsonify({**record.public(lambda key: storage.url(key, base)), **(extra or {})})
     response.status_code = status
     _tag(response, record.version, timings)
     return response
@@ -54,15 +55,30 @@ def create_character():
     return idempotent(lambda: _create_character(deadline))
 
 
+#: Said in a character's answer (``warnings``), or in the error of one the models missed, while the model
+#: server runs tiny random-initialised models (its answers name their weights).
+TINY_MODELS = {"code": "tiny_models",
+               "message": "the model server runs tiny random-initialised models (built for tests, never trained): "
+                          "the box, mask and joints they find are meaningless; place the box and joints by hand"}
+
+
 def _create_character(deadline) -> Response:
     image = read_drawing()
     form = request.form if request.files or request.form else {}
     joints = parse_joints(form.get("joints")) if form else None
     bbox = parse_bbox(form.get("bbox")) if form else None
-    with render_slot():
-        timings: dict[str, float] = {}
-        record = services().characters.create(image, joints, bbox, deadline, timings)
-    response = _answer(record, 201, timings)
+    models = services().torchserve
+    try:
+        with render_slot():
+            timings: dict[str, float] = {}
+            record = services().characters.create(image, joints, bbox, deadline, timings)
+    except ApiError as exc:
+        if models.runs_tiny_models and joints is None:
+            exc.details["warnings"] = [TINY_MODELS]
+        raise
+    # the models placed something of it: say what they are
+    tiny = models.runs_tiny_models and joints is None
+    response = _answer(record, 201, timings, {"warnings": [TINY_MODELS]} if tiny else None)
     response.headers["Location"] = f"/characters/{record.id}"
     return response
 

@@ -1,7 +1,7 @@
 // The studio page's flow: photo -> character (box, mask, skeleton) -> edits saved -> motions -> render.
 // Every step is a call of the public character API (docs/api.md); nothing here is private to it.
 
-import { ApiError, call, describe, fetchBitmap, getToken, setToken, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, modelsState, setToken, upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
 import { draftFrom, skeletonIn } from "./manual.js";
@@ -11,7 +11,7 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   token: $("token"), tokenBox: $("token-box"),
   upload: $("upload"), camera: $("camera"), manual: $("upload-manual"), progress: $("progress"), progressBar: $("progress-bar"), progressText: $("progress-text"),
-  error: $("error"),
+  error: $("error"), modelsNote: $("models-note"), fixNote: $("fix-note"),
   fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"), fixError: $("fix-error"),
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
@@ -111,29 +111,45 @@ async function busy(work, at = ui.error) {
 const MODELS_MISSED = new Set(["no_character", "no_skeleton", "invalid_character", "models_unavailable",
   "model_server_unavailable", "model_server_error"]);
 const BY_HAND = "Place the box and joints myself";
+const TINY_MODELS = "This server runs tiny random-initialised models, built for testing and never trained: " +
+  "what they find in a photo is meaningless. Put the box around the drawing and the joints on it yourself, then Save.";
+
+/** True when an answer's `warnings` say the model server runs the tiny random models. */
+function tinyModels(warnings) {
+  return (warnings || []).some((w) => w.code === "tiny_models");
+}
 
 /** Make a character of `file` with the models; when they miss, offer placing the box and joints by hand. */
 async function createFrom(file) {
   if (!file) return;
   showError(null);
   let missed = null;
+  let tiny = false;
   await busy(async () => {
     try {
       progress("Uploading…", 0);
       const doc = await upload("characters", file, (f) =>
         f === null ? progress("Finding the drawing, its mask and joints…", null) : progress(`Uploading ${Math.round(f * 100)} %`, f));
+      if (tinyModels(doc.warnings)) {
+        // what the tiny models found is noise: no editor full of it; the photo is placed by hand
+        tiny = true;
+        call("DELETE", `characters/${encodeURIComponent(doc.id)}`).catch(() => {}); // it expires anyway
+        return;
+      }
       progress("Loading the character…", null);
       await open(doc);
       reveal(ui.fix, "start");
     } catch (err) {
-      if (err instanceof ApiError && MODELS_MISSED.has(err.code)) missed = err;
+      if (err instanceof ApiError && tinyModels(err.warnings)) tiny = true;
+      else if (err instanceof ApiError && MODELS_MISSED.has(err.code)) missed = err;
       else throw err;
     } finally {
       progress(null);
       for (const input of [ui.upload, ui.camera, ui.manual]) input.value = "";
     }
   });
-  if (missed) showError(missed, { label: BY_HAND, run: () => openDraft(file) });
+  if (tiny) await openDraft(file, TINY_MODELS);
+  else if (missed) showError(missed, { label: BY_HAND, run: () => openDraft(file) });
 }
 
 /**
@@ -141,7 +157,7 @@ async function createFrom(file) {
  * ink when that looks like one drawing (else the person draws it) and a standing figure's joints in
  * the box. Save sends them with the photo (the server then skips detection and pose).
  */
-async function openDraft(file) {
+async function openDraft(file, why = "") {
   if (!file) return;
   showError(null);
   await busy(async () => {
@@ -163,6 +179,8 @@ async function openDraft(file) {
       editor.load(doc, photo, null, null);
       showOverlay(doc);
       showDetections(doc);
+      ui.fixNote.textContent = why;
+      ui.fixNote.hidden = !why;
       ui.saveState.textContent = "Not saved yet";
       draftHint();
       reveal(ui.fix, "start");
@@ -206,6 +224,7 @@ async function open(doc, { previews = true } = {}) {
   state.photo = photo;
   state.mask = mask;
   state.file = null;
+  ui.fixNote.hidden = true;
   ui.fix.hidden = false;
   ui.motionsStep.hidden = false;
   editor.load(doc, photo, mask, grid);
@@ -555,9 +574,38 @@ function shortcut(e) {
   }
 }
 
+// --- the model server's state (GET /ping's "models") ------------------------------------------------
+
+const MODELS_WORDS = {
+  preparing: "The models that find drawings are still being installed on this server.",
+  starting: "The model server is starting and loading its models.",
+  absent: "This server has no model server answering, so the page cannot find the drawing for you.",
+};
+
+/** Say, above the upload, when the models cannot help yet (and how far their preparation is), and
+ * lead to placing the box and joints by hand; look again until they are ready. */
+async function watchModels() {
+  const models = await modelsState();
+  const note = ui.modelsNote;
+  note.hidden = models.state === "ready";
+  if (models.state !== "ready") {
+    const p = models.progress;
+    const bar = note.querySelector("progress");
+    bar.hidden = !(p && p.total > 0);
+    if (!bar.hidden) bar.value = Math.min(1, p.done / p.total);
+    const steps = p && p.total > 0 ? ` (${p.step}: ${p.done} of ${p.total})` : "";
+    note.querySelector("p").textContent = `${models.detail || MODELS_WORDS[models.state] || MODELS_WORDS.starting}${steps} ` +
+      "Meanwhile you can place the box and joints yourself.";
+    const wait = Math.min(30, Math.max(2, Number(models.retry_after_s) || 5));
+    setTimeout(watchModels, wait * 1000);
+  }
+  note.dataset.state = models.state;
+}
+
 async function start() {
   wire();
   refreshButtons();
+  watchModels();
   const motionsLoaded = loadMotions();
   const id = new URLSearchParams(location.hash.slice(1)).get("character");
   if (id) {
