@@ -17,8 +17,9 @@ const ui = {
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
   detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), credits: $("credits"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
   renderProgress: $("render-progress"), renderBar: $("render-bar"),
-  results: $("step-results"), animations: $("animations"),
-  video: $("video"), videoCamera: $("video-camera"), videoState: $("video-state"),
+  results: $("step-results"), animations: $("animations"), chosen: $("chosen"),
+  video: $("video"), videoCamera: $("video-camera"), videoState: $("video-state"), videoError: $("video-error"),
+  renderError: $("render-error"),
 };
 
 const editor = new Editor(ui.stage);
@@ -414,12 +415,12 @@ function renderStatus(what, state) {
 async function render() {
   const motions = picker.selected();
   if (!motions.length) {
-    showError("Pick at least one motion to render.");
+    showError("Pick at least one motion to render.", null, ui.renderError);
     return;
   }
   showError(null);
   const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
-  const what = motions.join(", ").replaceAll("_", " ") + note;
+  const what = motions.map((n) => picker.title(n)).join(", ") + note;
   const t0 = performance.now();
   ui.renderBar.removeAttribute("value");
   ui.renderState.textContent = `Rendering ${what}…`;
@@ -430,9 +431,9 @@ async function render() {
       // a motion made from the person's video resolves on synchronous requests only
       const sync = motions.some((n) => state.motions.find((m) => m.name === n)?.category === OWN);
       await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null,
-        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync });
+        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n) });
       return true;
-    });
+    }, ui.renderError);
   } finally {
     picker.release();
   }
@@ -441,8 +442,26 @@ async function render() {
   ui.renderState.textContent = done ? `Rendered version ${state.doc.version} in ${((performance.now() - t0) / 1000).toFixed(1)} s` : "";
   if (done) {
     ui.results.hidden = false;
-    reveal(ui.results, "start");
+    await mediaShown(ui.animations, 5);
+    // the whole result in view: its bottom at the screen's when it fits, else its top
+    reveal(ui.results, ui.results.offsetHeight <= window.innerHeight ? "end" : "start");
   }
+}
+
+/** Resolves once every image and video under `root` has its size (or after `seconds`). */
+function mediaShown(root, seconds) {
+  const loading = [...root.querySelectorAll("img, video")].filter((m) =>
+    m.tagName === "IMG" ? !m.complete : m.readyState < 1);
+  const each = loading.map((m) => new Promise((resolve) => {
+    for (const ev of ["load", "loadedmetadata", "error"]) m.addEventListener(ev, resolve, { once: true });
+  }));
+  return Promise.race([Promise.all(each), new Promise((resolve) => setTimeout(resolve, seconds * 1000))]);
+}
+
+/** The chosen motions, said beside Render (they may be scrolled out of the picker's box). */
+function showChosen() {
+  const chosen = picker.selected().map((n) => picker.title(n));
+  ui.chosen.textContent = chosen.length ? `Chosen: ${chosen.join(", ")}` : "Tick at least one motion to render.";
 }
 
 // --- a motion from a video (POST /motions: a job, polled) ------------------------------------------
@@ -466,13 +485,13 @@ async function motionFromVideo(file) {
       }
       return done.motion;
     } catch (err) {
-      say("");
+      say(`No motion was made from ${file.name || "the video"}.`); // the reason is right below
       throw err;
     } finally {
       ui.video.value = "";
       ui.videoCamera.value = "";
     }
-  });
+  }, ui.videoError);
   if (!made) return;
   const own = { name: made.name, category: OWN, title: `Your video (${made.seconds.toFixed(1)} s)`,
     description: `${made.frames} frames at ${made.fps} fps; kept until ${made.expires.replace("T", " ").replace("Z", " UTC")}` };
@@ -480,7 +499,7 @@ async function motionFromVideo(file) {
   const mine = state.categories.find((c) => c.name === OWN);
   if (mine) mine.motions = [own.name, ...mine.motions.filter((n) => n !== own.name)];
   else state.categories = [{ name: OWN, motions: [own.name] }, ...state.categories];
-  picker.show(state.motions, [own.name], state.categories);
+  picker.show(state.motions, [own.name, ...picker.selected().filter((n) => n !== own.name)], state.categories);
   say(`Made "${own.title}": it is selected below. Render to see the drawing move like the video.`);
   if (state.doc) startPreviews(state.doc);
 }
@@ -549,6 +568,7 @@ function wire() {
   ui.save.addEventListener("click", save);
   ui.remove.addEventListener("click", removeCharacter);
   ui.render.addEventListener("click", render);
+  ui.motions.addEventListener("change", showChosen);
   window.addEventListener("beforeunload", (e) => {
     if (Object.keys(editor.edits()).length) e.preventDefault();
   });
