@@ -3,7 +3,7 @@
 Stages (each timed, in milliseconds, in :attr:`RenderResult.timings_ms`):
 
 ``retarget``  pose the character's skeleton for every BVH frame of the clip, then pick the output
-              frames (:mod:`animator.prune`);
+              frames (:mod:`animator.frame_rate`);
 ``setup``     once per character: the mesh, the ARAP operators (:mod:`animator.mesh`,
               :mod:`animator.arap`);
 ``deform``    ARAP for all output frames at once, the character's bounds per frame and the canvas
@@ -11,8 +11,8 @@ Stages (each timed, in milliseconds, in :attr:`RenderResult.timings_ms`):
 ``sprite``    the texture downsized to the output scale, one palette for the clip, the sample points
               and their body parts (:func:`animator.rasterize.prepare_sprite`);
 ``rasterize`` the frames (:func:`animator.rasterize.rasterize`);
-``encode``    GIF / WebP / MP4 bytes (:mod:`animator.encode`), or APNG, WebM, PNG frames, a sprite
-              sheet (:mod:`animator.export`). The ``joints`` and ``glb`` formats draw no frames: they
+``encode``    the file: GIF, WebP, MP4, APNG, WebM, PNG frames or a sprite sheet
+              (:mod:`animator.formats`). The ``joints`` and ``glb`` formats draw no frames: they
               are written from the rig and the motion after ``deform`` (no ``sprite``/``rasterize``).
 
 Frames are rasterised and encoded as a stream, so memory stays flat whatever the clip's length.
@@ -20,22 +20,19 @@ Frames are rasterised and encoded as a stream, so memory stays flat whatever the
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Iterator, Union
 
 import numpy as np
 
 from .character import Character
-from .encode import FORMATS
+from .clock import Clock, FrameCount, Progress, TimedFrames
 from .errors import ConfigError
-from .export import FRAME_FORMATS, RIG_FORMATS, encode_rgba, encode_rig
+from .formats import FORMATS, RIG_FORMATS, encode, encode_rig
 
 log = logging.getLogger("animator")
 
 Fps = Union[float, int, str, None]
-#: ``progress(frames_done, frames_total)``: see :func:`render`.
-Progress = Optional[Callable[[int, int], None]]
 
 def _is_int(value: Any, lo: int, hi: int | None = None) -> bool:
     """``value`` is an integer (not a bool) in ``lo..hi`` (``hi`` None: no upper bound)."""
@@ -44,7 +41,7 @@ def _is_int(value: Any, lo: int, hi: int | None = None) -> bool:
 
 
 def _default_fps() -> float:
-    from .prune import DEFAULT_FPS
+    from .frame_rate import DEFAULT_FPS
 
     return DEFAULT_FPS
 
@@ -59,7 +56,7 @@ class RenderOptions:
             to keep every BVH frame of the clip.
         max_frames: optional cap on the number of frames (the duration is kept, frames get longer).
         format: one of :data:`animator.FORMATS`: ``'gif'``, ``'webp'``, ``'mp4'``, ``'apng'``,
-            ``'webm'``, ``'frames'``, ``'sheet'``, ``'joints'`` or ``'glb'`` (:mod:`animator.export`).
+            ``'webm'``, ``'frames'``, ``'sheet'``, ``'joints'`` or ``'glb'`` (:mod:`animator.formats`).
         colours: palette size for the whole clip, 2..255 (fewer: smaller GIFs, flatter shading).
         smooth: median filter size applied to the downsized texture before quantising (0: off).
         flatten: majority filter size over the quantised texture (0: off; it erases 1-pixel lines).
@@ -82,7 +79,7 @@ class RenderOptions:
             redraw compresses nearly as well, so it saves little (dab at 500x500: ~12%).
         threads: worker threads for rasterising and GIF compression, and 2 or more runs the
             rig's two ARAP operators and the sprite's palette and geometry side by side
-            (:mod:`animator.beside`); they overlap only work that releases the GIL; 1 inside a
+            (a :class:`concurrent.futures.ThreadPoolExecutor`); they overlap only work that releases the GIL; 1 inside a
             process pool that already fills the cores.
         processes: a transparent GIF's frames are made in up to this many processes (this one and
             forked children, :mod:`animator.parallel`), each with one thread; the file is the same
@@ -205,33 +202,6 @@ class RenderResult:
     offsets: np.ndarray | None = None
 
 
-class _Clock:
-    """Milliseconds per stage of one render, and its total since the clock was made."""
-
-    def __init__(self) -> None:
-        self.ms: dict[str, float] = {}
-        self._t0 = self._t = time.perf_counter()
-
-    def lap(self, stage: str) -> float:
-        now = time.perf_counter()
-        ms = (now - self._t) * 1e3
-        self.ms[stage] = self.ms.get(stage, 0.0) + ms
-        self._t = now
-        return ms
-
-    def frames_lap(self, raster_ms: float) -> None:
-        """Close the lap that drew and encoded the frames: ``raster_ms`` of it went to drawing
-        ("rasterize"), the rest to encoding ("encode")."""
-        both = self.lap("encode")
-        self.ms["rasterize"] = raster_ms
-        self.ms["encode"] = both - raster_ms
-
-    def timings(self) -> dict[str, float]:
-        """A copy of every stage's ms, with "total" since the clock was made."""
-        self.ms["total"] = (time.perf_counter() - self._t0) * 1e3
-        return dict(self.ms)
-
-
 #: A drawing is never drawn larger than this many canvases (its rest pose's larger side): a skeleton
 #: that folds the character to a point would otherwise ask for an unbounded scale.
 MAX_CANVASES = 2.0
@@ -264,11 +234,11 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
         RenderError: the output cannot be produced (e.g. no MP4 codec, canvas too small).
     """
     opts = _check_options(options)
-    clock = _Clock()
+    clock = Clock()
 
     motion = pose_clip(character, motion_cfg, retarget_cfg, opts.fps, opts.max_frames)
     clock.lap("retarget")
-    count = _FrameCount(progress, motion.n_frames)
+    count = FrameCount(progress, motion.n_frames)
 
     rig = rigs.rig(character, motion, opts.mesh_cells) if rigs is not None else \
         Rig.build(character, motion, opts.mesh_cells, opts.threads)
@@ -303,8 +273,8 @@ def render(character: Character, motion_cfg: Any, retarget_cfg: Any,
 
 
 def _rig_export(character: Character, rig: "Rig", motion: Any, verts: np.ndarray, placement: Any,
-                opts: RenderOptions, clock: "_Clock") -> "RenderResult":
-    """The ``joints`` or ``glb`` file (:func:`animator.export.encode_rig`) after the deform step:
+                opts: RenderOptions, clock: "Clock") -> "RenderResult":
+    """The ``joints`` or ``glb`` file (:func:`animator.formats.encode_rig`) after the deform step:
     the skeleton per frame, or the skinned mesh with skin weights fitted to ARAP's ``verts``."""
     data = encode_rig(opts.format, character, rig.mesh, motion, placement.scale, placement.offsets,
                       opts.width, opts.height, deformed=verts)
@@ -347,16 +317,16 @@ def _palette_on_background(sprite: Any, opts: RenderOptions) -> tuple[np.ndarray
 
 def _frames_to_bytes(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: RenderOptions,
                      palette: np.ndarray, keep: int, fill: int | None,
-                     count: "_FrameCount | None" = None) -> tuple[bytes, "_TimedFrames"]:
+                     count: "FrameCount | None" = None) -> tuple[bytes, "TimedFrames"]:
     """Rasterise and encode the frames: a transparent GIF over several processes where asked, else as one
     stream here. Returns the file and the rasteriser's timer; ``count`` counts the frames made."""
-    count = count if count is not None else _FrameCount(None, motion.n_frames)
+    count = count if count is not None else FrameCount(None, motion.n_frames)
     if opts.processes > 1 and opts.format == "gif" and opts.background is None:
         data, timed = _gif_in_processes(sprite, canvas_verts, motion, opts, palette, keep, count)
         if data is not None:
             return data, timed
         count.restart()
-    timed = _TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill), count.add)
+    timed = TimedFrames(rasterize_frames(sprite, canvas_verts, motion, opts, fill), count.add)
     return encode_frames(timed, palette, keep, motion.n_frames, motion.frame_time_s, opts), timed
 
 
@@ -370,7 +340,7 @@ def _check_options(options: RenderOptions | None) -> RenderOptions:
 def pose_clip(character: Character, motion_cfg: Any, retarget_cfg: Any, fps: Fps = None,
               max_frames: int | None = None):
     """Step 1: the character's skeleton posed at the output frames (a :class:`Motion2D`, drawing pixels)."""
-    from .prune import plan_frames
+    from .frame_rate import plan_frames
     from .retarget import retarget
 
     full = retarget(character, motion_cfg, retarget_cfg)
@@ -450,28 +420,28 @@ def rasterize_frames(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: R
 
 def _gif_in_processes(sprite: Any, canvas_verts: np.ndarray, motion: Any, opts: RenderOptions,
                       palette: np.ndarray, transparent: int,
-                      count: "_FrameCount | None" = None) -> tuple[bytes | None, "_TimedFrames"]:
+                      count: "FrameCount | None" = None) -> tuple[bytes | None, "TimedFrames"]:
     """Steps 5 and 6 for a transparent GIF in up to ``opts.processes`` processes (None: render in
     one); the timer counts this process's own rasterising."""
     from dataclasses import replace
 
-    from .encode import GifWriter, gif_delays
+    from .formats.gif import GifWriter, gif_delays
     from .parallel import gif_in_processes
 
     one = replace(opts, threads=1)
     order, rev = motion.part_order, motion.part_reversed
-    timers: list[_TimedFrames] = []
+    timers: list[TimedFrames] = []
 
     def frames_of(a: int, b: int) -> Iterator[np.ndarray]:
         part = motion if order is None else _FrameSlice(order[a:b], rev[a:b])
-        timers.append(_TimedFrames(rasterize_frames(sprite, canvas_verts[a:b], part, one, None)))
+        timers.append(TimedFrames(rasterize_frames(sprite, canvas_verts[a:b], part, one, None)))
         return timers[-1]
 
     gif = GifWriter(palette, transparent, gif_delays(motion.n_frames, motion.frame_time_s),
                     tolerance=_gif_tolerance(opts))
     data = gif_in_processes(gif, frames_of, motion.n_frames, opts.processes,
                             on_frames=None if count is None else count.add)
-    timed = _TimedFrames(iter(()))
+    timed = TimedFrames(iter(()))
     timed.ms = sum(t.ms for t in timers)
     return data, timed
 
@@ -491,75 +461,13 @@ def _gif_tolerance(opts: RenderOptions) -> float:
     return 16.0 if opts.background is not None else 0.0
 
 
-class _TimedFrames:
-    """Wraps a frame iterator and adds up the milliseconds spent producing frames; ``made(1)`` is
-    called after each frame."""
-
-    def __init__(self, frames: Iterator[np.ndarray], made: Callable[[int], None] | None = None) -> None:
-        self._frames = frames
-        self._made = made
-        self.ms = 0.0
-
-    def __iter__(self) -> "_TimedFrames":
-        return self
-
-    def __next__(self) -> np.ndarray:
-        t = time.perf_counter()
-        try:
-            frame = next(self._frames)
-        finally:
-            self.ms += (time.perf_counter() - t) * 1e3
-        if self._made is not None:
-            self._made(1)
-        return frame
-
-
-class _FrameCount:
-    """Frames made so far, told to a :data:`Progress` callback (none: counts quietly)."""
-
-    def __init__(self, progress: Progress, total: int) -> None:
-        self.progress = progress
-        self.total = int(total)
-        self.done = 0
-        self._tell()
-
-    def add(self, frames: int) -> None:
-        self.done = min(self.total, self.done + int(frames))
-        self._tell()
-
-    def restart(self) -> None:
-        """Back to 0: the frames are made again in this process (the split over processes failed)."""
-        if self.done:
-            self.done = 0
-            self._tell()
-
-    def finish(self) -> None:
-        if self.done != self.total:
-            self.done = self.total
-            self._tell()
-
-    def _tell(self) -> None:
-        if self.progress is not None:
-            self.progress(self.done, self.total)
-
-
 def encode_frames(frames: Any, palette: np.ndarray, keep: int, n_frames: int, frame_time_s: float,
                   opts: RenderOptions) -> bytes:
     """Step 6: the file of the palette-index frames (``keep``: transparent / unchanged index) in a
-    frame format: GIF, WebP, MP4 here, the others from RGBA frames (:mod:`animator.export`)."""
-    from .encode import encode_gif, encode_mp4, encode_webp, gif_delays, rgba_frames
-
-    if opts.format in FRAME_FORMATS:
-        return encode_rgba(opts.format, rgba_frames(frames, palette, keep), n_frames, frame_time_s)
-
-    if opts.format == "gif":
-        return encode_gif(frames, palette, keep, gif_delays(n_frames, frame_time_s), tolerance=_gif_tolerance(opts),
-                          threads=opts.threads)
-    if opts.format == "webp":
-        return encode_webp(frames, palette, keep, frame_time_s, n_frames)
-    if opts.format != "mp4":
-        raise ValueError(f"{opts.format} is not made from frames")
-    return encode_mp4(frames, palette, keep, frame_time_s, opts.background or (255, 255, 255))
+    format made from frames (:func:`animator.formats.encode`)."""
+    data, _, _ = encode(frames, opts.format, palette, keep, frame_time_s, n_frames, tolerance=_gif_tolerance(opts),
+                        threads=opts.threads, background=opts.background)
+    return data
 
 
 __all__ = ["Progress", "RenderOptions", "RenderResult", "Rig", "encode_frames", "pose_clip", "rasterize_frames",

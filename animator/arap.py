@@ -20,11 +20,11 @@ Coordinates: whatever the mesh uses (here texture pixels, y down); handles use t
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import _arap
-from .beside import Beside
 from .errors import CharacterError, RenderError
 from .mesh import Mesh, graph_components
 
@@ -62,10 +62,12 @@ class ARAP:
         self.rest_edges = verts[edges[:, 1]] - verts[edges[:, 0]]  # (E, 2)
         lap = _graph_laplacian(V, edges[:, 0], edges[:, 1])
         w2 = weight * weight
-        # both factorise a banded matrix in compiled code that releases Python's lock
-        scale = Beside(_scale_operators, lap, B, w2) if threads > 1 else None
-        self._cs = _similarity_operator(verts, edges, nbr, B, lap, w2)
-        self._N, self._P2 = scale.result() if scale is not None else _scale_operators(lap, B, w2)
+        # both factorise a banded matrix in compiled code that releases Python's lock: with
+        # threads, the scale operators are made in a second thread meanwhile
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="arap") as side:
+            scale = side.submit(_scale_operators, lap, B, w2) if threads > 1 else None
+            self._cs = _similarity_operator(verts, edges, nbr, B, lap, w2)
+            self._N, self._P2 = scale.result() if scale is not None else _scale_operators(lap, B, w2)
         self._inc_edge, self._inc_sign, self._inc_start = _incidence(edges, V)
         self._handle_index = np.flatnonzero(self.used)
 

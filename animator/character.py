@@ -23,7 +23,7 @@ MAX_JOINTS = 128
 #: Longest joint name, in characters.
 MAX_JOINT_NAME = 64
 
-#: The 16 joints of the skeleton made from COCO keypoints (:mod:`animator.photo_skeleton`) and of
+#: The 16 joints of the skeleton made from COCO keypoints (:mod:`animator.skeleton`) and of
 #: AnimatedDrawings' example characters, parents before children. Other skeletons work too: any tree
 #: under a joint called ``root`` that the retarget config maps.
 SKELETON_JOINTS: tuple[str, ...] = (

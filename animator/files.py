@@ -8,6 +8,7 @@ its render processes' result files all write this way.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable
 
@@ -26,7 +27,7 @@ def write_atomic(path: str | os.PathLike, data: bytes | Callable[[BinaryIO], obj
     target = Path(path)
     tmp = None
     try:
-        fd, tmp = _partial_file(target)
+        fd, tmp = tempfile.mkstemp(suffix=target.suffix, prefix=PARTIAL_PREFIX, dir=target.parent)
         with os.fdopen(fd, "wb") as fh:
             if callable(data):
                 data(fh)
@@ -44,15 +45,3 @@ def write_atomic(path: str | os.PathLike, data: bytes | Callable[[BinaryIO], obj
             raise OSError(exc.errno, exc.strerror, str(target)) from exc
         raise
 
-
-def _partial_file(target: Path) -> tuple[int, str]:
-    """A new file beside ``target``, only this user may read: (descriptor, path). As
-    :func:`tempfile.mkstemp` makes it, without importing :mod:`tempfile` (and :mod:`random`,
-    :mod:`shutil`), a few milliseconds of a CLI process's start."""
-    for _ in range(100):
-        path = target.parent / f"{PARTIAL_PREFIX}{os.urandom(6).hex()}{target.suffix}"
-        try:
-            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), str(path)
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name beside {target}")

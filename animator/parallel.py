@@ -3,10 +3,10 @@ consecutive frames, and the runs are joined into one file.
 
 Threads cannot share all of this work: Pillow's LZW encoder holds the GIL (the frame kernel does not). So the
 process that has built the sprite and the deformed meshes forks, and each child inherits them
-(copy-on-write) and writes its run's GIF records into an unnamed temporary file. The parent makes
-the first run itself.
+(copy-on-write) and writes its run's GIF records into an unnamed temporary file
+(:func:`tempfile.TemporaryFile`). The parent makes the first run itself.
 
-The file is byte for byte the one a single process writes (:class:`animator.encode.GifWriter`): a
+The file is byte for byte the one a single process writes (:class:`animator.formats.gif.GifWriter`): a
 run starts on a clear screen, which is where the single-process encoder stands too whenever the
 previous run's last frame was disposed (a moving character's frames always are). When a run does
 not end on a clear screen, or a child fails, :func:`gif_in_processes` answers None and the caller
@@ -21,11 +21,12 @@ import gc
 import logging
 import os
 import signal
+import tempfile
 from typing import Callable, Iterator
 
 import numpy as np
 
-from .encode import GifWriter
+from .formats.gif import GifWriter
 
 log = logging.getLogger("animator")
 
@@ -74,7 +75,7 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
     gc.freeze()
     try:
         for a, b in parts[1:]:
-            out = _scratch_file()
+            out = tempfile.TemporaryFile(prefix="animator-run-")
             pid = os.fork()
             if pid == 0:  # the child: its run's records into the file, then leave at once
                 code = 1
@@ -115,16 +116,6 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
             except (ChildProcessError, ProcessLookupError):
                 pass
             out.close()
-
-
-def _scratch_file():
-    """An unnamed read-write file for a child's records: in memory on Linux (``memfd_create``,
-    without the import of :mod:`tempfile`), else a temporary file."""
-    if hasattr(os, "memfd_create"):
-        return open(os.memfd_create("animator-run", os.MFD_CLOEXEC), "w+b")
-    import tempfile
-
-    return tempfile.TemporaryFile(prefix="animator-run-")
 
 
 def _counted(frames: Iterator[np.ndarray], on_frames: Callable[[int], None]) -> Iterator[np.ndarray]:

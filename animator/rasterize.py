@@ -22,12 +22,12 @@ Coordinates: texels and the rest mesh are in texture pixels (y down); deformed v
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import numpy as np
 
-from .beside import Beside
 from .errors import RenderError
 from .mesh import Mesh, bone_distances, nearest_bone
 
@@ -123,12 +123,13 @@ def prepare_sprite(texture: np.ndarray, mask: np.ndarray, mesh: Mesh, scale: flo
     if len(tx) == 0:
         raise RenderError(f"the character vanishes at scale {scale:.3g}: output too small")
     # the palette (Pillow's quantiser, which releases Python's lock) and the geometry do not depend
-    # on each other: with threads, the palette is made beside the geometry
-    beside = Beside(_quantise, small, ty, tx, colours, merge, flatten) if threads > 1 else None
-    pts, texel, tri = _sample_points(mesh, tx + x0, ty + y0, sx, sy, supersample)
-    part, rank, n_ranks, bdist = _body_parts(mesh, pts, tri, joints, part_joints)
-    order, groups, key = _draw_order(part, rank, n_ranks, bdist, tri, len(mesh.triangles), len(part_joints))
-    pal, tex_idx = beside.result() if beside is not None else _quantise(small, ty, tx, colours, merge, flatten)
+    # on each other: with threads, the palette is made in a second thread meanwhile
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="palette") as side:
+        palette = side.submit(_quantise, small, ty, tx, colours, merge, flatten) if threads > 1 else None
+        pts, texel, tri = _sample_points(mesh, tx + x0, ty + y0, sx, sy, supersample)
+        part, rank, n_ranks, bdist = _body_parts(mesh, pts, tri, joints, part_joints)
+        order, groups, key = _draw_order(part, rank, n_ranks, bdist, tri, len(mesh.triangles), len(part_joints))
+        pal, tex_idx = palette.result() if palette is not None else _quantise(small, ty, tx, colours, merge, flatten)
     colour = tex_idx[texel]
     tri_o = tri[order]
     # runs of one triangle inside one span, for the per-triangle affine maps of rasterize()

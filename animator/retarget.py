@@ -150,7 +150,7 @@ def retarget(character: Character, motion_cfg: MotionConfig, retarget_cfg: Retar
         motion_cfg: motion config (BVH clip, frame range, up axis, forward vectors, scale).
         retarget_cfg: retarget config (projection groups, mapping, draw groups, root offset, checks).
         frame_indices: BVH frame indices to output (absolute, within the config's frame range), e.g.
-            from :func:`animator.prune.frame_indices_for`, or a :class:`animator.prune.FramePlan`
+            from :func:`animator.frame_rate.frame_indices_for`, or a :class:`animator.frame_rate.FramePlan`
             (its frame time is then used). None: every frame of the range, so output frame i is
             BVH frame ``start_frame_idx + i``.
         frame_time_s: seconds per output frame. Default: the clip's frame time with all frames;

@@ -42,7 +42,7 @@ from .api import Progress, RenderOptions, RenderResult, Rig, encode_frames
 from .character import Character
 from .config import MotionConfig, RetargetConfig, read_yaml, resolve_bvh_path
 from .errors import ConfigError
-from .export import RIG_FORMATS
+from .formats import FORMATS, RIG_FORMATS
 
 log = logging.getLogger("animator")
 
@@ -272,8 +272,7 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
     ``retarget``, ``setup``, ``deform``, ``sprite``, ``rasterize`` (including the compositing),
     ``encode``, ``total``.
     """
-    from .api import _Clock, _FrameCount, _TimedFrames
-    from .encode import FORMATS
+    from .clock import Clock, FrameCount, TimedFrames
 
     base = options or RenderOptions()
     if base.format in RIG_FORMATS:
@@ -281,12 +280,12 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
                           "(CHARACTER_DIR --motion ...), or use --dump-joints for a scene's joint tracks")
     opts = RenderOptions(**{**base.__dict__, "width": scene.width, "height": scene.height,
                             "background": _opaque_background(scene)})
-    clock = _Clock()
+    clock = Clock()
 
     motions, frame_time_s = _timeline(scene, opts)
     F = motions[0].n_frames
     clock.lap("retarget")
-    count = _FrameCount(progress, F)
+    count = FrameCount(progress, F)
 
     rigs = [Rig.build(sc.character, m, opts.mesh_cells) for sc, m in zip(scene.characters, motions)]
     clock.lap("setup")
@@ -301,7 +300,7 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
              ", ".join(f"{scene.characters[i].source} at depth {placed[i].depth:.2f}" for i in order))
 
     layers = [(motions[i], sprites[i], placed[i].canvas, bases[i]) for i in order]
-    timed = _TimedFrames(_composited_frames(scene, layers, bg, F, opts.threads), count.add)
+    timed = TimedFrames(_composited_frames(scene, layers, bg, F, opts.threads), count.add)
     data = encode_frames(timed, palette, keep, F, frame_time_s, opts)
     count.finish()
     clock.frames_lap(timed.ms)
@@ -313,7 +312,7 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
 def _timeline(scene: Scene, opts: RenderOptions) -> tuple[list[Any], float]:
     """Every character's motion at the output frames, and the output frame time (s): one timeline, the
     longest clip at the first character's frame time; shorter clips hold their last pose."""
-    from .prune import plan_frames
+    from .frame_rate import plan_frames
     from .retarget import retarget
 
     fulls = [retarget(sc.character, sc.motion_cfg, sc.retarget_cfg) for sc in scene.characters]

@@ -7,12 +7,14 @@ Nothing else in ``app/`` reads ``os.environ`` for a setting: it calls :func:`loa
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from animator.encode import FORMATS
+from animator.formats import FORMATS
 
 
 @dataclass(frozen=True)
@@ -332,8 +334,6 @@ def default_max_inflight(motions_per_request: int, cpus: int | None = None) -> i
     renders its motions in parallel, so ceil(CPUs / motions) requests keep every CPU busy without
     queueing one request's motions behind another's (at least 1)."""
     if cpus is None:
-        from .render.pool import available_cpus
-
         cpus = available_cpus()
     return max(1, -(-cpus // max(1, motions_per_request)))
 
@@ -366,3 +366,19 @@ if __name__ == "__main__":
         print("usage: python -m app.config --markdown   (print the settings table)\n")
         for s in SETTINGS:
             print(f"{s.name}={s.default}\n    {s.description}")
+
+
+def available_cpus(cpu_max: str | Path = "/sys/fs/cgroup/cpu.max") -> int:
+    """CPUs this process may use: its affinity mask, capped by a cgroup v2 CPU quota (``cpu_max``,
+    "QUOTA PERIOD" in microseconds, what a Kubernetes CPU limit sets), rounded up; at least 1."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        quota, period = Path(cpu_max).read_text().split()[:2]
+        if quota != "max" and float(period) > 0:
+            n = min(n, max(1, math.ceil(float(quota) / float(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)

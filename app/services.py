@@ -18,11 +18,12 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .jobs.idempotency import SyncIdempotency
     from .jobs.queue import JobQueue
     from .jobs.ratelimit import RateLimiter
-    from .render.motions import Motion
-    from .render.own_motions import OwnMotions
+    from .motions.library import Motion
+    from .motions.own import OwnMotions
+    from .motions.previews import MotionPreviews
+    from .render.admission import InflightSlots
     from .render.pipeline import Pipeline
-    from .render.pool import InflightSlots, RenderPool
-    from .render.previews import MotionPreviews
+    from .render.pool import RenderPool
     from .storage.backends import Storage
 
 EXTENSION = "doodlepod"
@@ -55,18 +56,20 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     """
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
-    from .render.motions import load_motions
+    from .motions.library import load_motions
+    from .motions.previews import MotionPreviews
+    from .render.admission import InflightSlots
     from .render.pipeline import Pipeline
-    from .render.pool import InflightSlots, RenderPool
-    from .render.previews import MotionPreviews
+    from .render.pool import RenderPool
     from .render.scratch import make_scratch
+    from .render.steps import render_reference, warm
     from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
     # clips go to a scratch folder in the temp folder, not to the runtime folder: that one holds only
     # small state (slots, metric files) on a small volume of its own.
     scratch = make_scratch()
-    pool = RenderPool(settings.render_processes, scratch / spill_name)
+    pool = RenderPool(settings.render_processes, scratch / spill_name, warm_up=warm)
     storage = from_settings(settings)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
                                   timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
@@ -74,13 +77,13 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     jobs, limiter, idempotency = redis_services(settings)
     own = None
     if jobs is not None:
-        from .render.own_motions import OwnMotions
+        from .motions.own import OwnMotions
         own = OwnMotions(jobs.redis, settings.redis_prefix, storage, int(settings.expiry_hours * 3600))
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=Characters(settings, pipeline, storage),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
-                    previews=MotionPreviews(storage, pipeline), own_motions=own)
+                    previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own)
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

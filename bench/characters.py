@@ -99,8 +99,8 @@ def main() -> int:
     # steps.render_stored (what the render process runs), without the pool's niceness or HTTP.
     import animator
     from app.config import load_settings
+    from app.motions.library import load_motions
     from app.render import steps
-    from app.render.motions import load_motions
 
     char = animator.load_character(stack.CHARACTERS / args.character)
     motion = load_motions()[args.motion]

@@ -32,9 +32,9 @@ CHAR1 = REPO / "tests" / "fixtures" / "animated_drawings" / "examples" / "charac
 def library_on_char1() -> None:
     import animator
     from app.config import load_settings
-    from app.render.motions import load_motions
+    from app.motions.library import load_motions
+    from app.motions.previews import PREVIEW_FRAMES, PREVIEW_SIDE
     from app.render.pipeline import THUMBNAIL_MESH_CELLS
-    from app.render.previews import PREVIEW_FRAMES, PREVIEW_SIDE
     from app.render.steps import render_motion
 
     side = load_settings().render_size

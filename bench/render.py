@@ -120,11 +120,16 @@ def pillow_floor_in_child(gif: Path) -> dict:
 #: Run in a child with PYTHONPATH at a code root: CPU seconds per stage of one render, each stage
 #: alone on one thread (rasterising and GIF compression otherwise overlap on worker threads, which
 #: blurs a per-stage split). Works with any of our revisions: it only relies on animator.render,
-#: rasterize.rasterize, encode.encode_gif and encode._lzw, which all have kept their signatures.
+#: rasterize.rasterize and the GIF module's encode_gif and _lzw (animator.formats.gif, before that
+#: animator.encode), which all have kept their signatures.
 STAGES_CHILD = r"""
 import json, os, sys, time
 c0 = time.process_time()
-import animator, animator.api, animator.encode as E, animator.rasterize as R
+import animator, animator.api, animator.rasterize as R
+try:
+    import animator.formats.gif as E
+except ImportError:  # a revision before animator/formats/
+    import animator.encode as E
 imports = time.process_time() - c0
 motion, fps, w, h = sys.argv[1:5]
 t = time.process_time()

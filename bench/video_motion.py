@@ -31,10 +31,10 @@ def main() -> None:
         video = _write_video(Path(tmp) / "person.mp4", [_frame(photo, *pl) for pl in _placements(n)], fps=args.fps)
         print(f"video: {n} frames, {args.seconds:g} s at {args.fps:g} fps, 640x480 H.264; load {load_avg()}")
 
-        from animator.pose_bvh import track_to_bvh
-        from animator.pose_model import track_frames
-        from animator.video import read_frames
-        from animator.video_motion import motion_from_video
+        from animator.video.decode import read_frames
+        from animator.video.motion import motion_from_video
+        from animator.video.pose_bvh import track_to_bvh
+        from animator.video.pose_model import track_frames
 
         t0 = time.perf_counter()
         _, fps, frames = read_frames(video)

@@ -5,7 +5,7 @@
 
 For every ``SOURCE_DIR/<category>/<name>.bvh``: pose char1 with the derived retarget config, pick
 the cut of at least 60% of the clip (and 1.5 s) whose last pose is closest to its first
-(:func:`animator.loops.best_loop`), and when the gap is still over ``--blend-above`` % of the
+(:func:`animator.loop_seam.best_loop`), and when the gap is still over ``--blend-above`` % of the
 character's height, ease the last ``--blend`` frames' rotations (and the root's height) towards the
 first frame, so the jump back spreads over a few frames. The cut is written with 2 decimals (0.01
 degree, 0.01 cm; enough for a drawing, and smaller files) to ``OUT_DIR/<category>/<name>.bvh``,
@@ -30,7 +30,7 @@ import animator  # noqa: E402
 from animator.auto_retarget import configs_for  # noqa: E402
 from animator.bvh import load_bvh  # noqa: E402
 from animator.config import load_motion_config, load_retarget_config  # noqa: E402
-from animator.loops import best_loop, character_height_px, loop_gap_pct, step_pct  # noqa: E402
+from animator.loop_seam import best_loop, character_height_px, loop_gap_pct, step_pct  # noqa: E402
 from animator.retarget import retarget  # noqa: E402
 
 CHAR1 = ROOT / "tests" / "fixtures" / "animated_drawings" / "examples" / "characters" / "char1"

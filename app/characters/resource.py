@@ -37,7 +37,8 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any
 
-from .. import metrics
+from .. import coordinates, metrics
+from ..deadline import Deadline
 from ..errors import (
     BadRequest,
     EditConflict,
@@ -45,12 +46,10 @@ from ..errors import (
     NotFound,
     VersionMismatch,
 )
+from ..motions.library import Motion
 from ..render import steps
-from ..render.deadline import Deadline
-from ..render.motions import Motion
 from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict
-from . import frames
 
 log = logging.getLogger("doodlepod.characters")
 
@@ -194,17 +193,18 @@ class Characters:
         size = {"width": int(img.image_size[0]), "height": int(img.image_size[1])}
         detections: list[dict[str, Any]] = []
         if joints is not None:
-            frames.check_inside(joints, (size["width"], size["height"]), JointsOutsideImage)
+            coordinates.check_inside(joints, (size["width"], size["height"]), JointsOutsideImage)
         if bbox is not None:
-            box = frames.client_box(bbox, img.scale, width, height)
+            box = coordinates.client_box(bbox, img.scale, width, height)
         elif joints is not None:
-            box = frames.box_for_client(None, frames.joints_to_work(joints, img.scale), img.scale, width, height)
+            work_joints = coordinates.joints_to_work(joints, img.scale)
+            box = coordinates.box_for_client(None, work_joints, img.scale, width, height)
         else:
             found = p.detect(img, deadline, timings)
             detections = [{"box": list(d.box), "score": d.score} for d in found]
             box = found[0].box
         crop = p.segment(img, box, deadline, timings)
-        skeleton = (frames.joints_to_texture(joints, img.scale, box) if joints is not None
+        skeleton = (coordinates.joints_to_texture(joints, img.scale, box) if joints is not None
                     else p.pose(crop.png, deadline, timings))
         cid = new_id()
         now = time.time()
@@ -298,21 +298,21 @@ class Characters:
         given: dict[str, Any] = {}
         joints = _edited_joints(old, change.joints)
         if joints is not None:
-            frames.check_inside(joints, (old.image["width"], old.image["height"]), JointsOutsideImage)
+            coordinates.check_inside(joints, (old.image["width"], old.image["height"]), JointsOutsideImage)
         if change.bbox is not None:
             work_png = self._get(old, "image", deadline)
             wh = (round(old.image["width"] * old.work_scale), round(old.image["height"] * old.work_scale))
-            box = frames.client_box(change.bbox, old.work_scale, *wh)
+            box = coordinates.client_box(change.bbox, old.work_scale, *wh)
             crop = p.segment_stored(work_png, box, deadline, timings)
             box = crop.box
             new.box = [int(v) for v in box]
             given = {"texture": crop.texture, "mask": crop.mask}
-            skeleton = (frames.joints_to_texture(joints, old.work_scale, box) if joints is not None
+            skeleton = (coordinates.joints_to_texture(joints, old.work_scale, box) if joints is not None
                         else p.pose(crop.png, deadline, timings))
             new.skeleton = _skeleton_rows(skeleton)
         else:
             if joints is not None:
-                new.skeleton = _skeleton_rows(frames.joints_to_texture(joints, old.work_scale, old.box))
+                new.skeleton = _skeleton_rows(coordinates.joints_to_texture(joints, old.work_scale, old.box))
             if change.mask is not None:  # read, checked against the texture and stored by the rig step
                 given = {"texture_png": self._get(old, "texture", deadline), "mask_bytes": change.mask,
                          "new_mask": True}
@@ -396,7 +396,7 @@ class Characters:
                     return self.storage.url(keys[motion.name], base_url)
 
                 urls.update(self.pipeline.render((texture_png, mask_bytes, record.joints()), misses, options,
-                                                 deadline, timings, store, job=steps.render_stored,
+                                                 deadline, timings, store, task=steps.render_stored,
                                                  progress=progress, interrupt=getattr(held, "check", None)))
                 self._still_there(record, written, deadline)
         return record, {m.name: urls[m.name] for m in motions}, hits

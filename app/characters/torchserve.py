@@ -18,9 +18,9 @@ from typing import Any
 
 import requests
 
+from ..deadline import Deadline
 from ..errors import ApiError, ModelServerError, ModelServerUnavailable
 from ..loop import time_limit
-from ..render.deadline import Deadline
 
 log = logging.getLogger("doodlepod.torchserve")
 

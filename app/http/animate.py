@@ -22,13 +22,13 @@ from flask import Blueprint, g, jsonify, request
 
 from animator import FORMATS
 
+from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnsupportedType
 from ..intake.body import parse_json
 from ..intake.bvh import read_bvh_upload
 from ..intake.fields import ABSENT, json_field, motion_list, parse_bbox, parse_joints
 from ..jobs.webhooks import validate_callback_url
-from ..render.deadline import Deadline
-from ..render.pipeline import Job, Result
+from ..render.pipeline import AnimateRequest, Result
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, idempotent, submit, wants_async
@@ -73,7 +73,7 @@ def _animate_async():
 def _check_image_header(data: bytes) -> None:
     """What an async request can be refused for before it is queued (type, pixel count: the header);
     the decode itself happens in the worker."""
-    from ..render.steps import open_checked
+    from ..images import open_checked
 
     open_checked(data, services().settings.max_image_pixels).close()
 
@@ -158,7 +158,8 @@ def _legacy_animate(deadline: Deadline, raw: bytes):
 
 def _run(job_kwargs: dict[str, Any]) -> Result:
     """Run the pipeline (the caller holds a render slot)."""
-    job = Job(deadline=job_kwargs.pop("deadline"), base_url=base_url(), request_id=g.request_id, **job_kwargs)
+    job = AnimateRequest(deadline=job_kwargs.pop("deadline"), base_url=base_url(), request_id=g.request_id,
+                         **job_kwargs)
     log.info("animate motions=%s format=%s bytes=%d client_joints=%s deadline=%.1fs",
              ",".join(m.name for m in job.motions), job.format, len(job.image), job.joints is not None,
              job.deadline.remaining())
@@ -185,7 +186,7 @@ def _reject_if_not_image(data: bytes, declared: str) -> None:
     """A part declared as, say, text/plain: accept it only if it really is an image we read."""
     from PIL import Image
 
-    from ..render.steps import ACCEPTED_FORMATS, ACCEPTED_TEXT
+    from ..images import ACCEPTED_FORMATS, ACCEPTED_TEXT
 
     try:
         with Image.open(io.BytesIO(data)) as im:

@@ -18,9 +18,9 @@ from typing import Any
 from flask import Blueprint, g, request
 
 from .. import metrics
+from ..deadline import Deadline
 from ..errors import ApiError, BadRequest, Overloaded, Unauthorized
 from ..intake import body
-from ..render.deadline import Deadline
 from ..services import services
 
 api = Blueprint("api", __name__)
@@ -80,7 +80,7 @@ def json_body() -> Any:
 def request_priority() -> str:
     """The request's render priority: :data:`BACKGROUND` when it says ``Priority: u=6`` or ``u=7``
     (RFC 9218's lowest urgencies; the studio's previews send u=7), else :data:`RENDER`."""
-    from ..render.pool import BACKGROUND, RENDER
+    from ..render.admission import BACKGROUND, RENDER
 
     for item in request.headers.get("Priority", "").split(","):
         key, _, value = item.strip().partition("=")
@@ -99,9 +99,9 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     :func:`read_body`), or answer 503 + Retry-After. A person's request may wait a few seconds for
     one (DOODLEPOD_ADMISSION_WAIT_S, within its deadline); background work (``priority``
     :data:`BACKGROUND`, from :func:`request_priority` where a route can give a slot up) never
-    waits. Yields the :class:`app.render.pool.Slot`: background work calls its ``check()`` while
+    waits. Yields the :class:`app.render.admission.Slot`: background work calls its ``check()`` while
     it renders, to give the slot up when a request wants it."""
-    from ..render.pool import BACKGROUND, RENDER
+    from ..render.admission import BACKGROUND, RENDER
 
     svc = services()
     priority = priority or RENDER

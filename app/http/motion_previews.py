@@ -1,6 +1,6 @@
 """GET /motions/<name>/preview.gif: a library motion played by the reference character (public, as
 an ``<img>`` cannot send a token; it only ever shows the library's own motions on the library's own
-character). The first call makes the preview (:mod:`app.render.previews`: one small render, one at
+character). The first call makes the preview (:mod:`app.motions.previews`: one small render, one at
 a time per worker, bounded by the request's deadline), every call redirects to the stored file."""
 from __future__ import annotations
 

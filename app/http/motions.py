@@ -4,7 +4,7 @@ the URL of its preview on the reference character, and the default selection.
 POST /motions: a motion from a video of a person (multipart field ``video``: MP4, MOV or WebM),
 made by a render worker: 202 with ``Location: /jobs/{id}`` at once; the job reports ``progress``
 (frames read by the pose model) and ends with ``motion`` (its ``name``, frames, fps, ``expires``),
-which this client then names in ``motions`` like a library motion (app/render/own_motions.py).
+which this client then names in ``motions`` like a library motion (app/motions/own.py).
 A video with no person ends the job ``failed`` with 422 ``no_person``.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from flask import Blueprint, jsonify, request
 from ..intake import body
 from ..intake.video import read_video_upload
 from ..jobs.webhooks import validate_callback_url
-from ..render.motions import categories
+from ..motions.library import categories
 from ..services import services
 from .api import base_url, request_deadline
 from .jobs import admit_work, client, submit

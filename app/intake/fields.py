@@ -1,6 +1,6 @@
 """The fields of a request, each read and bounded before any work starts: motion names, joints, boxes,
 sizes, frame counts. JSON text in a form field is decoded within :func:`app.intake.body.parse_json`'s
-bounds and DOODLEPOD_MAX_FIELD_KB. Coordinates are image pixels (see :mod:`app.characters.frames`).
+bounds and DOODLEPOD_MAX_FIELD_KB. Coordinates are image pixels (see :mod:`app.coordinates`).
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..characters import frames
+from .. import coordinates
+from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnknownMotion, animator_boundary
-from ..render.deadline import Deadline
 from ..services import services
 from .body import parse_json
 
@@ -100,11 +100,11 @@ def parse_joints(raw: Any) -> list | None:
     value = json_field(raw, "joints")
     if value is ABSENT:
         return None
-    from animator.photo_skeleton import skeleton_from_client
+    from animator.skeleton import skeleton_from_client
 
     with animator_boundary():
         joints = skeleton_from_client(value)
-    frames.check_spread(joints)  # 422 now, before a render slot (the image's bounds are checked once decoded)
+    coordinates.check_spread(joints)  # 422 now, before a render slot (the image's bounds are checked once decoded)
     return joints
 
 

@@ -3,7 +3,7 @@
 The request reads the body within DOODLEPOD_VIDEO_MAX_MB (413 beyond) and checks that the file
 starts like an MP4 / MOV (an ISO base-media box: ``ftyp``, ``moov``, ``mdat``, ``free``, ``wide``,
 ``skip``) or a Matroska / WebM file (the EBML magic); anything else is 415. Its duration and frame
-size are checked by the job before any frame is decoded (:mod:`animator.video`).
+size are checked by the job before any frame is decoded (:mod:`animator.video.decode`).
 """
 from __future__ import annotations
 

@@ -72,21 +72,21 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
                 progress=None) -> dict:
     """POST /animate's work: the photo pipeline, with the request's validated fields."""
     from ..errors import UnknownMotion
-    from ..render.pipeline import Job
+    from ..render.pipeline import AnimateRequest
 
     missing = [n for n in payload["motions"] if n not in ctx.motions]
     if missing:
         raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
     joints = None
     if payload.get("joints") is not None:
-        from animator.photo_skeleton import skeleton_from_client
+        from animator.skeleton import skeleton_from_client
 
         from ..errors import animator_boundary
         with animator_boundary():
             joints = skeleton_from_client(payload["joints"])
-    job = Job(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]], format=payload["format"],
-              deadline=deadline, base_url=payload["base_url"], request_id=job_id, joints=joints,
-              bbox=payload.get("bbox"), progress=progress)
+    job = AnimateRequest(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]],
+                         format=payload["format"], deadline=deadline, base_url=payload["base_url"],
+                         request_id=job_id, joints=joints, bbox=payload.get("bbox"), progress=progress)
     result = ctx.pipeline.run(job)
     return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
 
@@ -115,8 +115,8 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
 def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes | None, job_id: str,
                           deadline, progress=None) -> dict:
     """POST /motions' work: the person's movement in the video as the client's own motion
-    (app/render/own_motions.py). The pose model runs in this job thread, under the render slot."""
-    from ..render.own_motions import make_motion
+    (app/motions/own.py). The pose model runs in this job thread, under the render slot."""
+    from ..motions.own import make_motion
 
     return make_motion(ctx, payload, video or b"", job_id, deadline, report=progress)
 
@@ -231,7 +231,7 @@ class Worker:
     # --- one job ---------------------------------------------------------------------------------
     def _run(self, taken, consumer: str) -> None:
         from .. import metrics
-        from ..render.deadline import Deadline
+        from ..deadline import Deadline
 
         self._track(self.queue.stream, consumer, taken.entry_id, True)
         try:

@@ -3,7 +3,7 @@
 Stages (each timed, logged as ``stage=NAME ms=...`` and observed in the stage histogram):
 ``decode`` (decode, EXIF orientation, downsize; render process), ``detect`` (TorchServe),
 ``segment`` (crop the best box, mask the character; render process), ``pose`` (TorchServe on the
-crop), ``animate:<motion>`` (one render-process job per motion, all in parallel) and
+crop), ``animate:<motion>`` (one pool task per motion, all in parallel) and
 ``upload:<motion>`` (each file as soon as it is rendered).
 
 Coordinates: the client sees *image pixels* (the uploaded image after EXIF orientation, x right,
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import metrics
-from ..characters import frames
+from .. import coordinates, metrics
+from ..deadline import Deadline
 from ..errors import (
     InsufficientStorage,
     ModelServerError,
@@ -34,16 +34,15 @@ from ..errors import (
     animator_boundary,
 )
 from ..loop import off_loop
+from ..motions.library import Motion
 from ..storage.backends import LocalStorage, free_disk_mb
 from . import steps
-from .deadline import Deadline
-from .motions import Motion
 
 log = logging.getLogger("doodlepod.pipeline")
 
 
 @dataclass
-class Job:
+class AnimateRequest:
     """What a request asks for, already validated by the route."""
 
     image: bytes
@@ -172,10 +171,10 @@ class Pipeline:
 
     def render(self, character: tuple, motions: Sequence[Motion], options: dict[str, Any], deadline: Deadline,
                timings: dict[str, float], store: Callable[[Motion, dict[str, Any]], str],
-               job: Callable[..., dict[str, Any]] = steps.render_motion,
+               task: Callable[..., dict[str, Any]] = steps.render_motion,
                progress: Callable[[dict[str, Any]], None] | None = None,
                interrupt: Callable[[], None] | None = None) -> dict[str, str]:
-        """Render every motion in parallel in the process pool: ``job(*character, motion_cfg,
+        """Render every motion in parallel in the process pool: ``task(*character, motion_cfg,
         retarget_cfg, options)`` (:func:`steps.render_motion` for an animator Character in memory,
         :func:`steps.render_stored` for a stored one's files). ``store(motion, out)`` saves each file
         as soon as it is rendered and answers its URL. Returns ``{motion name: url}``.
@@ -191,7 +190,7 @@ class Pipeline:
         # longest clip first: with fewer render processes than motions, the short ones then fill in
         # beside it instead of a long one starting last and running alone
         order = sorted(motions, key=lambda m: getattr(m, "seconds", 0.0), reverse=True)
-        futures = [(m, self.pool.submit(job, *character, str(m.motion_cfg),
+        futures = [(m, self.pool.submit(task, *character, str(m.motion_cfg),
                                         None if m.retarget_cfg is None else str(m.retarget_cfg), options))
                    for m in order]
         frames: dict[str, int] = {}
@@ -233,7 +232,7 @@ class Pipeline:
 
     def processes_per_render(self, motions: int) -> int:
         """:func:`processes_per_render` for this pod's CPUs and ``DOODLEPOD_MAX_INFLIGHT``."""
-        from .pool import available_cpus
+        from ..config import available_cpus
 
         return processes_per_render(available_cpus(), self.settings.max_inflight, motions)
 
@@ -253,38 +252,38 @@ class Pipeline:
         return options
 
     # -- /animate: every step in memory ---------------------------------------------------------
-    def run(self, job: Job) -> Result:
+    def run(self, req: AnimateRequest) -> Result:
         timings: dict[str, float] = {}
-        if job.progress is not None:
-            job.progress({"stage": "preparing"})
-        img = self.decode(job.image, job.deadline, timings)
+        if req.progress is not None:
+            req.progress({"stage": "preparing"})
+        img = self.decode(req.image, req.deadline, timings)
         height, width = img.rgb.shape[:2]
-        if job.joints is not None:
-            frames.check_inside(job.joints, img.image_size)
-            work_joints = frames.joints_to_work(job.joints, img.scale)
-            box = frames.box_for_client(job.bbox, work_joints, img.scale, width, height)
+        if req.joints is not None:
+            coordinates.check_inside(req.joints, img.image_size)
+            work_joints = coordinates.joints_to_work(req.joints, img.scale)
+            box = coordinates.box_for_client(req.bbox, work_joints, img.scale, width, height)
         else:
-            box = self.detect(img, job.deadline, timings)[0].box
-        crop = self.segment(img, box, job.deadline, timings)
+            box = self.detect(img, req.deadline, timings)[0].box
+        crop = self.segment(img, box, req.deadline, timings)
         l, t, _, _ = box
-        if job.joints is not None:
-            from animator.photo_skeleton import transform_skeleton
+        if req.joints is not None:
+            from animator.skeleton import transform_skeleton
             skeleton = transform_skeleton(work_joints, offset=(-l, -t))
         else:
-            skeleton = self.pose(crop.png, job.deadline, timings)
-        character = self.rig(crop.texture, crop.mask, skeleton, job.deadline, timings)
+            skeleton = self.pose(crop.png, req.deadline, timings)
+        character = self.rig(crop.texture, crop.mask, skeleton, req.deadline, timings)
 
         # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
         # client can repeat or make up) stays in the logs and headers and never names a stored file.
         set_id = new_storage_id()
 
         def store(motion: Motion, out: dict[str, Any]) -> str:
-            key = f"{set_id}/{motion.name}.{file_suffix(job.format)}"
-            self.storage.put(key, out["data"], out["mime"], job.deadline)
-            return self.storage.url(key, job.base_url)
+            key = f"{set_id}/{motion.name}.{file_suffix(req.format)}"
+            self.storage.put(key, out["data"], out["mime"], req.deadline)
+            return self.storage.url(key, req.base_url)
 
-        animations = self.render((character,), job.motions, self.render_options(job.format), job.deadline,
-                                 timings, store, progress=job.progress)
+        animations = self.render((character,), req.motions, self.render_options(req.format), req.deadline,
+                                 timings, store, progress=req.progress)
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
         bbox_img = [round(v / img.scale, 1) for v in box]
@@ -304,7 +303,7 @@ class Pipeline:
                  f"{scored[0][0]:.3f}" if scored else "-")
         found = []
         for score, bbox in kept:
-            box = frames.clamp_box(bbox, width, height)
+            box = coordinates.clamp_box(bbox, width, height)
             if box is not None:
                 found.append(Detection(box, score))
         if not found:
@@ -312,7 +311,7 @@ class Pipeline:
         return found
 
     def _skeleton(self, people: Any) -> list:
-        from animator.photo_skeleton import skeleton_from_coco
+        from animator.skeleton import skeleton_from_coco
 
         if not isinstance(people, list):
             raise ModelServerError("the pose model answered in an unexpected format (expected a list)")
@@ -335,14 +334,14 @@ class Pipeline:
 def progress_report(stage: str, motions: Sequence[tuple[str, int | None, Any]]) -> dict[str, Any]:
     """A render's progress as GET /jobs/{id} shows it: ``{"stage", "frames_done", "frames_total",
     "motions": {name: {"frames_done", "frames_total"}}}``. ``motions``: (name, frames of its finished
-    file or None, its :class:`app.render.pool.PoolJob`); a motion whose render has not reported yet
+    file or None, its :class:`app.render.pool.PoolTask`); a motion whose render has not reported yet
     has ``frames_total`` None and counts nothing in the totals."""
     per: dict[str, dict[str, int | None]] = {}
-    for name, finished, pool_job in motions:
+    for name, finished, pool_task in motions:
         if finished is not None:
             per[name] = {"frames_done": finished, "frames_total": finished}
             continue
-        got = pool_job.progress()
+        got = pool_task.progress()
         per[name] = {"frames_done": got[0], "frames_total": got[1]} if got else {"frames_done": 0,
                                                                                 "frames_total": None}
     return {"stage": stage, "frames_done": sum(m["frames_done"] or 0 for m in per.values()),

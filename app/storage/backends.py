@@ -19,9 +19,9 @@ from urllib.parse import quote
 
 from animator.files import PARTIAL_PREFIX, write_atomic
 
+from ..deadline import Deadline
 from ..errors import StorageFailed
 from ..loop import off_loop
-from ..render.deadline import Deadline
 from .budget import StorageBudget
 
 log = logging.getLogger("doodlepod.storage")

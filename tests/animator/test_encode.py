@@ -6,7 +6,11 @@ import pytest
 from PIL import Image, ImageSequence
 
 from animator import RenderError
-from animator.encode import encode, encode_gif, encode_mp4, encode_webp, ffmpeg_exe, gif_delays
+from animator.formats import encode
+from animator.formats.ffmpeg import ffmpeg_exe
+from animator.formats.gif import encode_gif, gif_delays
+from animator.formats.mp4 import encode_mp4
+from animator.formats.webp import encode_webp
 
 T = 4  # transparent index
 PALETTE = np.array([[255, 0, 0], [0, 160, 0], [0, 0, 255], [250, 250, 250]], np.uint8)
@@ -196,7 +200,7 @@ def test_gif_scattered_changes_on_flat_colour_store_the_screen_indices():
     _, got, _ = _decode(data)
     for g, want in zip(got, _rgba(frames)):
         assert _same_pixels(g, want)
-    from animator.encode import _flatter, _transitions
+    from animator.formats.gif import _flatter, _transitions
 
     keep = np.full((80, 102), T, np.uint8)
     screen = np.zeros((80, 102), np.uint8)

@@ -12,7 +12,7 @@ import pytest
 
 import animator
 from animator import RenderOptions, render
-from animator.encode import GifWriter, encode_gif, gif_delays
+from animator.formats.gif import GifWriter, encode_gif, gif_delays
 from animator.parallel import MIN_FRAMES_PER_PROCESS, gif_in_processes, runs
 from tests.conftest import AD_EXAMPLES, CHARACTERS, CMU, FAIR, REPO
 from tests.support import procs, wait
@@ -103,7 +103,7 @@ def test_children_die_with_a_killed_parent(tmp_path):
     script = textwrap.dedent("""
         import os, sys, time
         import numpy as np
-        from animator.encode import GifWriter, gif_delays
+        from animator.formats.gif import GifWriter, gif_delays
         from animator.parallel import gif_in_processes
 
         def frames_of(a, b):

@@ -1,4 +1,4 @@
-"""A person's pose track -> BVH (animator.landmarks, animator.pose_bvh, animator.bvh_write).
+"""A person's pose track -> BVH (animator.video.landmarks, animator.video.pose_bvh, animator.bvh_write).
 
 The round trip needs no video: library clips' joints become the 33 landmarks the pose model would
 give, the landmarks become a BVH clip on our fixed skeleton, and both clips are retargeted onto
@@ -16,9 +16,9 @@ from animator.auto_retarget import derive_motion_config, derive_retarget_config,
 from animator.bvh import BVH, euler_to_matrix, load_bvh, parse_bvh
 from animator.bvh_write import bvh_text, matrix_to_euler_zxy
 from animator.errors import NoPersonError
-from animator.landmarks import INDEX, N_LANDMARKS, PoseTrack, bridge_gaps, clean_track, smooth, usable_span
-from animator.pose_bvh import SKELETON, track_to_bvh
 from animator.retarget import retarget, up_rotation
+from animator.video.landmarks import INDEX, N_LANDMARKS, PoseTrack, bridge_gaps, clean_track, smooth, usable_span
+from animator.video.pose_bvh import SKELETON, track_to_bvh
 from tests.conftest import AD_REFERENCE, BVH_DIR, CHAR1
 
 CLIPS = sorted(BVH_DIR.glob("*/*.bvh")) + [AD_REFERENCE / "mixamo_style_dab.bvh"]

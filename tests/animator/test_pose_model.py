@@ -1,4 +1,4 @@
-"""The pose model on real pixels (animator.pose_model, animator.video, animator.video_motion).
+"""The pose model on real pixels (animator.video.pose_model, animator.video.decode, animator.video.motion).
 
 No video of a person is available offline: the videos here are made from a NASA portrait
 (tests/fixtures/people), shifted and scaled frame by frame, and written by ffmpeg as H.264 MP4.
@@ -19,10 +19,10 @@ from PIL import Image, ImageDraw
 from animator.auto_retarget import find_body
 from animator.bvh import parse_bvh
 from animator.errors import NoPersonError, VideoError
-from animator.landmarks import INDEX
-from animator.pose_model import MODEL_PATH, track_frames
-from animator.video import VideoLimits, read_frames
-from animator.video_motion import motion_from_video
+from animator.video.decode import VideoLimits, read_frames
+from animator.video.landmarks import INDEX
+from animator.video.motion import motion_from_video
+from animator.video.pose_model import MODEL_PATH, track_frames
 from tests.conftest import FIXTURES, REPO
 
 PHOTO = FIXTURES / "people" / "astronaut.jpg"
@@ -184,6 +184,6 @@ def test_cli_writes_a_clip_and_names_a_blank_video(tmp_path, person_video):
 
 
 def test_import_animator_does_not_load_the_pose_model():
-    code = "import sys, animator, animator.pose_bvh, animator.video; print('mediapipe' in sys.modules)"
+    code = "import sys, animator, animator.video.pose_bvh, animator.video.decode; print('mediapipe' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert run.stdout.strip() == "False", run.stderr

@@ -12,8 +12,8 @@ import time
 import pytest
 
 import animator
+from animator.cli.progress_bar import ProgressBar, line
 from animator.parallel import runs
-from animator.progress_bar import ProgressBar, line
 from tests.conftest import AD_ROOT, REPO
 
 CHAR = "examples/characters/char1"

@@ -9,6 +9,7 @@ import animator
 from animator import ConfigError, RenderOptions, load_character, render
 from animator.arap import ARAP
 from animator.canvas import place
+from animator.formats.ffmpeg import ffmpeg_exe
 from animator.mesh import build_mesh
 from animator.rasterize import prepare_sprite, rasterize
 from tests.conftest import AD_EXAMPLES, CMU, FAIR
@@ -172,7 +173,7 @@ def test_render_webp_and_mp4(char1):
     im = Image.open(io.BytesIO(res.data))
     assert res.mime == "image/webp" and im.n_frames == 6 and im.size == (96, 96)
     try:
-        animator.encode.ffmpeg_exe()
+        ffmpeg_exe()
     except animator.RenderError:
         pytest.skip("no ffmpeg here (MP4 gives a clear RenderError, see test_encode)")
     res = render(char1, mcfg, rcfg, RenderOptions(width=96, height=96, max_frames=6, format="mp4"))

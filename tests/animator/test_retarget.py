@@ -14,7 +14,7 @@ from animator.bvh import load_bvh
 from animator.character import Character, Joint, load_character
 from animator.config import load_motion_config, load_retarget_config
 from animator.errors import ConfigError
-from animator.prune import plan_for
+from animator.frame_rate import plan_for
 from animator.retarget import Motion2D, retarget, to_animated_drawings_frame
 from tests.conftest import AD_EXAMPLES
 

@@ -1,4 +1,4 @@
-"""animator.segment (mask of a drawing on paper) and animator.photo_skeleton (16 joints from COCO)."""
+"""animator.segment (mask of a drawing on paper) and animator.skeleton (16 joints from COCO)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,8 @@ from PIL import Image, ImageDraw
 
 from animator import CharacterError
 from animator.character import SKELETON_JOINTS
-from animator.photo_skeleton import COCO_KEYPOINTS, skeleton_from_client, skeleton_from_coco, transform_skeleton
 from animator.segment import adaptive_threshold, largest_component, segment_drawing
+from animator.skeleton import COCO_KEYPOINTS, skeleton_from_client, skeleton_from_coco, transform_skeleton
 from tests.conftest import CHARACTERS
 
 

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from app.config import default_max_inflight
-from app.render.pool import available_cpus
+from app.config import available_cpus, default_max_inflight
 from tests.support import stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.config import default_max_inflight, load_settings
-from app.render import pool
-from app.render.pool import InflightSlots, available_cpus
+from app.config import available_cpus, default_max_inflight, load_settings
+from app.render import admission
+from app.render.admission import InflightSlots
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ def test_settings_derive_max_inflight_unless_set():
 
 def test_available_cpus_follows_the_affinity_mask_and_the_cgroup_quota(tmp_path):
     code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
-            "from app.render.pool import available_cpus; print(available_cpus())")
+            "from app.config import available_cpus; print(available_cpus())")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "1"
     cpu_max = tmp_path / "cpu.max"
@@ -59,7 +59,7 @@ def test_retry_after_is_the_time_until_a_slot_is_likely_free(tmp_path, monkeypat
     assert slots.mean_duration() == pytest.approx(7.0)
     now = _stored(held)                                  # the taken time as the slot wrote it (ms)
     clock = [now + 60]                                   # past the window of the refusal above
-    monkeypatch.setattr(pool.time, "time", lambda: clock[0])
+    monkeypatch.setattr(admission.time, "time", lambda: clock[0])
     clock[0] = now                                       # the slot was just taken
     slots._refused.clear()
     assert slots.retry_after() == 7
@@ -79,7 +79,7 @@ def test_several_slots_share_the_waiting(tmp_path, monkeypatch):
     held = [slots.try_acquire(), slots.try_acquire()]
     slots.record(8.0)
     now = max(_stored(h) for h in held)                  # the newer slot's taken time, as written
-    monkeypatch.setattr(pool.time, "time", lambda: now + 2)
+    monkeypatch.setattr(admission.time, "time", lambda: now + 2)
     # the first slot frees in about 6 s; each client turned away before adds half a slot time per slot
     assert [slots.retry_after() for _ in range(5)] == [6, 8, 10, 12, 14]
     for h in held:
@@ -104,7 +104,7 @@ def test_clip_seconds_is_the_clips_playing_time_so_the_longest_starts_first():
     """The pipeline submits motions longest clip first; the estimate (BVH header and frame range
     only) must agree with what the animator plays."""
     import animator
-    from app.render.motions import clip_seconds, load_motions
+    from app.motions.library import clip_seconds, load_motions
 
     lib = load_motions()
     for name in ("dab", "jumping", "zombie", "jumping_jacks"):
@@ -118,7 +118,7 @@ def test_clip_seconds_is_the_clips_playing_time_so_the_longest_starts_first():
 
 def test_background_work_gives_its_slot_to_a_request_and_stays_away_while_one_wants_it(tmp_path):
     from app.errors import Overloaded
-    from app.render.pool import BACKGROUND
+    from app.render.admission import BACKGROUND
 
     slots = InflightSlots(tmp_path, 1)
     preview = slots.acquire(BACKGROUND)
@@ -141,7 +141,7 @@ def test_background_work_gives_its_slot_to_a_request_and_stays_away_while_one_wa
 
 
 def test_background_time_does_not_feed_the_estimate(tmp_path):
-    from app.render.pool import BACKGROUND
+    from app.render.admission import BACKGROUND
 
     slots = InflightSlots(tmp_path, 1)
     with slots.acquire(BACKGROUND):
@@ -194,7 +194,7 @@ def test_retry_after_counts_the_requests_waiting(tmp_path, monkeypatch):
     held = slots.try_acquire()
     slots.record(8.0)
     now = _stored(held)
-    monkeypatch.setattr(pool.time, "time", lambda: now + 2)
+    monkeypatch.setattr(admission.time, "time", lambda: now + 2)
     (tmp_path / "wait-0").write_text("12345")            # a request in the waiting room (its pid)
     assert slots.retry_after() == 6 + 8                  # the holder's 6 s left, then the waiter's 8 s
     held.release()

@@ -176,7 +176,7 @@ def test_client_joints_skip_the_models_and_serve_from_local_disk(app_local, torc
     assert not list(app_local.files.rglob(".partial-*"))
     # the char_cfg skeleton list form, through the old client's JSON, in webp
     skeleton = [{"name": k, "loc": v, "parent": None} for k, v in as_map.items()]
-    from animator.photo_skeleton import SKELETON_PARENTS
+    from animator.skeleton import SKELETON_PARENTS
     for j in skeleton:
         j["parent"] = SKELETON_PARENTS[j["name"]]
     resp = _post_image(app_local, stack.encode(image), headers=AUTH, motions="zombie", format="webp",

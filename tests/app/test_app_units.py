@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app import config
-from app.characters import frames
+from app import config, coordinates
 from app.config import SETTINGS, SettingsError, load_settings, unknown_variables
+from app.deadline import Deadline
 from app.errors import DeadlineExceeded, StorageFailed, TooLarge, UnreadableImage, UnsupportedType
+from app.motions.library import BUILTIN_DIR, LibraryError, load_library, load_motions
 from app.render import steps
-from app.render.deadline import Deadline
-from app.render.motions import BUILTIN_DIR, LibraryError, load_library, load_motions
-from app.render.pool import InflightSlots
+from app.render.admission import InflightSlots
 from app.storage.backends import LocalStorage
 from tests.conftest import REPO
 from tests.support import wait
@@ -244,10 +243,10 @@ def test_prepare_image_rejections() -> None:
 
 
 def test_clamp_box() -> None:
-    assert frames.clamp_box([-5, -5, 50.4, 60.6], 40, 100) == (0, 0, 40, 61)
-    assert frames.clamp_box([10, 10, 12, 12], 100, 100) is None
-    assert frames.clamp_box(["a", 0, 1, 1], 100, 100) is None
-    assert frames.clamp_box([float("nan"), 0, 50, 50], 100, 100) is None
+    assert coordinates.clamp_box([-5, -5, 50.4, 60.6], 40, 100) == (0, 0, 40, 61)
+    assert coordinates.clamp_box([10, 10, 12, 12], 100, 100) is None
+    assert coordinates.clamp_box(["a", 0, 1, 1], 100, 100) is None
+    assert coordinates.clamp_box([float("nan"), 0, 50, 50], 100, 100) is None
 
 
 # --- container ----------------------------------------------------------------------------------

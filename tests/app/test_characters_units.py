@@ -15,9 +15,9 @@ from PIL import Image
 
 from app.characters.resource import Record, version_matches
 from app.config import load_settings
+from app.deadline import Deadline
 from app.errors import BadMask, InvalidCharacter, MaskWrongSize
 from app.render import steps
-from app.render.deadline import Deadline
 from app.storage.backends import Conflict, LocalStorage, S3Storage
 from app.storage.sweep import sweep_local
 from tests.conftest import CHAR1, REPO

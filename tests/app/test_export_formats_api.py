@@ -117,7 +117,7 @@ def test_the_sheet_bound_stops_packing_as_soon_as_it_is_passed():
     import numpy as np
 
     from animator.errors import OutputTooLarge
-    from animator.export.sheet import pack_sheet
+    from animator.formats.sheet import pack_sheet
 
     served = []
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 import animator
-from animator.loops import character_height_px, loop_gap_pct
-from app.render.motions import BUILTIN_DIR, LibraryError, categories, load_library, load_motions
+from animator.loop_seam import character_height_px, loop_gap_pct
+from app.motions.library import BUILTIN_DIR, LibraryError, categories, load_library, load_motions
 from app.render.steps import _configs, render_motion
 from tests.conftest import AD_REFERENCE, CHAR1, REPO
 
@@ -126,7 +126,7 @@ def test_auto_retarget_needs_a_bvh_clip(tmp_path):
 
 def test_a_changed_clip_gets_a_new_digest_and_preview_key(tmp_path):
     """Render caches (a character's animations, the reference previews) key on the clip's files."""
-    from app.render.previews import MotionPreviews
+    from app.motions.previews import MotionPreviews
 
     shutil.copy(BUILTIN_DIR / "cmu" / "walking" / "walk.bvh", tmp_path / "walk.bvh")
     (tmp_path / "library.yaml").write_text(yaml.safe_dump({"motions": {"walk": {"motion": "walk.bvh",

@@ -212,7 +212,7 @@ def test_every_request_bound_of_the_code_is_in_the_document():
 
 
 def test_format_enum_is_the_animator_formats():
-    from animator.encode import FORMATS
+    from animator.formats import FORMATS
 
     assert SPEC["components"]["schemas"]["Format"]["enum"] == list(FORMATS)
 

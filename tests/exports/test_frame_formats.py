@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageSequence
 
-from animator.encode import ffmpeg_exe
+from animator.formats.ffmpeg import ffmpeg_exe
 from tests.support import procs
 
 
@@ -50,7 +50,7 @@ def test_apng_has_every_frame_with_alpha_and_the_exact_frame_time(render_as):
 
 
 def test_apng_frame_time_of_120_fps_is_exact():
-    from animator.export.apng import delay_fraction
+    from animator.formats.apng import delay_fraction
 
     assert delay_fraction(1 / 120) == (1, 120)
     assert delay_fraction(0.04) == (1, 25)
@@ -143,7 +143,7 @@ def test_sprite_sheet_recut_gives_back_the_gif_frames_pixel_for_pixel(render_as)
 
 
 def test_shelf_packing_never_overlaps_and_stays_within_the_width():
-    from animator.export.sheet import PADDING, choose_width, shelf_pack
+    from animator.formats.sheet import PADDING, choose_width, shelf_pack
 
     rng = np.random.default_rng(3)
     sizes = [(int(w), int(h)) for w, h in rng.integers(1, 90, size=(60, 2))]
@@ -158,7 +158,7 @@ def test_shelf_packing_never_overlaps_and_stays_within_the_width():
 
 
 def test_apng_delays_are_exact_fractions_where_milliseconds_would_round():
-    from animator.export.apng import encode_apng
+    from animator.formats.apng import encode_apng
 
     frames = []
     for k in range(6):
@@ -176,7 +176,7 @@ def test_a_failing_frame_source_leaves_no_ffmpeg_and_no_file(tmp_path, monkeypat
     import os
     import tempfile
 
-    from animator.export.webm import encode_webm
+    from animator.formats.webm import encode_webm
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
@@ -196,7 +196,7 @@ def test_a_failing_frame_source_leaves_no_ffmpeg_and_no_file(tmp_path, monkeypat
 
 @pytest.mark.parametrize("fmt", ["apng", "frames", "sheet"])
 def test_encode_writes_the_frame_exports_from_palette_frames(fmt):
-    from animator.encode import FORMATS, encode
+    from animator.formats import FORMATS, encode
 
     palette = np.array([[250, 20, 20], [20, 20, 250]], np.uint8)
     frames = [np.full((12, 16), 2, np.uint8) for _ in range(3)]       # index 2: transparent
@@ -213,7 +213,7 @@ def test_encode_writes_the_frame_exports_from_palette_frames(fmt):
 
 def test_encode_refuses_the_rig_formats():
     from animator import RenderError
-    from animator.encode import encode
+    from animator.formats import encode
 
     with pytest.raises(RenderError, match="rig"):
         encode(iter([np.zeros((4, 4), np.uint8)]), "glb", np.zeros((1, 3), np.uint8), 1, 0.1, 1)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from animator.export.gltf import LAYER, draw_ranks, gltf_frame
+from animator.formats.gltf import LAYER, draw_ranks, gltf_frame
 from tests.conftest import REPO
 from tests.exports.conftest import node_tools
 

@@ -8,8 +8,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from animator.export.gltf import gltf_frame
-from animator.export.skin import local_transforms, skin_weights
+from animator.formats.gltf import gltf_frame
+from animator.formats.skin import local_transforms, skin_weights
 from tests.conftest import CHAR1, FAIR
 from tests.exports.conftest import node_tools
 
@@ -131,7 +131,7 @@ def test_gltf_frame_is_y_up_in_drawing_units():
 def test_weights_fitted_to_arap_follow_the_animators_mesh_closer_than_nearest_bones(char1):
     import animator
     from animator.api import Rig, pose_clip
-    from animator.export.skin import blend, fit_weights
+    from animator.formats.skin import blend, fit_weights
     from tests.conftest import MOTION_CONFIGS
 
     motion = pose_clip(char1, animator.load_motion_config(MOTION_CONFIGS / "dab.yaml"),
@@ -155,7 +155,7 @@ def test_weights_fitted_to_arap_follow_the_animators_mesh_closer_than_nearest_bo
 
 
 def test_draw_ranks_follow_the_motions_part_order(render_as, char1):
-    from animator.export.gltf import draw_ranks
+    from animator.formats.gltf import draw_ranks
 
     motion = render_as("gif", max_frames=None, fps=25).motion
     names = [j.name for j in char1.skeleton]

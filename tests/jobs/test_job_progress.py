@@ -7,29 +7,29 @@ import json
 
 from app.jobs import worker as worker_module
 from app.jobs.queue import JobQueue
-from app.render import pool
+from app.render import pool, process
 
 
 def test_render_process_writes_its_progress_throttled(tmp_path, monkeypatch):
     stem = tmp_path / "job"
     clock = [100.0]
-    monkeypatch.setattr(pool.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(pool, "_progress", [str(stem) + ".progress", 0.0])
-    job = pool.PoolJob(future=None, in_path=str(stem) + ".in", out_path=str(stem) + ".out")  # type: ignore[arg-type]
+    monkeypatch.setattr(process.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(process, "_progress", [str(stem) + ".progress", 0.0])
+    job = pool.PoolTask(future=None, in_path=str(stem) + ".in", out_path=str(stem) + ".out")  # type: ignore[arg-type]
     assert job.progress() is None
-    pool.report_progress(0, 50)
+    process.report_progress(0, 50)
     assert job.progress() == (0, 50)
-    pool.report_progress(1, 50)               # within PROGRESS_EVERY_S of the last write: skipped
+    process.report_progress(1, 50)               # within PROGRESS_EVERY_S of the last write: skipped
     assert job.progress() == (0, 50)
-    clock[0] += pool.PROGRESS_EVERY_S + 0.01
-    pool.report_progress(2, 50)
+    clock[0] += process.PROGRESS_EVERY_S + 0.01
+    process.report_progress(2, 50)
     assert job.progress() == (2, 50)
-    pool.report_progress(50, 50)              # the last frame is always written
+    process.report_progress(50, 50)              # the last frame is always written
     assert job.progress() == (50, 50)
     job.remove_files()
     assert job.progress() is None
-    monkeypatch.setattr(pool, "_progress", [None, 0.0])
-    pool.report_progress(1, 2)                # outside a pool job: nothing, no error
+    monkeypatch.setattr(process, "_progress", [None, 0.0])
+    process.report_progress(1, 2)                # outside a pool job: nothing, no error
 
 
 class _Queue:

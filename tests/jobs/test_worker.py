@@ -147,7 +147,7 @@ class _Jobs:
         from app.characters.torchserve import TorchServeClient
         from app.config import load_settings
         from app.jobs.worker import Worker
-        from app.render.pool import InflightSlots
+        from app.render.admission import InflightSlots
 
         settings = load_settings({}, worker_concurrency=1, request_deadline_s=30.0, ping_timeout_s=5.0)
         self.queue = JobQueue(redis_server.url, f"retry-{tmp_path.name}:", max_attempts=3, visibility_s=30)

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .errors import VideoError
+from ..errors import VideoError
 
 #: Demuxers ffmpeg may use: MP4 / MOV / 3GP (one demuxer) and Matroska / WebM.
 _FORMATS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm"

@@ -22,7 +22,7 @@ Per frame (all frames at once, vectorised):
   carries it onto the observed direction to the next landmark; twist about a limb is inherited.
 
 Landmarks used: shoulders, elbows, wrists, index and pinky (hand end), hips, knees, ankles, foot
-index (toes), ears (head centre) and nose (head end). Coordinate frames: :mod:`animator.landmarks`.
+index (toes), ears (head centre) and nose (head end). Coordinate frames: :mod:`animator.video.landmarks`.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bvh import quaternion_to_matrix
-from .bvh_write import bvh_text
+from ..bvh import quaternion_to_matrix
+from ..bvh_write import bvh_text
 from .landmarks import INDEX, MAX_GAP_S, SMOOTH_SIGMA_S, PoseTrack, clean_track
 
 #: Metres (MediaPipe axes: x right, y down, z away from the camera) -> BVH centimetres, y up, z towards it.
@@ -197,7 +197,7 @@ def solve_rotations(p: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], di
 def track_to_bvh(track: PoseTrack, smooth_sigma_s: float = SMOOTH_SIGMA_S, max_gap_s: float = MAX_GAP_S) -> VideoClip:
     """The BVH clip of a person's pose track (see the module docstring).
 
-    Frames without a person are trimmed at the ends and bridged inside (:func:`animator.landmarks.clean_track`).
+    Frames without a person are trimmed at the ends and bridged inside (:func:`animator.video.landmarks.clean_track`).
 
     Raises:
         NoPersonError: no person in the track (or too few frames with one).

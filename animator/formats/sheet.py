@@ -39,10 +39,10 @@ from typing import Iterable
 
 import numpy as np
 
-from ..encode import durations_ms
 from ..errors import OutputTooLarge, RenderError
 from .frames import frame_stem
 from .png import opaque_box, png_bytes
+from .timing import durations_ms
 
 #: Transparent pixels between two rectangles of the sheet.
 PADDING = 1

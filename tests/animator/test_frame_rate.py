@@ -1,4 +1,4 @@
-"""Frame pruning (animator.prune)."""
+"""Frame pruning (animator.frame_rate)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from animator.bvh import load_bvh
 from animator.config import load_motion_config
 from animator.errors import ConfigError
-from animator.prune import DEFAULT_FPS, frame_indices_for, plan_for, plan_frames
+from animator.frame_rate import DEFAULT_FPS, frame_indices_for, plan_for, plan_frames
 from tests.conftest import MOTION_CONFIGS
 
 # motion config -> (first BVH frame, frames in range, frame time)

@@ -1,6 +1,4 @@
-"""Encode palette-indexed frames as an animated GIF, an animated WebP or an MP4 (the exports made
-from frames, APNG, WebM, PNG frames and sprite sheets, are in :mod:`animator.export`; :func:`encode`
-writes any of them).
+"""Animated GIF of palette-indexed frames.
 
 Frames come in as (H, W) uint8 arrays of palette indices, with one palette for the whole clip and
 one index meaning transparent (see :mod:`animator.rasterize`), so nothing is quantised per frame.
@@ -23,81 +21,21 @@ disposed and the next drawn in full: the file's size is that of the frames thems
 why the clip's palette is made flat (see :func:`animator.rasterize.merge_palette`). Delays are whole
 centiseconds chosen by
 cumulative rounding, so they add up to the clip's duration (to the nearest centisecond).
-
-WebP: Pillow's animated WebP writer, lossless by default (transparency kept): the clip's flat palette
-compresses far better lossless than lossy (dab at 500x500, 25 fps: 1.7 MB lossless, 4.2 MB lossy at
-quality 80, which is also slower to write).
-MP4: H.264 through the ``ffmpeg`` binary bundled with ``imageio-ffmpeg`` (no alpha in H.264: the
-character is composited on a background colour, white by default); a :class:`RenderError` says so
-when no ffmpeg is available.
 """
 from __future__ import annotations
 
 import io
-import logging
 import struct
 from typing import Iterable, Iterator
 
 import numpy as np
 
-from ._frame_scan import any_vanishing, box_not, box_vanishing
-from .errors import RenderError
+from .._frame_scan import any_vanishing, box_vanishing
+from ..errors import RenderError
+from .boxes import bbox, rows, union
+from .timing import gif_delays
 
-log = logging.getLogger("animator")
-
-#: format name -> (MIME type, file extension); the last six are written by :mod:`animator.export`
-FORMATS: dict[str, tuple[str, str]] = {
-    "gif": ("image/gif", "gif"),
-    "webp": ("image/webp", "webp"),
-    "mp4": ("video/mp4", "mp4"),
-    "apng": ("image/png", "png"),  # an APNG is a PNG: servers and readers take it as one
-    "webm": ("video/webm", "webm"),
-    "frames": ("application/zip", "zip"),
-    "sheet": ("application/zip", "zip"),
-    "joints": ("application/json", "json"),
-    "glb": ("model/gltf-binary", "glb"),
-}
-
-
-def gif_delays(n_frames: int, frame_time_s: float) -> list[int]:
-    """Per-frame GIF delays in centiseconds that add up to ``n_frames * frame_time_s``.
-
-    Frame i gets round(100 * t_(i+1)) - round(100 * t_i) with t_i = i * frame_time_s, so each delay
-    is within 1 cs of the exact one and the total is exact to the nearest centisecond.
-    """
-    if n_frames < 1:
-        raise RenderError("cannot encode an animation without frames")
-    edges = np.floor(np.arange(n_frames + 1) * (100.0 * frame_time_s) + 0.5).astype(np.int64)
-    return [int(d) for d in np.diff(edges)]
-
-
-def durations_ms(n_frames: int, frame_time_s: float) -> list[int]:
-    """Per-frame durations in whole milliseconds that add up to ``n_frames * frame_time_s`` (to the
-    nearest ms): frame i lasts round(1000 * t_(i+1)) - round(1000 * t_i), t_i = i * frame_time_s."""
-    if n_frames < 1:
-        raise RenderError("cannot encode an animation without frames")
-    edges = np.floor(np.arange(n_frames + 1) * (1000.0 * frame_time_s) + 0.5).astype(np.int64)
-    return [int(d) for d in np.diff(edges)]
-
-
-def _bbox(m: np.ndarray, value: int = 0) -> tuple[int, int, int, int] | None:
-    """(x0, y0, x1, y1) exclusive bounds of the pixels of ``m`` that are not ``value`` (of a boolean
-    mask: its True pixels), or None."""
-    return box_not(_rows(m), value)
-
-
-def _rows(a: np.ndarray) -> np.ndarray:
-    """``a`` as uint8 with contiguous rows, as the compiled scans take it (a copy only if needed)."""
-    a = a.view(np.uint8) if a.dtype == np.bool_ else a
-    return a if a.dtype == np.uint8 and a.ndim == 2 and a.strides[1] == 1 else np.ascontiguousarray(a, np.uint8)
-
-
-def _union(a: tuple[int, int, int, int] | None, b: tuple[int, int, int, int] | None):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
+__all__ = ["GifWriter", "encode_gif", "gif_delays", "palette_bits"]
 
 
 def palette_bits(n_indices: int) -> int:
@@ -263,7 +201,7 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
     screen = np.full((h, w), tr, np.uint8)
     screen_box = None
     cur = np.asarray(first)
-    cur_box = _bbox(cur, tr)
+    cur_box = bbox(cur, tr)
     done = False
     while not done:
         try:
@@ -272,12 +210,12 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             done, nxt = True, None if after is None else np.asarray(after)
         if nxt is not None and nxt.shape != (h, w):
             raise RenderError(f"frame size {nxt.shape[::-1]} differs from the first frame's {(w, h)}")
-        nxt_box = None if nxt is None else _bbox(nxt, tr)
+        nxt_box = None if nxt is None else bbox(nxt, tr)
         if screen_box is None:  # a clear screen: the frame is drawn whole, no comparison needed
             screen_box = _draw_on_clear_screen(emit, screen, cur, cur_box, nxt, nxt_box, tr)
             cur, cur_box = nxt, nxt_box
             continue
-        roi = _union(_union(screen_box, cur_box), nxt_box)
+        roi = union(union(screen_box, cur_box), nxt_box)
         if roi is None:  # nothing anywhere: one transparent pixel carries the delay
             emit(np.full((1, 1), tr, np.uint8), (0, 0, 1, 1), 1)
             cur, cur_box = nxt, nxt_box
@@ -291,7 +229,7 @@ def _encode_frames(emit, first: np.ndarray, it: Iterator[np.ndarray], tr: np.uin
             x0, y0, x1, y1 = rect
             emit(block, (x0 + rx0, y0 + ry0, x1 + rx0, y1 + ry0), disposal)
         # what can be on screen now: what was, and this frame; nothing if its disposal cleared both
-        screen_box = _union(screen_box, cur_box)
+        screen_box = union(screen_box, cur_box)
         if disposal == 2 and rect is not None and screen_box is not None:
             sx0, sy0, sx1, sy1 = screen_box
             x0, y0, x1, y1 = rect
@@ -315,7 +253,7 @@ def _draw_on_clear_screen(emit, screen: np.ndarray, cur: np.ndarray, cur_box, nx
     if nxt is None:
         disposal = 2  # last frame: dispose all it shows, so a loop restarts on a clear canvas
     else:  # disposed when a pixel it draws is transparent in the next frame
-        disposal = 2 if any_vanishing(_rows(C), _rows(nxt[y0:y1, x0:x1]), int(tr)) else 1
+        disposal = 2 if any_vanishing(rows(C), rows(nxt[y0:y1, x0:x1]), int(tr)) else 1
     emit(np.array(C), cur_box, disposal)
     if disposal == 2:
         return None
@@ -347,7 +285,7 @@ def _frame_delta(S: np.ndarray, C: np.ndarray, N: np.ndarray | None, tr: np.uint
         if len(ci):
             same = close[S.reshape(-1)[ci].astype(np.intp) * 256 + C.reshape(-1)[ci]]
             changed.reshape(-1)[ci[same]] = False
-    rect = _bbox(changed)
+    rect = bbox(changed)
     ch8 = changed.view(np.uint8)
     if close is None:
         S[...] = C                                            # exact: every changed pixel is drawn
@@ -356,12 +294,12 @@ def _frame_delta(S: np.ndarray, C: np.ndarray, N: np.ndarray | None, tr: np.uint
         d *= ch8
         S += d                                                # S = where(changed, C, S)
     if N is None:  # last frame: dispose all it shows, so a loop restarts on a clear canvas
-        vanish = _bbox(S, tr)
+        vanish = bbox(S, tr)
     else:
-        vanish = box_vanishing(_rows(S), _rows(N), int(tr))
+        vanish = box_vanishing(rows(S), rows(N), int(tr))
     disposal = 1
     if vanish is not None:
-        rect = _union(rect, vanish)
+        rect = union(rect, vanish)
         disposal = 2
     if rect is None:
         return None, None, disposal
@@ -401,180 +339,3 @@ def _flatter(keep_block: np.ndarray, screen: np.ndarray, tr: np.uint8) -> np.nda
     if _transitions(full) < _transitions(keep_block):
         return full
     return keep_block
-
-
-def rgba_frames(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int) -> Iterator[np.ndarray]:
-    """(H, W, 4) uint8 RGBA frames of palette-index frames: ``transparent`` becomes (0, 0, 0, 0),
-    every other index its palette colour, opaque."""
-    lut = np.zeros((256, 4), np.uint8)
-    lut[: len(palette), :3] = palette
-    lut[: len(palette), 3] = 255
-    lut[transparent] = 0
-    for f in frames:
-        yield lut[f]
-
-
-def encode_webp(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
-                frame_time_s: float, n_frames: int | None = None, lossless: bool = True,
-                quality: int = 80) -> bytes:
-    """Animated WebP via Pillow (transparency kept). Durations in whole milliseconds, cumulative.
-
-    With ``n_frames`` given, frames are handed to the encoder one at a time (memory stays flat);
-    otherwise they are collected first.
-    """
-
-    rgba = rgba_frames(frames, palette, transparent)
-    if n_frames is None:
-        arrays = list(rgba)
-        n_frames = len(arrays)
-        rgba = iter(arrays)
-    if n_frames < 1:
-        raise RenderError("cannot encode an animation without frames")
-    first = next(rgba, None)
-    if first is None:
-        raise RenderError("cannot encode an animation without frames")
-    durations = durations_ms(n_frames, frame_time_s)
-    clip = _FrameStream(first, rgba, n_frames)
-    out = io.BytesIO()
-    try:
-        clip.save(out, "WEBP", save_all=True, duration=durations, loop=0, lossless=lossless,
-                  quality=quality, method=0, background=(0, 0, 0, 0))
-    except (OSError, ValueError, KeyError, EOFError) as exc:
-        raise RenderError(f"WebP encoding failed: {exc}") from exc
-    if clip.served != n_frames:
-        raise RenderError(f"expected {n_frames} frames, got {clip.served}")
-    return out.getvalue()
-
-
-def _frame_stream_class():
-    from PIL import Image
-
-    class FrameStream(Image.Image):
-        """A multi-frame RGBA image whose frames come from an iterator, in order (for Pillow's
-        animated WebP writer, which seeks each frame once, in order)."""
-
-        def __init__(self, first: np.ndarray, rest: Iterator[np.ndarray], n: int) -> None:
-            super().__init__()
-            self._rest = rest
-            self.n_frames = n
-            self.is_animated = n > 1
-            self.served = 1
-            self._at = 0
-            self._show(first)
-
-        def _show(self, arr: np.ndarray) -> None:
-            frame = Image.fromarray(np.ascontiguousarray(arr), "RGBA")
-            self.im = frame.im
-            self._mode = frame.mode
-            self._size = frame.size
-
-        def seek(self, frame: int) -> None:
-            if frame <= self._at:  # Pillow seeks back to frame 0 when done: nothing to load
-                return
-            if frame != self._at + 1:
-                raise EOFError("frames can only be read in order")
-            try:
-                arr = next(self._rest)
-            except StopIteration:
-                raise EOFError("no more frames") from None
-            self._show(arr)
-            self._at = frame
-            self.served += 1
-
-        def tell(self) -> int:
-            return self._at
-
-    return FrameStream
-
-
-def _FrameStream(first: np.ndarray, rest: Iterator[np.ndarray], n: int):  # noqa: N802 - a factory
-    return _frame_stream_class()(first, rest, n)
-
-
-def ffmpeg_exe() -> str:
-    """Path of an ffmpeg binary (imageio-ffmpeg's bundled one, else one on PATH)."""
-    try:
-        import imageio_ffmpeg
-
-        return imageio_ffmpeg.get_ffmpeg_exe()
-    except Exception as exc:  # ImportError, RuntimeError (no binary for this platform)
-        import shutil
-
-        exe = shutil.which("ffmpeg")
-        if exe:
-            return exe
-        raise RenderError("MP4 output needs ffmpeg (pip install imageio-ffmpeg): "
-                          f"the codec is unavailable ({exc})") from exc
-
-
-def encode_mp4(frames: Iterable[np.ndarray], palette: np.ndarray, transparent: int,
-               frame_time_s: float, background: tuple[int, int, int] = (255, 255, 255),
-               crf: int = 23) -> bytes:
-    """H.264 MP4 (yuv420p, so even width and height) on a solid ``background`` via ffmpeg."""
-    import os
-    import subprocess
-    import tempfile
-
-    exe = ffmpeg_exe()
-    lut = np.zeros((256, 3), np.uint8)
-    lut[: len(palette)] = palette
-    lut[transparent] = background
-    it = iter(frames)
-    try:
-        first = next(it)
-    except StopIteration:
-        raise RenderError("cannot encode an animation without frames") from None
-    h, w = first.shape
-    if w % 2 or h % 2:
-        raise RenderError(f"MP4 (H.264, yuv420p) needs an even width and height, got {w}x{h}")
-    fd, path = tempfile.mkstemp(suffix=".mp4")
-    os.close(fd)
-    cmd = [exe, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}",
-           "-framerate", f"{1.0 / frame_time_s:.6f}", "-i", "-", "-an", "-c:v", "libx264",
-           "-preset", "veryfast", "-crf", str(crf), "-pix_fmt", "yuv420p", "-movflags", "+faststart", path]
-    try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-        assert proc.stdin is not None
-        try:
-            proc.stdin.write(lut[first].tobytes())
-            for f in it:
-                proc.stdin.write(lut[f].tobytes())
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-        if proc.wait() != 0:
-            raise RenderError("ffmpeg failed to encode MP4: "
-                              f"{err.strip().splitlines()[-1] if err.strip() else 'exit ' + str(proc.returncode)}")
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise RenderError(f"MP4 encoding is unavailable: cannot run ffmpeg ({exc})") from exc
-    finally:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
-def encode(frames: Iterable[np.ndarray], fmt: str, palette: np.ndarray, transparent: int,
-           frame_time_s: float, n_frames: int) -> tuple[bytes, str, str]:
-    """Encode palette-index frames in ``fmt``, a format made from frames (all but ``joints`` and
-    ``glb``, which are made from the rig). Returns (data, mime type, extension)."""
-    from .export import FRAME_FORMATS, encode_rgba
-
-    fmt = fmt.lower()
-    if fmt not in FORMATS:
-        raise RenderError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if fmt not in ("gif", "webp", "mp4", *FRAME_FORMATS):
-        raise RenderError(f"{fmt} is made from the rig and motion, not from frames (animator.export.encode_rig)")
-    if fmt == "gif":
-        data = encode_gif(frames, palette, transparent, gif_delays(n_frames, frame_time_s))
-    elif fmt == "webp":
-        data = encode_webp(frames, palette, transparent, frame_time_s, n_frames)
-    elif fmt == "mp4":
-        data = encode_mp4(frames, palette, transparent, frame_time_s)
-    else:
-        data = encode_rgba(fmt, rgba_frames(frames, palette, transparent), n_frames, frame_time_s)
-    mime, ext = FORMATS[fmt]
-    return data, mime, ext

@@ -4,7 +4,7 @@ Contents: one triangle mesh (the animator's mesh over the mask, :mod:`animator.m
 with the drawing (alpha = the mask, ``alphaMode: MASK``, unlit: ``KHR_materials_unlit``, drawn
 from both sides); one skin whose joints are the character's skeleton (one node per joint, the
 node tree is the skeleton's parent links), with inverse bind matrices of the rest pose; per-vertex
-``JOINTS_0``/``WEIGHTS_0`` (:mod:`animator.export.skin` says how they approximate the animator's
+``JOINTS_0``/``WEIGHTS_0`` (:mod:`animator.formats.skin` says how they approximate the animator's
 ARAP deformation); one animation, ``motion``, with a translation and a rotation track per joint,
 one keyframe per output frame, linearly interpolated. The body-part groups keep the animator's
 per-frame draw order as layers: each joint is lifted towards the viewer by its group's draw
@@ -120,7 +120,7 @@ def encode_glb(texture: np.ndarray, mask: np.ndarray, mesh: Any, joint_names: Se
         positions: (F, J, 2) posed joints per frame (drawing pixels), same joint order.
         frame_time_s: seconds per frame.
         deformed: (F, V, 2) the mesh's vertices per frame as the animator's ARAP put them: the skin
-            weights are fitted to them (:func:`animator.export.skin.fit_weights`); None: nearest-bone
+            weights are fitted to them (:func:`animator.formats.skin.fit_weights`); None: nearest-bone
             weights only.
         ranks: (F, J) draw position of each joint's body-part group per frame (:func:`draw_ranks`):
             joints are lifted ``rank * LAYER`` towards the viewer (+z), so overlapping parts show in
@@ -223,3 +223,23 @@ def glb(doc: dict[str, Any], binary: bytes) -> bytes:
     total = 12 + 8 + len(js) + 8 + len(binary)
     return (struct.pack("<4sII", b"glTF", 2, total) + struct.pack("<I4s", len(js), b"JSON") + js
             + struct.pack("<I4s", len(binary), b"BIN\0") + binary)
+
+
+def glb_of_rig(character: Any, mesh: Any, motion: Any, deformed: np.ndarray | None = None) -> bytes:
+    """:func:`encode_glb` of ``character`` (:class:`animator.Character`) moved by ``motion``
+    (:class:`animator.Motion2D`): the joints the motion moves, parents first, each joint the motion
+    leaves out replaced by its nearest ancestor that it keeps."""
+    names = list(motion.joint_names)
+    by_name = {j.name: j for j in character.skeleton}
+    order = [j.name for j in character.skeleton if j.name in set(names)]  # parents first
+    pick = [names.index(n) for n in order]
+    parents = []
+    for n in order:
+        p = by_name[n].parent
+        while p is not None and p not in order:  # a joint the motion leaves out: its parent's
+            p = by_name[p].parent
+        parents.append(-1 if p is None else order.index(p))
+    rest = np.array([by_name[n].loc for n in order], np.float64)
+    ranks = draw_ranks(parents, order, motion.part_joints, motion.part_order)
+    return encode_glb(character.texture, character.mask, mesh, order, rest, parents,
+                      np.asarray(motion.positions)[:, pick], motion.frame_time_s, deformed, ranks)

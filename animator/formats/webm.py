@@ -17,8 +17,8 @@ from typing import Iterable
 
 import numpy as np
 
-from ..encode import ffmpeg_exe
 from ..errors import RenderError
+from .ffmpeg import ffmpeg_exe
 
 
 def encode_webm(frames: Iterable[np.ndarray], frame_time_s: float, crf: int = 32, speed: int = 8) -> bytes:

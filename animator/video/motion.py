@@ -1,6 +1,6 @@
-"""A motion from a video of a person: frames (:mod:`animator.video`) -> landmarks per frame
-(:mod:`animator.pose_model`) -> smoothing and gaps (:mod:`animator.landmarks`) -> a BVH clip
-(:mod:`animator.pose_bvh`), which renders like any humanoid clip (derived retarget config).
+"""A motion from a video of a person: frames (:mod:`animator.video.decode`) -> landmarks per frame
+(:mod:`animator.video.pose_model`) -> smoothing and gaps (:mod:`animator.video.landmarks`) -> a BVH clip
+(:mod:`animator.video.pose_bvh`), which renders like any humanoid clip (derived retarget config).
 
 Command line: ``python -m animator motion-from-video VIDEO -o clip.bvh``.
 """
@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from .decode import VideoLimits, read_frames
 from .pose_bvh import VideoClip, track_to_bvh
-from .video import VideoLimits, read_frames
 
 #: Largest video file accepted, bytes (checked before ffmpeg opens it).
 MAX_BYTES = 64 * 1024 * 1024
@@ -28,7 +28,7 @@ def motion_from_video(path: str | Path, limits: VideoLimits = VideoLimits(), max
         VideoError: the file is too big, unreadable, too long or too large (before decoding).
         NoPersonError: no person (or too few frames with one) in the video.
     """
-    from .errors import VideoError
+    from ..errors import VideoError
     from .pose_model import track_frames
 
     size = Path(path).stat().st_size
@@ -51,7 +51,7 @@ def cli(argv: list[str]) -> int:
     parser.add_argument("--max-seconds", type=float, default=VideoLimits.max_seconds,
                         help="longest video accepted (default %(default)s)")
     args = parser.parse_args(argv)
-    from .errors import AnimatorError
+    from ..errors import AnimatorError
 
     t0 = time.perf_counter()
     try:

@@ -1,4 +1,5 @@
-"""The character's coordinate frames, and the conversions between them (one owner for each).
+"""A character's coordinate frames, and the conversions between them (one owner for each); every
+room may use them (the routes check client joints, the pipeline and the characters API convert).
 
 - *image pixels*: the uploaded image after EXIF orientation, x right, y down; what the API speaks
   (client joints and boxes, the answers' ``bbox`` and ``joints``).
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ApiError, BoxOutsideImage, DegenerateSkeleton, InvalidCharacter
+from .errors import ApiError, BoxOutsideImage, DegenerateSkeleton, InvalidCharacter
 
 
 def clamp_box(box: Any, width: int, height: int) -> tuple[int, int, int, int] | None:
@@ -70,14 +71,14 @@ def check_spread(joints: list) -> None:
 
 def joints_to_work(joints: list, scale: float) -> list:
     """Client joints (image pixels) -> work pixels."""
-    from animator.photo_skeleton import transform_skeleton
+    from animator.skeleton import transform_skeleton
 
     return transform_skeleton(joints, scale=scale)
 
 
 def joints_to_texture(joints: list, work_scale: float, box: Sequence[int]) -> list:
     """Client joints (image pixels) -> texture pixels of the crop ``box`` (work pixels)."""
-    from animator.photo_skeleton import transform_skeleton
+    from animator.skeleton import transform_skeleton
     work = transform_skeleton(joints, scale=work_scale)
     return transform_skeleton(work, offset=(-box[0], -box[1]))
 

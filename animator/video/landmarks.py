@@ -1,6 +1,6 @@
 """A person's 3D pose track from a video: BlazePose's 33 landmarks per frame, gaps bridged, smoothed.
 
-Pure numpy; the pose model that produces the track lives in :mod:`animator.pose_model`.
+Pure numpy; the pose model that produces the track lives in :mod:`animator.video.pose_model`.
 
 Coordinate frame of a :class:`PoseTrack` (MediaPipe's world-landmark axes): metres, x to the
 image's right, y down the image, z away from the camera; absolute positions (the model stage adds
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import NoPersonError
+from ..errors import NoPersonError
 
 #: BlazePose's 33 landmark names, in the model's output order.
 NAMES = (

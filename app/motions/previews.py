@@ -17,10 +17,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from typing import Any
+from typing import Any, Callable
 
-from .deadline import Deadline
-from .motions import BUILTIN_DIR, Motion, clip_digest
+from ..deadline import Deadline
+from .library import BUILTIN_DIR, Motion, clip_digest
 
 #: The character every preview shows.
 REFERENCE_DIR = BUILTIN_DIR / "reference" / "char1"
@@ -34,9 +34,12 @@ PREFIX = "motions/previews/"
 class MotionPreviews:
     """The previews of one worker's library: their storage keys, and making the missing ones."""
 
-    def __init__(self, storage: Any, pipeline: Any):
+    def __init__(self, storage: Any, pipeline: Any, task: Callable[..., dict[str, Any]] | None = None):
+        """``task``: what renders a preview in the pool, given the reference character's folder
+        (:func:`app.render.steps.render_reference`, handed in by the services)."""
         self.storage = storage
         self.pipeline = pipeline
+        self.task = task
         self._keys: dict[str, str] = {}
         self._stored: set[str] = set()
         self._making = threading.Lock()  # gevent-patched in the app: a greenlet lock
@@ -72,9 +75,8 @@ class MotionPreviews:
         return self.storage.url(key, base_url)
 
     def _render(self, motion: Motion, key: str, deadline: Deadline) -> None:
-        from .steps import render_reference
-
         def store(_: Motion, out: dict[str, Any]) -> str:
             self.storage.put(key, out["data"], out["mime"], deadline)
             return key
-        self.pipeline.render((str(REFERENCE_DIR),), [motion], self.options(), deadline, {}, store, job=render_reference)
+        self.pipeline.render((str(REFERENCE_DIR),), [motion], self.options(), deadline, {}, store,
+                             task=self.task)

@@ -20,6 +20,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import RenderError
+from .boxes import union
 from .png import SIGNATURE, chunk, chunks, opaque_box, png_bytes
 
 
@@ -52,7 +53,7 @@ def encode_apng(frames: Iterable[np.ndarray], n_frames: int, frame_time_s: float
         elif rgba.shape[:2] != size:
             raise RenderError(f"frame size {rgba.shape[1::-1]} differs from the first frame's {size[::-1]}")
         else:
-            rect = _union(prev_box, opaque_box(rgba)) or (0, 0, 1, 1)
+            rect = union(prev_box, opaque_box(rgba)) or (0, 0, 1, 1)
         count += 1
         if count > n_frames:
             raise RenderError(f"more than the {n_frames} frames announced")
@@ -80,10 +81,3 @@ def encode_apng(frames: Iterable[np.ndarray], n_frames: int, frame_time_s: float
     out.append(chunk(b"IEND", b""))
     return b"".join(out)
 
-
-def _union(a, b):
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])

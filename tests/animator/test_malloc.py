@@ -1,4 +1,4 @@
-"""animator.heap: a rendering process keeps the memory of the arrays it frees for the next ones."""
+"""animator.malloc: a rendering process keeps the memory of the arrays it frees for the next ones."""
 from __future__ import annotations
 
 import subprocess
@@ -12,7 +12,7 @@ import pytest
 FREED = r"""
 import ctypes, sys
 import numpy as np
-from animator.heap import keep_freed_memory
+from animator.malloc import keep_freed_memory
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in

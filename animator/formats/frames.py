@@ -21,9 +21,9 @@ from typing import Iterable
 
 import numpy as np
 
-from ..encode import durations_ms
 from ..errors import RenderError
 from .png import png_bytes
+from .timing import durations_ms
 
 
 def frame_stem(i: int, n_frames: int) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from ..errors import DeadlineExceeded
+from .errors import DeadlineExceeded
 
 
 class Deadline:

@@ -2,7 +2,7 @@
 exactly like library motions, until they expire.
 
 * Making one (the ``motion_from_video`` job, :func:`make_motion`): the video goes to the scratch
-  folder, :func:`animator.video_motion.motion_from_video` finds the person frame by frame (the
+  folder, :func:`animator.video.motion.motion_from_video` finds the person frame by frame (the
   job's ``progress`` follows the frames), and the clip is stored.
 * Where it lives: the clip in the storage at ``motions/own/<client digest>/<name>.bvh``; its record
   in Redis at ``<prefix>own-motion:<client digest>:<name>`` (frames, fps, seconds, expiry), with a
@@ -86,8 +86,8 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
     """The ``motion_from_video`` job: the person's movement in ``video`` as the client's own motion.
     ``report(progress)``: where the frames read go (the worker's job progress; default: the job
     record directly)."""
-    from animator.video import VideoLimits
-    from animator.video_motion import motion_from_video
+    from animator.video.decode import VideoLimits
+    from animator.video.motion import motion_from_video
 
     from ..errors import animator_boundary
 
@@ -116,7 +116,7 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
                                      max_bytes=int(settings.video_max_mb * 2**20), progress=progress)
     finally:
         path.unlink(missing_ok=True)
-    from animator.pose_bvh import SKELETON
+    from animator.video.pose_bvh import SKELETON
 
     name = f"video-{job_id[:12]}"
     info = {"frames": clip.n_frames, "fps": clip.fps, "seconds": round(clip.n_frames / clip.fps, 3),

@@ -6,7 +6,7 @@ provenance and checksum in ``animator/models/README.md``); nothing is downloaded
 ``import animator`` never pays for it. Runs on the CPU, one frame after another in MediaPipe's video
 mode (it tracks the person from frame to frame instead of searching every frame).
 
-Output: a :class:`animator.landmarks.PoseTrack` in metres, MediaPipe's world axes (x to the
+Output: a :class:`animator.video.landmarks.PoseTrack` in metres, MediaPipe's world axes (x to the
 image's right, y down, z away from the camera). MediaPipe's world landmarks are centred on the hips
 in every frame; the hips' movement across the picture is added back from the image landmarks,
 converted to metres by the person's own size (the median ratio of the shoulders-to-hips distance in
@@ -22,7 +22,7 @@ import numpy as np
 
 from .landmarks import INDEX, N_LANDMARKS, PoseTrack
 
-MODEL_PATH = Path(__file__).resolve().parent / "models" / "pose_landmarker_full.task"
+MODEL_PATH = Path(__file__).resolve().parents[1] / "models" / "pose_landmarker_full.task"
 
 #: progress(frames done, frames expected) after each frame.
 Progress = Callable[[int, int], None]
