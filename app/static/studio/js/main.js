@@ -18,7 +18,7 @@ const ui = {
   detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), credits: $("credits"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
   renderProgress: $("render-progress"), renderBar: $("render-bar"),
   results: $("step-results"), animations: $("animations"), chosen: $("chosen"),
-  video: $("video"), videoCamera: $("video-camera"), videoState: $("video-state"), videoError: $("video-error"),
+  video: $("video"), videoCamera: $("video-camera"), videoStart: $("video-start"), videoEnd: $("video-end"), videoState: $("video-state"), videoError: $("video-error"),
   renderError: $("render-error"),
 };
 
@@ -476,8 +476,12 @@ async function motionFromVideo(file) {
   const made = await busy(async () => {
     try {
       say("Uploading the video…");
+      // the part of the video to use (seconds): empty fields leave it to the server (its first 20 s)
+      const window = {};
+      if (ui.videoStart.value.trim()) window.start = ui.videoStart.value.trim();
+      if (ui.videoEnd.value.trim()) window.end = ui.videoEnd.value.trim();
       const job = await upload("motions", file, (f) =>
-        say(f === null ? "Waiting for a worker…" : `Uploading the video ${Math.round(f * 100)} %`), {}, "video");
+        say(f === null ? "Waiting for a worker…" : `Uploading the video ${Math.round(f * 100)} %`), window, "video");
       const done = await followJob(job.id, say);
       if (done.status !== "succeeded") {
         const e = done.error || {};
@@ -500,7 +504,8 @@ async function motionFromVideo(file) {
   if (mine) mine.motions = [own.name, ...mine.motions.filter((n) => n !== own.name)];
   else state.categories = [{ name: OWN, motions: [own.name] }, ...state.categories];
   picker.show(state.motions, [own.name, ...picker.selected().filter((n) => n !== own.name)], state.categories);
-  say(`Made "${own.title}": it is selected below. Render to see the drawing move like the video.`);
+  const used = made.window?.note ? ` from ${made.window.note}` : "";
+  say(`Made "${own.title}"${used}: it is selected below. Render to see the drawing move like the video.`);
   if (state.doc) startPreviews(state.doc);
 }
 
