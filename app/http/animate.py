@@ -26,7 +26,7 @@ from ..deadline import Deadline
 from ..errors import BadRequest, TooLarge, UnsupportedType
 from ..intake.body import parse_json
 from ..intake.bvh import read_bvh_upload
-from ..intake.fields import ABSENT, json_field, motion_list, parse_bbox, parse_joints
+from ..intake.fields import ABSENT, json_field, motion_list, parse_bbox, parse_joints, parse_size
 from ..jobs.webhooks import validate_callback_url
 from ..render.pipeline import AnimateRequest, Result
 from ..services import services
@@ -56,6 +56,7 @@ def _animate_async():
     """Check the request as the synchronous path would, then queue it (202 + Location)."""
     image = read_drawing()
     fmt = _format()
+    side = _size(fmt)
     if "bvh" in request.files or request.form.get("bvh"):
         raise BadRequest("a 'bvh' clip cannot be sent with 'Prefer: respond-async'; send it synchronously")
     motions = motion_list(request.form.getlist("motions"))
@@ -64,7 +65,7 @@ def _animate_async():
     if joints is not None:
         parse_joints(joints)  # 400 now, not a failed job later
     _check_image_header(image)
-    payload = {"motions": [m.name for m in motions], "format": fmt, "joints": joints,
+    payload = {"motions": [m.name for m in motions], "format": fmt, "size": side, "joints": joints,
                "bbox": parse_bbox(request.form.get("bbox")), "base_url": base_url()}
     callback = validate_callback_url(request.form.get("callback_url"), services().settings)
     return submit("animate", payload, image, callback)
@@ -97,6 +98,7 @@ def read_drawing() -> bytes:
 def _animate(deadline: Deadline):
     image = read_drawing()
     fmt = _format()
+    side = _size(fmt)
     joints, bbox = parse_joints(request.form.get("joints")), parse_bbox(request.form.get("bbox"))
     clip = uploaded_clip(deadline)
     named: list = []
@@ -104,7 +106,7 @@ def _animate(deadline: Deadline):
         named = motion_list(request.form.getlist("motions"), defaults=clip is None, own=deadline)
         with render_slot():  # only now: the body is in and every field checked
             result = _run({"image": image, "motions": named + ([clip] if clip else []), "format": fmt,
-                           "joints": joints, "bbox": bbox, "deadline": deadline})
+                           "size": side, "joints": joints, "bbox": bbox, "deadline": deadline})
     finally:
         for motion in named + ([clip] if clip else []):
             if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request
@@ -121,6 +123,15 @@ def _format() -> str:
     if request.form.get("callback_url") and not wants_async():
         raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
     return fmt
+
+
+def _size(fmt: str) -> int:
+    """The ``size`` field: the animations' side in pixels within DOODLEPOD_RENDER_SIZE_MIN..MAX
+    (400 beyond, never ignored), the server's default when absent; even for MP4."""
+    side = parse_size(request.form.get("size"), services().settings)
+    if fmt == "mp4" and side % 2:
+        raise BadRequest(f"MP4 needs an even size, got {side}")
+    return side
 
 
 @bp.post("/")

@@ -54,8 +54,7 @@ def _window(form, max_seconds: float) -> dict[str, float]:
     """The optional ``start`` and ``end`` fields (seconds of the video): ``{"start_s"?, "end_s"?}``.
     What needs the video's length (a start past its end) is checked by the job."""
     out: dict[str, float] = {}
-    for field in ("start", "end"):
-        raw = form.get(field)
+    for field, raw in (("start", form.get("start")), ("end", form.get("end"))):
         if raw is None or not str(raw).strip():
             continue
         try:
