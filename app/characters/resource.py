@@ -363,7 +363,7 @@ class Characters:
         """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
         rendered in parallel in the process pool (holding ``slot()`` while rendering; a slot it
         yields that has a ``check()``, background work's, is checked while the renders run).
-        ``max_frames`` (checked by :func:`parse_max_frames`) renders each clip in at most that many
+        ``max_frames`` (checked by :func:`app.intake.shapes.parse_max_frames`) renders each clip in at most that many
         frames (a preview). ``progress``: see :meth:`Pipeline.render`. Returns the record,
         ``{motion: url}`` in the asked order and the names that were cache hits."""
         record, _ = self.load(cid, deadline)

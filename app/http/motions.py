@@ -9,14 +9,11 @@ A video with no person ends the job ``failed`` with 422 ``no_person``.
 """
 from __future__ import annotations
 
-import math
-
 from flask import Blueprint, jsonify, request
 
-from ..errors import BadRequest
 from ..intake import body
-from ..intake.video import read_video_upload
-from ..jobs.webhooks import validate_callback_url
+from ..intake.models import VideoForm
+from ..intake.read import read, takes
 from ..motions.library import categories
 from ..services import services
 from .api import base_url, request_deadline
@@ -37,6 +34,7 @@ def list_motions():
 
 
 @bp.post("/motions")
+@takes(VideoForm)
 def make_motion():
     """Queue the video for the pose model (always async: it takes seconds per second of video)."""
     svc = services()
@@ -44,30 +42,8 @@ def make_motion():
     admit_work()
     limit = int(svc.settings.video_max_mb * 2**20)
     body.buffer_body(request.environ, limit + _FORM_OVERHEAD, min(svc.settings.body_timeout_s, deadline.remaining()))
-    video = read_video_upload(request.files, limit)
-    window = _window(request.form, svc.settings.video_max_seconds)
-    callback = validate_callback_url(request.form.get("callback_url"), svc.settings)
-    return submit("motion_from_video", {"client": client(), "base_url": base_url(), **window}, video, callback)
-
-
-def _window(form, max_seconds: float) -> dict[str, float]:
-    """The optional ``start`` and ``end`` fields (seconds of the video): ``{"start_s"?, "end_s"?}``.
-    What needs the video's length (a start past its end) is checked by the job."""
-    out: dict[str, float] = {}
-    for field, raw in (("start", form.get("start")), ("end", form.get("end"))):
-        if raw is None or not str(raw).strip():
-            continue
-        try:
-            value = float(raw)
-        except ValueError:
-            raise BadRequest(f"'{field}' must be a number of seconds, got {str(raw)[:40]!r}") from None
-        if not (math.isfinite(value) and value >= 0):
-            raise BadRequest(f"'{field}' must be 0 or more seconds, got {str(raw)[:40]}")
-        out[f"{field}_s"] = value
-    start, end = out.get("start_s", 0.0), out.get("end_s")
-    if end is not None and end <= start:
-        raise BadRequest(f"'end' ({end:g} s) must come after 'start' ({start:g} s)")
-    if end is not None and end - start > max_seconds + 1e-6:
-        raise BadRequest(f"the window {start:g}-{end:g} s is {end - start:.2f} s long; at most {max_seconds:g} s "
-                         "of a video are used (DOODLEPOD_VIDEO_MAX_SECONDS): choose a shorter window")
-    return out
+    fields = read(VideoForm, respond_async=True)
+    # the part of the video to use (the job checks a start past its end): absent, its first seconds
+    window = {k: v for k, v in (("start_s", fields.start), ("end_s", fields.end)) if v is not None}
+    return submit("motion_from_video", {"client": client(), "base_url": base_url(), **window}, fields.video,
+                  fields.callback_url)
