@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 

@@ -22,6 +22,7 @@ from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from ..errors import BadRequest
 from .shapes import (
     COMPONENTS,
+    VIDEO_SECONDS,
     Base64Image,
     Bbox,
     BvhFile,
@@ -38,7 +39,6 @@ from .shapes import (
     VideoEnd,
     VideoFile,
     VideoStart,
-    VIDEO_SECONDS,
 )
 
 #: Where the document keeps the schemas (``components.schemas``).

@@ -138,3 +138,43 @@ def test_docs_fit_a_phone(server, open_page):
     no_sideways_scrolling(page)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "docs-390x844.png"))
+
+
+def test_motion_credits_are_a_page_not_raw_markdown(server, open_page):
+    """Item 6: "Motion credits" opened raw Markdown with dead links."""
+    page = open_page(390, 844, touch=True)
+    page.goto(f"{server.url}/studio/credits")
+    page.wait_for_selector("table")
+    assert "NSF EIA-0196217" in page.locator("blockquote").inner_text()
+    assert page.locator("table tr").count() >= 40
+    no_sideways_scrolling(page)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "credits-390x844.png"))
+    page.locator("a", has_text="notes").first.click()
+    page.wait_for_load_state()
+    assert page.url.endswith("/studio/credits/files/cmu/LICENSE-NOTES.md")
+    assert "CMU" in page.content()
+
+
+def test_a_video_window_the_server_refuses_is_said_beside_the_video_buttons(server, doc, open_page, tmp_path):
+    """Item 10 in the studio: the window's start and end go with the video; a window the server
+    cannot use (here: longer than 20 s) is said under the video buttons."""
+    import imageio_ffmpeg
+    import numpy as np
+
+    path = tmp_path / "clip.mp4"
+    gen = imageio_ffmpeg.write_frames(str(path), (64, 48), fps=10, codec="libx264", macro_block_size=16,
+                                      ffmpeg_log_level="error")
+    gen.send(None)
+    for k in range(10):
+        gen.send(np.full((48, 64, 3), k * 20, np.uint8))
+    gen.close()
+    page = open_page(1280, 800)
+    open_character(page, server, doc)
+    page.get_by_test_id("video-start").fill("5")
+    page.get_by_test_id("video-end").fill("40")
+    page.get_by_test_id("video").set_input_files(str(path))
+    error = page.get_by_test_id("video-error")
+    error.wait_for(state="visible", timeout=60_000)
+    assert "at most 20 s" in error.inner_text(), error.inner_text()
+    assert page.get_by_test_id("video-state").inner_text().startswith("No motion was made")
