@@ -20,6 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, 
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
 from ..errors import BadRequest
+from .bounds import Bound, schema_bounds
+from .scene_shapes import (
+    CharacterAdds,
+    CharacterChanges,
+    EveryCharacter,
+    OneMotion,
+    SceneBackground,
+    SceneCharacters,
+    SceneImage,
+)
 from .shapes import (
     COMPONENTS,
     VIDEO_SECONDS,
@@ -53,22 +63,14 @@ class RequestModel(BaseModel):
     media: ClassVar[tuple[str, ...]] = ("form",)
 
 
-class ClipFields(RequestModel):
-    """The client's own BVH clip and the frames to use (synchronous requests only)."""
-
-    bvh: BvhFile = None
-    start_frame: FrameIndex = None
-    end_frame: FrameIndex = None
-
-    @model_validator(mode="after")
-    def _frames_need_a_clip(self) -> ClipFields:
-        if self.bvh is None and (self.start_frame is not None or self.end_frame is not None):
-            raise BadRequest("'start_frame' and 'end_frame' select frames of an uploaded 'bvh' clip; none was sent")
-        return self
+def _frames_need_a_clip(fields: AnimateForm | RenderRequest) -> None:
+    if fields.bvh is None and (fields.start_frame is not None or fields.end_frame is not None):
+        raise BadRequest("'start_frame' and 'end_frame' select frames of an uploaded 'bvh' clip; none was sent")
 
 
-class AnimateForm(ClipFields):
-    """POST /animate: the drawing and what to make of it (a multipart form, or the bare image)."""
+class AnimateForm(RequestModel):
+    """POST /animate: the drawing and what to make of it (a multipart form, or the bare image);
+    ``every_character`` opts in to every character of the photo together (a scene)."""
 
     media = ("form", "image")
     image: ImageFile
@@ -77,7 +79,92 @@ class AnimateForm(ClipFields):
     size: RenderSize = Field(None, validate_default=True)
     joints: Joints = None
     bbox: Bbox = None
+    bvh: BvhFile = None
+    start_frame: FrameIndex = None
+    end_frame: FrameIndex = None
     callback_url: CallbackUrl = ""
+    every_character: EveryCharacter = False
+
+    @model_validator(mode="after")
+    def _every_character_finds_them_itself(self) -> AnimateForm:
+        if self.every_character and (self.joints is not None or self.bbox is not None or self.bvh is not None):
+            raise BadRequest("every_character finds every character itself: send no joints, bbox or bvh with it "
+                             "(POST /scenes takes the boxes and joints of several characters)")
+        if self.every_character and self.format == "glb":
+            raise BadRequest("glb holds one character's rig: it cannot hold every character of the photo")
+        return self
+
+    @model_validator(mode="after")
+    def _clip(self) -> AnimateForm:
+        _frames_need_a_clip(self)
+        return self
+
+    @model_validator(mode="after")
+    def _mp4_is_even(self) -> AnimateForm:
+        if self.format == "mp4" and self.size % 2:
+            raise BadRequest(f"MP4 needs an even size, got {self.size}")
+        return self
+
+
+class SceneForm(RequestModel):
+    """POST /scenes: the photo (a multipart form) and optionally the characters the client found on it; or
+    (JSON) characters that exist. ``motions``: one for all, or one per character; ``background``: text or a
+    picture file."""
+
+    model_config = ConfigDict(extra="forbid")
+    media = ("form", "json")
+    image: SceneImage = None
+    characters: SceneCharacters = None
+    motions: Motions = []
+    background: SceneBackground = None
+
+    @model_validator(mode="after")
+    def _photo_or_characters(self) -> SceneForm:
+        if self.image is None:
+            if not self.characters or "id" not in self.characters[0]:
+                raise BadRequest("send the photo as the multipart field 'image' (and optionally the characters "
+                                 "found on it), or JSON {\"characters\": [character ids]}")
+        elif self.characters and "id" in self.characters[0]:
+            raise BadRequest("with a photo, 'characters' are the boxes and joints found on it, not ids")
+        return self
+
+
+class SceneEdit(RequestModel):
+    """PATCH /scenes/{sid}: at least one of ``characters`` (changes), ``add``, ``motion``, ``background``."""
+
+    model_config = ConfigDict(extra="forbid")
+    media = ("json", "form")
+    characters: CharacterChanges = None
+    add: CharacterAdds = None
+    motion: OneMotion = None
+    background: SceneBackground = None
+
+    @model_validator(mode="after")
+    def _one_change(self) -> SceneEdit:
+        if self.characters is None and self.add is None and self.motion is None and self.background is None:
+            raise BadRequest("nothing to change: send characters, add, motion or background")
+        return self
+
+
+class SceneRenderRequest(RequestModel):
+    """POST /scenes/{sid}/animations: the file to make (``size``: the canvas's longer side)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "description": "The render's work (characters x frames x canvas pixels) is at most `x-max-work-mpx` "
+                       "million (422 `scene_too_large`).", **schema_bounds(**{
+                           "x-max-work-mpx": Bound("DOODLEPOD_SCENE_MAX_WORK_MPX")})})
+    media = ("json", "form")
+    format: Format = Field(None, validate_default=True)
+    size: RenderSize = Field(None, validate_default=True)
+    max_frames: MaxFrames = None
+    callback_url: CallbackUrl = ""
+
+    @model_validator(mode="after")
+    def _not_glb(self) -> SceneRenderRequest:
+        if self.format == "glb":
+            raise BadRequest("glb holds one character's rigged mesh, not a scene: animate each character as glb "
+                             "(POST /characters/{id}/animations), or ask for joints")
+        return self
 
     @model_validator(mode="after")
     def _mp4_is_even(self) -> AnimateForm:
@@ -149,7 +236,7 @@ class CharacterEdit(RequestModel):
         return self
 
 
-class RenderRequest(ClipFields):
+class RenderRequest(RequestModel):
     """POST /characters/{cid}/animations: what to render (JSON, or a form that may carry a `bvh` clip)."""
 
     media = ("json", "form")
@@ -157,10 +244,14 @@ class RenderRequest(ClipFields):
     format: Format = Field(None, validate_default=True)
     size: RenderSize = Field(None, validate_default=True)
     max_frames: MaxFrames = None
+    bvh: BvhFile = None
+    start_frame: FrameIndex = None
+    end_frame: FrameIndex = None
     callback_url: CallbackUrl = ""
 
     @model_validator(mode="after")
-    def _mp4_is_even(self) -> RenderRequest:
+    def _checks(self) -> RenderRequest:
+        _frames_need_a_clip(self)
         if self.format == "mp4" and self.size % 2:
             raise BadRequest(f"MP4 needs an even size, got {self.size}")
         return self
@@ -168,7 +259,7 @@ class RenderRequest(ClipFields):
 
 #: Every request model, in the order the document lists them.
 MODELS: tuple[type[RequestModel], ...] = (AnimateForm, LegacyRequest, VideoForm, CharacterForm, CharacterEdit,
-                                          RenderRequest)
+                                          RenderRequest, SceneForm, SceneEdit, SceneRenderRequest)
 
 
 class _Schemas(GenerateJsonSchema):
@@ -181,6 +272,8 @@ class _Schemas(GenerateJsonSchema):
 def components() -> dict[str, Any]:
     """The request schemas of the document (``components.schemas``), generated from the models and
     the named field types, with bounds at the settings' defaults (``x-bounds`` marks them)."""
+    from .bounds import default_settings, resolve
+
     out: dict[str, Any] = {}
     for name, tp in COMPONENTS.items():
         schema = TypeAdapter(tp).json_schema(ref_template=REF, schema_generator=_Schemas)
@@ -190,7 +283,8 @@ def components() -> dict[str, Any]:
     out.update(top.get("$defs", {}))
     out = {name: _tidy(schema) for name, schema in out.items()}
     used = {*COMPONENTS, *(m.__name__ for m in MODELS), *re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(out))}
-    return {name: schema for name, schema in out.items() if name in used}  # not a type a marker hid (Clip)
+    return resolve({name: schema for name, schema in out.items() if name in used},  # not a type a marker hid
+                   default_settings())
 
 
 def _tidy(node: Any) -> Any:
