@@ -44,6 +44,10 @@ def _read_answer(resp: requests.Response, limit: int = MAX_ANSWER_BYTES) -> byte
     return b"".join(chunks)
 
 
+#: The header the model handlers name their weights in (handlers/handler_base.py).
+WEIGHTS_HEADER = "X-Doodlepod-Weights"
+
+
 class TorchServeClient:
     """Calls ``POST {inference_url}/predictions/{model}`` with the image as the multipart field ``data``."""
 
@@ -59,6 +63,14 @@ class TorchServeClient:
         adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=64, max_retries=0)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
+        #: The weights the models' last answer named (header X-Doodlepod-Weights: "tiny" for random
+        #: weights built for tests, "released"), None until one names them.
+        self.weights: str | None = None
+
+    @property
+    def runs_tiny_models(self) -> bool:
+        """True when the model server's last answer came from tiny random-initialised models."""
+        return self.weights == "tiny"
 
     def predict(self, model: str, image: bytes, deadline: Deadline, stage: str) -> Any:
         """Post ``image`` (encoded PNG/JPEG bytes) to ``model`` and return its decoded JSON answer.
@@ -113,6 +125,8 @@ class TorchServeClient:
             resp = self.session.post(url, files={"data": ("image.png", image, "image/png")},
                                      timeout=(min(timeout, 3.0), timeout), stream=True)
             try:
+                if resp.status_code == 200:
+                    self.weights = resp.headers.get(WEIGHTS_HEADER) or self.weights
                 return resp.status_code, _read_answer(resp)
             finally:
                 resp.close()
