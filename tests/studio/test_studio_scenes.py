@@ -1,4 +1,4 @@
-"""The studio's scenes page (studio/scenes.html, js/scene.js) in a real headless Chromium against the app
+"""The studio's scenes page (GET /studio-scenes: studio/scenes.html, js/scene.js) in a real headless Chromium against the app
 as `make run` starts it on two CPUs (tests/support/make_run_pod.py: gunicorn, the render worker, Valkey).
 
 Faked, and why: the two models (no weights here): the detector answers the boxes of the scene fixture
@@ -57,7 +57,7 @@ def _scene_id(page) -> str:
 def test_every_character_found_is_shown_fixed_and_played_together(server, photo, open_page, width, height):
     path, key = photo
     page = open_page(width, height, touch=width < 500)
-    page.goto(f"{server.url}/studio/scenes.html")
+    page.goto(f"{server.url}/studio-scenes")
     page.wait_for_selector("body[data-ready=true]")
     page.get_by_test_id("scene-upload").set_input_files(str(path))
     page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4")
