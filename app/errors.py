@@ -62,6 +62,11 @@ class UnreadableImage(ClientError):
     status, code = 400, "unreadable_image"
 
 
+class ImageTooSmall(ClientError):
+    """An image under :data:`app.images.MIN_SIDE` pixels on a side: refused before the models see it."""
+    status, code = 422, "image_too_small"
+
+
 class UnknownMotion(ClientError):
     """A requested motion is not in the library (GET /motions lists them)."""
     status, code = 400, "unknown_motion"

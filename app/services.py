@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .render.pipeline import Pipeline
     from .render.pool import RenderPool
     from .scenes.resource import Scenes
+    from .shares import Shares
     from .storage.backends import Storage
 
 EXTENSION = "doodlepod"
@@ -41,6 +42,7 @@ class Services:
     pipeline: Pipeline
     runtime_dir: Path                # the pod's shared runtime folder (slots, metric files)
     characters: Characters           # the characters API's steps over the pipeline and the storage
+    shares: Shares                   # each client's share of the pools (app/shares.py)
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
     limiter: RateLimiter | None = None           # per-client token buckets (None: limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
@@ -65,6 +67,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     from .render.pool import RenderPool
     from .render.scratch import make_scratch
     from .render.steps import render_reference, warm
+    from .shares import Shares
     from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
@@ -87,6 +90,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
                     pipeline=pipeline, characters=characters,
+                    shares=Shares(settings, jobs.redis if jobs is not None else None),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
                     previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own,
                     scenes=Scenes(settings, pipeline, storage, characters))

@@ -26,6 +26,7 @@ y down). The app works in *work pixels* (``work = image * work.scale``) and the 
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
@@ -448,7 +449,8 @@ def _together(*calls: Callable[[], Any]) -> list[Any]:
 
     # each call's error is caught in its greenlet and re-raised here: an error left to end a greenlet is
     # also printed by gevent's hub as an unhandled traceback on stderr (for a plain 504, say)
-    greenlets = [gevent.spawn(_outcome, call) for call in calls]
+    # each in a copy of this context: what the calls store is metered for the client (app/shares.py)
+    greenlets = [gevent.spawn(contextvars.copy_context().run, _outcome, call) for call in calls]
     try:
         gevent.joinall(greenlets)
     finally:

@@ -19,7 +19,7 @@ from flask import Blueprint, g, jsonify
 
 from ..deadline import Deadline
 from ..intake.bvh import check_upload
-from ..intake.models import AnimateForm, ClipFields, LegacyRequest
+from ..intake.models import AnimateForm, LegacyRequest, RenderRequest
 from ..intake.motions import motion_list
 from ..intake.read import read, takes
 from ..render.pipeline import AnimateRequest, Result
@@ -48,7 +48,7 @@ def animate():
 def _animate_async(fields: AnimateForm):
     """Check the request as the synchronous path would, then queue it (202 + Location)."""
     motions = motion_list(fields.motions)
-    _check_image_header(fields.image)
+    check_image_header(fields.image)
     if fields.every_character:   # every character of the photo together (a scene, app/scenes/)
         payload = {"motions": [m.name for m in motions], "format": fields.format, "every_character": True,
                    "base_url": base_url()}
@@ -65,7 +65,7 @@ def skeleton_json(joints: list | None) -> list | None:
     return [{"name": j.name, "loc": [float(v) for v in j.loc], "parent": j.parent} for j in joints]
 
 
-def _check_image_header(data: bytes) -> None:
+def check_image_header(data: bytes) -> None:
     """What an async request can be refused for before it is queued (type, pixel count: the header);
     the decode itself happens in the worker."""
     from ..images import open_checked
@@ -85,6 +85,7 @@ def _animate(fields: AnimateForm, deadline: Deadline):
     named: list = []
     try:
         named = motion_list(fields.motions, defaults=clip is None, own=deadline, client=client())
+        check_image_header(fields.image)  # type, size: before a render slot is taken for it
         with render_slot():  # only now: the body is in and every field checked
             result = _run({"image": fields.image, "motions": named + ([clip] if clip else []), "format": fields.format,
                            "joints": fields.joints, "bbox": fields.bbox, "deadline": deadline})
@@ -126,7 +127,7 @@ def _run(job_kwargs: dict[str, Any]) -> Result:
     return result
 
 
-def uploaded_clip(fields: ClipFields, deadline: Deadline):
+def uploaded_clip(fields: AnimateForm | RenderRequest, deadline: Deadline):
     """The request's own BVH clip (``bvh``, ``start_frame``, ``end_frame``), checked in a render
     process and saved for this request (:mod:`app.intake.bvh`), or None. The caller removes it when
     the request ends."""

@@ -17,9 +17,9 @@ from ..intake.models import CharacterEdit, CharacterForm, RenderRequest
 from ..intake.motions import motion_list
 from ..intake.read import read, takes
 from ..services import services
-from .animate import uploaded_clip
+from .animate import check_image_header, uploaded_clip
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
-from .jobs import admit_work, client, idempotent, submit, wants_async
+from .jobs import admit_work, client, idempotent, meter_storage, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
@@ -54,6 +54,7 @@ def create_character():
 
 
 def _create_character(fields: CharacterForm, deadline) -> Response:
+    check_image_header(fields.image)  # type, size: before a render slot is taken for it
     with render_slot():
         timings: dict[str, float] = {}
         record = services().characters.create(fields.image, fields.joints, fields.bbox, deadline, timings)
@@ -93,6 +94,7 @@ def edit_character(cid: str):
 
 @bp.delete("/characters/<cid>")
 def delete_character(cid: str):
+    meter_storage(check=False)  # what the delete frees goes back to the client's storage share
     services().characters.delete(cid, request_deadline())
     return Response(status=204)
 
@@ -120,7 +122,11 @@ def animate_character(cid: str):
     read_body(deadline)
     if wants_async():
         return _animate_character_async(cid, read(RenderRequest, respond_async=True), deadline)
-    fields = read(RenderRequest)
+    return idempotent(lambda: _animate_character_now(cid, read(RenderRequest), deadline))
+
+
+def _animate_character_now(cid: str, fields: RenderRequest, deadline) -> Response:
+    """The synchronous render (once per Idempotency-Key: a repeat gets the first answer)."""
     clip = uploaded_clip(fields, deadline)  # the client's own BVH clip (file or text field), if any
     chosen: list = []
     try:

@@ -13,7 +13,6 @@ The page is static HTML, CSS and one vanilla-JS module in ``app/static/docs/`` t
 """
 from __future__ import annotations
 
-import copy
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 import yaml
 from flask import Blueprint, Response
 
-from ..intake.bounds import bound_value
+from ..intake.bounds import resolve
 from ..intake.models import components
 from ..services import services
 from .studio import serve_static
@@ -50,24 +49,6 @@ def written() -> dict[str, Any]:
         raise ValueError(f"openapi.yaml writes schemas the request models generate: {', '.join(twice)}")
     schemas.update(generated)
     return document
-
-
-def resolve(document: dict[str, Any], settings: Any) -> dict[str, Any]:
-    """A copy of ``document`` with every ``x-bounds`` keyword set from ``settings``."""
-    out = copy.deepcopy(document)
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for keyword, source in (node.get("x-bounds") or {}).items():
-                node[keyword] = bound_value(source, settings)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(out)
-    return out
 
 
 @lru_cache(maxsize=4)

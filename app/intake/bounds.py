@@ -1,13 +1,15 @@
 """A request bound named once, by where its value comes from: a setting or a Python constant.
 
 The request shapes (:mod:`app.intake.shapes`) check a field against ``Bound(...).of(settings)``, and
-write the same bound into their JSON Schema as the settings' default plus ``x-bounds: {keyword:
-SOURCE}``; the served OpenAPI document (:mod:`app.http.reference`) replaces each marked value with
-the running settings' own, so a deployment that raises ``DOODLEPOD_RENDER_SIZE_MAX`` publishes and
+mark the same bound in their JSON Schema as ``x-bounds: {keyword: SOURCE}``; :func:`resolve` sets each
+marked keyword from a settings object: the settings' defaults in the written document
+(:func:`app.intake.models.components`), the running settings' in the served one
+(:mod:`app.http.reference`), so a deployment that raises ``DOODLEPOD_RENDER_SIZE_MAX`` publishes and
 enforces the same limit.
 """
 from __future__ import annotations
 
+import copy
 import importlib
 import re
 from dataclasses import dataclass
@@ -60,11 +62,25 @@ class Bound:
     def of(self, settings: Any) -> Any:
         return bound_value(self.source, settings)
 
-    @property
-    def default(self) -> Any:
-        return bound_value(self.source, default_settings())
-
 
 def schema_bounds(**keywords: Bound) -> dict[str, Any]:
-    """JSON Schema keywords at their default values, and the ``x-bounds`` that names their sources."""
-    return {**{k: b.default for k, b in keywords.items()}, "x-bounds": {k: b.source for k, b in keywords.items()}}
+    """The ``x-bounds`` marking JSON Schema ``keywords`` (set by :func:`resolve`)."""
+    return {"x-bounds": {k: b.source for k, b in keywords.items()}}
+
+
+def resolve(document: Any, settings: Any) -> Any:
+    """A copy of ``document`` with every keyword an ``x-bounds`` marks set from ``settings``."""
+    out = copy.deepcopy(document)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for keyword, source in (node.get("x-bounds") or {}).items():
+                node[keyword] = bound_value(source, settings)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(out)
+    return out

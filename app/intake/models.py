@@ -60,21 +60,12 @@ class RequestModel(BaseModel):
     media: ClassVar[tuple[str, ...]] = ("form",)
 
 
-class ClipFields(RequestModel):
-    """The client's own BVH clip and the frames to use (synchronous requests only)."""
-
-    bvh: BvhFile = None
-    start_frame: FrameIndex = None
-    end_frame: FrameIndex = None
-
-    @model_validator(mode="after")
-    def _frames_need_a_clip(self) -> ClipFields:
-        if self.bvh is None and (self.start_frame is not None or self.end_frame is not None):
-            raise BadRequest("'start_frame' and 'end_frame' select frames of an uploaded 'bvh' clip; none was sent")
-        return self
+def _frames_need_a_clip(fields: AnimateForm | RenderRequest) -> None:
+    if fields.bvh is None and (fields.start_frame is not None or fields.end_frame is not None):
+        raise BadRequest("'start_frame' and 'end_frame' select frames of an uploaded 'bvh' clip; none was sent")
 
 
-class AnimateForm(ClipFields):
+class AnimateForm(RequestModel):
     """POST /animate: the drawing and what to make of it (a multipart form, or the bare image);
     ``every_character`` opts in to every character of the photo together (a scene)."""
 
@@ -84,6 +75,9 @@ class AnimateForm(ClipFields):
     format: Format = Field(None, validate_default=True)
     joints: Joints = None
     bbox: Bbox = None
+    bvh: BvhFile = None
+    start_frame: FrameIndex = None
+    end_frame: FrameIndex = None
     callback_url: CallbackUrl = ""
     every_character: EveryCharacter = False
 
@@ -94,6 +88,11 @@ class AnimateForm(ClipFields):
                              "(POST /scenes takes the boxes and joints of several characters)")
         if self.every_character and self.format == "glb":
             raise BadRequest("glb holds one character's rig: it cannot hold every character of the photo")
+        return self
+
+    @model_validator(mode="after")
+    def _clip(self) -> AnimateForm:
+        _frames_need_a_clip(self)
         return self
 
 
@@ -204,7 +203,7 @@ class CharacterEdit(RequestModel):
         return self
 
 
-class RenderRequest(ClipFields):
+class RenderRequest(RequestModel):
     """POST /characters/{cid}/animations: what to render (JSON, or a form that may carry a `bvh` clip)."""
 
     media = ("json", "form")
@@ -212,10 +211,14 @@ class RenderRequest(ClipFields):
     format: Format = Field(None, validate_default=True)
     size: RenderSize = Field(None, validate_default=True)
     max_frames: MaxFrames = None
+    bvh: BvhFile = None
+    start_frame: FrameIndex = None
+    end_frame: FrameIndex = None
     callback_url: CallbackUrl = ""
 
     @model_validator(mode="after")
-    def _mp4_is_even(self) -> RenderRequest:
+    def _checks(self) -> RenderRequest:
+        _frames_need_a_clip(self)
         if self.format == "mp4" and self.size % 2:
             raise BadRequest(f"MP4 needs an even size, got {self.size}")
         return self
@@ -236,6 +239,8 @@ class _Schemas(GenerateJsonSchema):
 def components() -> dict[str, Any]:
     """The request schemas of the document (``components.schemas``), generated from the models and
     the named field types, with bounds at the settings' defaults (``x-bounds`` marks them)."""
+    from .bounds import default_settings, resolve
+
     out: dict[str, Any] = {}
     for name, tp in COMPONENTS.items():
         schema = TypeAdapter(tp).json_schema(ref_template=REF, schema_generator=_Schemas)
@@ -245,7 +250,8 @@ def components() -> dict[str, Any]:
     out.update(top.get("$defs", {}))
     out = {name: _tidy(schema) for name, schema in out.items()}
     used = {*COMPONENTS, *(m.__name__ for m in MODELS), *re.findall(r'"#/components/schemas/([^"]+)"', json.dumps(out))}
-    return {name: schema for name, schema in out.items() if name in used}  # not a type a marker hid (Clip)
+    return resolve({name: schema for name, schema in out.items() if name in used},  # not a type a marker hid
+                   default_settings())
 
 
 def _tidy(node: Any) -> Any:

@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationInf
 
 from animator import FORMATS
 
-from .. import coordinates
 from ..errors import BadMask, BadRequest, InvalidMotion, TooLarge, UnsupportedType, animator_boundary
 from ..jobs.webhooks import validate_callback_url
 from .body import MAX_JSON_DEPTH, parse_json
@@ -249,8 +248,8 @@ JointsValue = named("Joints", Annotated[_JointMap | Skeleton | SkeletonObject, F
                                        "x-max-number-chars": Bound("app.intake.body:MAX_NUMBER_CHARS")}))])
 
 
-def _as_json_text(of: Any, what: str) -> Any:
-    """A form field holding the JSON text of ``of``."""
+def _as_json_text(of: str, what: str) -> Any:
+    """A field holding the JSON text of the component ``of``."""
     return Annotated[str, Field(description=f"{what} as JSON text (a form field), at most `DOODLEPOD_MAX_FIELD_KB`.",
                                 json_schema_extra={**schema_bounds(maxLength=FIELD_SIZE),
                                                    "contentMediaType": "application/json",
@@ -260,6 +259,8 @@ def _as_json_text(of: Any, what: str) -> Any:
 def skeleton_of(value: Any) -> list:
     """The skeleton of decoded client joints; joints that make none are ``invalid_character`` (422)."""
     from animator.skeleton import skeleton_from_client
+
+    from .. import coordinates
 
     with animator_boundary():
         joints = skeleton_from_client(value)

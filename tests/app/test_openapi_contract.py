@@ -35,6 +35,7 @@ import app as app_package
 from app import config
 from app.errors import ApiError
 from app.http import reference
+from app.intake import bounds
 
 REPO = Path(__file__).resolve().parents[2]
 ROUTES = REPO / "app" / "http"
@@ -165,8 +166,8 @@ def test_written_bounds_are_the_code_defaults():
     defaults = config.load_settings({})
     assert _bounds(), "the document names no bound"
     for node, keyword, source in _bounds():
-        assert node[keyword] == reference.bound_value(source, defaults), f"{keyword} from {source}"
-    assert reference.resolve(SPEC, defaults) == SPEC
+        assert node[keyword] == bounds.bound_value(source, defaults), f"{keyword} from {source}"
+    assert bounds.resolve(SPEC, defaults) == SPEC
 
 
 def test_the_served_document_carries_the_running_settings(make_app):
@@ -192,6 +193,10 @@ NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_SCENE_MIN_SCORE",     # which detections of a photo make a scene's characters
     "DOODLEPOD_SCENE_MAX_OVERLAP",   # the non-maximum suppression of those detections
     "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
+    "DOODLEPOD_CLIENT_STORAGE_MB",   # a client's share (app/shares.py): 429 storage_share_used
+    "DOODLEPOD_CLIENT_QUEUED_MB",    # a client's share: 429 queued_bytes_share_used
+    "DOODLEPOD_CLIENT_MAX_QUEUED",   # a client's share: 429 jobs_share_used
+    "DOODLEPOD_CLIENT_MAX_VIDEOS",   # a client's share: 429 video_share_used
 }
 #: MAX_* constants of the app that bound no client input.
 NOT_REQUEST_CONSTANTS = {
@@ -237,7 +242,7 @@ def test_the_served_request_schemas_are_the_generated_ones(make_app):
     settings = config.load_settings({}, render_size_max=512, max_field_kb=8)
     app = make_app(render_size_max=512, max_field_kb=8)
     served = app.test_client().get("/openapi.json").get_json()["components"]["schemas"]
-    for name, schema in reference.resolve(generated, settings).items():
+    for name, schema in bounds.resolve(generated, settings).items():
         assert served[name] == schema, name
     assert served["RenderSize"]["maximum"] == 512 and served["MotionList"]["anyOf"][0]["maxLength"] == 8 * 1024
 

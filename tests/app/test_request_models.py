@@ -45,7 +45,7 @@ def test_absent_fields_take_the_running_settings(make_app):
 
 
 def _schema_of(name: str) -> Draft202012Validator:
-    from app.http.reference import resolve
+    from app.intake.bounds import resolve
 
     schemas = resolve(components(), config.load_settings({}))
     return Draft202012Validator({"$ref": f"#/components/schemas/{name}", "components": {"schemas": schemas}})
