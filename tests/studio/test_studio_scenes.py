@@ -101,3 +101,18 @@ def test_every_character_found_is_shown_fixed_and_played_together(server, photo,
     src = page.get_by_test_id("scene-result").get_attribute("src")
     gif = Image.open(io.BytesIO(requests.get(requests.compat.urljoin(server.url + "/", src), timeout=30).content))
     assert gif.n_frames > 1
+
+
+def test_the_studio_link_starts_from_a_characters_photo(server, photo, open_page):
+    """studio-scenes#from=<character id> (what the studio links to when its photo holds several drawings):
+    that character's photo, every character in it."""
+    path, key = photo
+    made = requests.post(f"{server.url}/characters", files={"image": ("p.png", path.read_bytes(), "image/png")},
+                         timeout=120)
+    assert made.status_code == 201, made.text
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio-scenes#from={made.json()['id']}")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4",
+                           timeout=120_000)
+    assert page.get_by_test_id("scene-error").is_hidden()
+    assert _scene_id(page)

@@ -1,9 +1,9 @@
 // The scenes page (GET /studio-scenes, studio/scenes.html): a photo of a drawn scene in, every character moving on it out.
 // The scene view itself is js/scene.js; "Fix" opens a character in the studio's editor
 // (studio#character=<id>, same tab: the token stays), and the browser's Back returns here
-// (#scene=<id> reopens the scene).
+// (#scene=<id> reopens the scene); #from=<character id> starts from that character's photo.
 
-import { call, getToken, setToken } from "./api.js";
+import { call, getToken, sameOrigin, setToken } from "./api.js";
 import { mountScene } from "./scene.js";
 
 const $ = (id) => document.getElementById(id);
@@ -22,11 +22,31 @@ function chosen(input) {
   view.create();
 }
 
+/** `#from=<character id>` (the studio's link when its photo holds several drawings): that photo, every
+ * character in it. */
+async function fromCharacter(cid) {
+  try {
+    const doc = await call("GET", `characters/${encodeURIComponent(cid)}`);
+    const url = doc.urls.image;
+    const response = await fetch(url, { headers: sameOrigin(url) && getToken() ? { Authorization: `Bearer ${getToken()}` } : {} });
+    if (!response.ok) throw new Error(`the photo could not be fetched (${response.status})`);
+    const blob = await response.blob();
+    view.offer(new File([blob], "photo.png", { type: blob.type || "image/png" }));
+    await view.create();
+  } catch (err) {
+    section.hidden = false;
+    view.fail(err);
+  }
+}
+
 async function start() {
   $("token").value = getToken();
   $("token").addEventListener("change", () => setToken($("token").value));
   for (const input of [$("upload"), $("camera")]) input.addEventListener("change", () => chosen(input));
-  const id = new URLSearchParams(location.hash.slice(1)).get("scene");
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const id = hash.get("scene");
+  const from = hash.get("from");
+  if (from && !id) await fromCharacter(from);
   if (id) {
     try {
       await view.open(await call("GET", `scenes/${encodeURIComponent(id)}`));
