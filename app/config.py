@@ -225,6 +225,9 @@ SETTINGS: tuple[Setting, ...] = (
             "left to the request).", _positive_float),
     Setting("DOODLEPOD_TORCHSERVE_RETRIES", "2", "Retries of a TorchServe call that failed to connect or "
             "got 503/507 (with backoff).", _non_negative_int),
+    Setting("DOODLEPOD_MODELS_STATE_FILE", "", "A JSON file in which `make run` says how far the models' "
+            "preparation has got (the model stack building, TorchServe starting): /ping reports it, and requests "
+            "that need the models answer 503 models_unavailable meanwhile. Empty: TorchServe's own state only."),
     Setting("DOODLEPOD_PING_TIMEOUT_S", "1", "Timeout of each check /ping makes.", _positive_float),
     # --- storage ---
     Setting("DOODLEPOD_STORAGE", "local", "Where animations go: 'local' (a folder served by the app under "

@@ -467,11 +467,39 @@ def parse_video(raw: Any, info: ValidationInfo) -> bytes:
 
 VideoFile = Annotated[bytes, PlainValidator(parse_video), FilePart(), Hint(
     "send the video as the multipart form field 'video' (MP4, MOV or WebM)"), WithJsonSchema({
-        **_BINARY, "description": "A short video of one person (MP4, MOV or WebM), at most `DOODLEPOD_VIDEO_MAX_MB` "
-        "(413 beyond) and `DOODLEPOD_VIDEO_MAX_SECONDS` long (the job fails 422 `invalid_video` beyond, before any "
-        "frame is decoded).",
+        **_BINARY, "description": "A video of one person (MP4, MOV or WebM), at most `DOODLEPOD_VIDEO_MAX_MB` "
+        "(413 beyond). At most `DOODLEPOD_VIDEO_MAX_SECONDS` of it are used: `start` and `end` choose which; "
+        "without them its first seconds (the job's `motion.window` says which part was used).",
         **schema_bounds(**{"x-max-bytes": Bound("DOODLEPOD_VIDEO_MAX_MB"),
                            "x-max-seconds": Bound("DOODLEPOD_VIDEO_MAX_SECONDS")})})]
+
+
+def parse_seconds(raw: Any, info: ValidationInfo) -> float | None:
+    """``start`` / ``end`` of a video's window: seconds into the video, 0 or more; None when absent."""
+    name = info.field_name
+    if _absent(raw):
+        return None
+    try:
+        value = float(str(raw).strip()) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise BadRequest(f"'{name}' must be a number of seconds, got {str(raw)[:40]!r}")
+    if not (math.isfinite(value) and value >= 0):
+        raise BadRequest(f"'{name}' must be 0 or more seconds, got {str(raw)[:40]}")
+    return value
+
+
+VIDEO_SECONDS = Bound("DOODLEPOD_VIDEO_MAX_SECONDS")
+VideoStart = named("VideoStart", Annotated[
+    float | None, PlainValidator(parse_seconds, json_schema_input_type=float),
+    Field(description="The second of the video the motion starts at (default 0). A start after the video's end "
+                      "fails the job 422 `invalid_video`.", json_schema_extra={"minimum": 0})])
+VideoEnd = named("VideoEnd", Annotated[
+    float | None, PlainValidator(parse_seconds, json_schema_input_type=float),
+    Field(description="The second it ends at (default `DOODLEPOD_VIDEO_MAX_SECONDS` after the start, or the "
+                      "video's end); `end - start` at most `DOODLEPOD_VIDEO_MAX_SECONDS` (400 beyond).",
+          json_schema_extra={"exclusiveMinimum": 0})])
 
 
 def parse_mask(raw: Any, info: ValidationInfo) -> bytes | None:
