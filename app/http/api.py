@@ -124,7 +124,7 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     if wait_s > 0:
         metrics.RENDERS_WAITING.inc()
         try:
-            slot = svc.slots.acquire(priority, wait_s, owner=owner)
+            slot = svc.slots.acquire(priority, wait_s, owner=owner, fair=bool(share))
         finally:
             metrics.RENDERS_WAITING.dec()
     else:
