@@ -42,16 +42,10 @@ JOINT = "left_elbow"
 DRAG = (-14, 10)  # CSS pixels the test drags JOINT by (towards the body: it stays on the drawing)
 
 
-def char1_pose() -> dict:
-    """The fake pose model's control: char1's joints, as fractions of whatever crop it is sent."""
-    texture, joints = stack.load_fixture_character("char1")
-    return {"mode": "fractions", "fractions": stack.pose_fractions(Image.fromarray(texture), joints)}
-
-
 @pytest.fixture(scope="module")
 def torchserve(torchserve):
     """The shared fake-model TorchServe (tests/conftest.py), its pose model placing char1's joints."""
-    torchserve.set_control(pose=char1_pose())
+    torchserve.set_control(pose=stack.char1_pose())
     return torchserve
 
 
@@ -426,7 +420,7 @@ def test_another_detection_becomes_the_box(server, torchserve, open_page):
     page_image.paste(small, (550, 300))
     boxes = [{"bbox": [50, 100, 355, 461], "score": 0.9, "category": "drawn_humanoid"},
              {"bbox": [550, 300, 855, 661], "score": 0.5, "category": "drawn_humanoid"}]
-    torchserve.set_control(detector={"mode": "boxes", "boxes": boxes}, pose=char1_pose())
+    torchserve.set_control(detector={"mode": "boxes", "boxes": boxes}, pose=stack.char1_pose())
     try:
         page = open_page(1280, 800)
         page.goto(f"{server.url}/studio")
@@ -441,7 +435,7 @@ def test_another_detection_becomes_the_box(server, torchserve, open_page):
         page.get_by_test_id("save").click()
         page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
     finally:
-        torchserve.set_control(pose=char1_pose())
+        torchserve.set_control(pose=stack.char1_pose())
     assert get_doc(server, cid)["bbox"] == [550, 300, 855, 661]
 
 
@@ -489,7 +483,7 @@ def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, ope
         cid = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('character')")
         doc = get_doc(server, cid)
     finally:
-        torchserve.set_control(pose=char1_pose())
+        torchserve.set_control(pose=stack.char1_pose())
     assert torchserve.calls()[calls_before:] == [], "the manual character went through the models"
     assert doc["detections"] == []
     ink = stack.ink_box(page_image)  # where the drawing's paper lies on the white page

@@ -19,7 +19,6 @@ from PIL import Image
 
 from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.studio.test_studio_page import char1_pose
 from tests.support import stack
 from tests.support.jobstack import RedisServer, app_and_worker
 from tests.support.person_video import PHOTO, frame, placements, write_video
@@ -29,7 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.redis, pytest.ma
 
 @pytest.fixture(scope="module")
 def torchserve(torchserve):
-    torchserve.set_control(pose=char1_pose())
+    torchserve.set_control(pose=stack.char1_pose())
     return torchserve
 
 
