@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support import stack
+from tests.support import stack, wait
 from tests.support.answers import assert_error
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -142,9 +142,7 @@ def test_a_delete_during_a_render_stops_it_and_leaves_nothing(page):
 
         thread = threading.Thread(target=render)
         thread.start()
-        t_end = time.monotonic() + 60
-        while "stage=animate" not in server.log_text() and time.monotonic() < t_end and thread.is_alive():
-            time.sleep(0.05)
+        wait.until(lambda: "stage=animate" in server.log_text() or not thread.is_alive(), 60, "a render started")
         assert thread.is_alive(), answer["resp"].text[:300]   # still rendering when the DELETE comes
         assert requests.delete(f"{server.url}/characters/{cid}", timeout=30).status_code == 204
         thread.join(300)

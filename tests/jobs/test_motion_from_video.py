@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import io
 import re
-import time
 
 import numpy as np
 import pytest
 import requests
 from PIL import Image
 
-from tests.support import stack
+from tests.support import stack, wait
 from tests.support.jobstack import app_and_worker
 from tests.support.person_video import PHOTO, frame, placements, write_video
 
@@ -70,15 +69,13 @@ def _upload(pod, data: bytes, name: str = "dance.mp4") -> requests.Response:
 
 def _follow(pod, location: str, timeout: float = 180) -> tuple[dict, list[dict]]:
     """Poll the job until it ends: (last answer, every answer seen)."""
-    seen = []
-    t_end = time.monotonic() + timeout
-    while time.monotonic() < t_end:
-        job = requests.get(pod.url + location, timeout=10).json()
-        seen.append(job)
-        if job["status"] in ("succeeded", "failed"):
-            return job, seen
-        time.sleep(0.1)
-    raise AssertionError(f"{location} not ended after {timeout} s: {seen[-1]}")
+    seen: list[dict] = []
+
+    def ended() -> dict | None:
+        seen.append(requests.get(pod.url + location, timeout=10).json())
+        return seen[-1] if seen[-1]["status"] in ("succeeded", "failed") else None
+
+    return wait.until(ended, timeout, lambda: f"{location} ended: {seen[-1:]}", every=0.1), seen
 
 
 def test_a_video_becomes_a_motion_the_client_renders_by_name(pod, page, person_mp4):

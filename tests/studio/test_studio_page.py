@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import math
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urljoin
 
@@ -31,7 +30,7 @@ from PIL import Image
 
 from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.support import make_run_pod, stack
+from tests.support import make_run_pod, stack, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -337,15 +336,12 @@ def _open_with_only_jumping(open_page, server, doc):
 
 
 def _wait_in_flight(server, n: int, timeout: float = 60) -> None:
-    t_end = time.monotonic() + timeout
-    while True:
+    def in_flight() -> float:
         text = requests.get(f"{server.url}/metrics", timeout=10).text
-        got = sum(float(line.split()[-1]) for line in text.splitlines()
-                  if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
-        if got >= n:
-            return
-        assert time.monotonic() < t_end, f"{n} renders not in flight after {timeout} s"
-        time.sleep(0.05)
+        return sum(float(line.split()[-1]) for line in text.splitlines()
+                   if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
+
+    wait.until(lambda: in_flight() >= n, timeout, f"{n} renders in flight")
 
 
 def test_phone_touch_drag_and_save(server, open_page):
