@@ -124,7 +124,6 @@ def test_file_urls_do_not_reveal_the_character_and_its_document_is_not_served(pl
 
 def test_a_delete_during_a_render_stops_it_and_leaves_nothing(page):
     import threading
-    import time
 
     env = lambda w: _env(w, DOODLEPOD_RENDER_SIZE="400", DOODLEPOD_RENDER_MAX_FRAMES="0")  # noqa: E731
     with stack.app_server("dp-delete-", env) as server:
@@ -148,7 +147,8 @@ def test_a_delete_during_a_render_stops_it_and_leaves_nothing(page):
         thread.join(300)
         assert_error(answer["resp"], 404, "not_found")
         assert "deleted while this render ran" in answer["resp"].json()["message"]
-        time.sleep(0.5)
-        left = [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
-        assert left == [], left
+        def left() -> list[Path]:
+            return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+
+        wait.until(lambda: not left(), 10, lambda: f"the character's files gone: {left()}")
         assert not (files_root / "characters" / cid).exists()
