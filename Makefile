@@ -1,19 +1,26 @@
 # doodlepod developer entry points. `make help` lists them.
 SHELL := /bin/bash
 DOODLEPOD_CACHE ?= $(HOME)/.cache/doodlepod
+# The shared venv (third-party requirements, reused by every checkout) and this checkout's own venv
+# on top of it (.venv/: this checkout's code, kernels and console scripts; scripts/bootstrap.sh).
 VENV ?= $(DOODLEPOD_CACHE)/venv
-PY := $(VENV)/bin/python
+CHECKOUT_VENV := $(CURDIR)/.venv
+PY := $(CHECKOUT_VENV)/bin/python
+BIN := $(CHECKOUT_VENV)/bin
 export DOODLEPOD_CACHE VENV
 
-.PHONY: help venv lint test test-fast
+.PHONY: help venv venv-app lint test test-fast
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-venv: ## create/update the dev virtualenv (outside the repo, reused while requirements are unchanged)
+venv: ## create/update the dev virtualenv: the shared one (outside the repo, reused while requirements are unchanged) and this checkout's .venv/
 	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh
 
+venv-app: ## only what the app needs (no torch, no model stack: seconds on a warm machine, about a minute cold)
+	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh --app
+
 lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyproject.toml)
-	$(VENV)/bin/ruff check . && $(VENV)/bin/lint-imports
+	$(BIN)/ruff check . && $(BIN)/lint-imports
 
 test: venv lint ## install what is needed, lint, and run every test
 	$(PY) -m pytest -q tests
@@ -30,7 +37,7 @@ run: venv ## start TorchServe (CPU) + the app locally on embedded defaults; Ctrl
 # --- the app: its servers and load benchmarks ---
 .PHONY: serve-app bench-load bench-soak
 serve-app: venv ## only the app (gunicorn, gevent workers) on DOODLEPOD_* settings; TorchServe must be running
-	$(VENV)/bin/gunicorn -c app/gunicorn_conf.py "app:create_app()"
+	$(BIN)/gunicorn -c app/gunicorn_conf.py "app:create_app()"
 
 bench-load: venv ## load benchmark: fake-model TorchServe + app, 1 client then 16 clients for 60 s; BASELINE=REF also runs our app at that git ref, A/B (bench/load.py --help)
 	$(PY) bench/load.py $(if $(BASELINE),--baseline-ref $(BASELINE))
@@ -62,7 +69,7 @@ serve-models: venv ## only TorchServe (CPU) on 127.0.0.1:8080-8082 with the arch
 	$(PY) -m handlers.torchserve_local --model-store $(MODEL_STORE)
 
 lint-model-image: venv ## hadolint Dockerfile.model
-	$(VENV)/bin/hadolint Dockerfile.model
+	$(BIN)/hadolint Dockerfile.model
 
 # --- rendering: benchmark and the docs' example GIF ---
 .PHONY: bench-render example-gif

@@ -294,13 +294,14 @@ def render_scene(scene: Scene, options: RenderOptions | None = None, progress: P
     clock.lap("deform")
 
     order = sorted(range(len(placed)), key=lambda i: -placed[i].depth)  # farthest first, ties in file order
-    sprites, bases, palette, keep, bg = _sprites_on_one_palette(scene, opts, rigs, motions, placed)
+    sprites, bases, palette, keep, bg = sprites_on_one_palette(scene.width, scene.height, scene.background_image,
+                                                               opts, rigs, motions, [p.scale for p in placed])
     clock.lap("sprite")
     log.info("scene: %d characters, %d frames, %d colours (%s)", len(placed), F, len(palette),
              ", ".join(f"{scene.characters[i].source} at depth {placed[i].depth:.2f}" for i in order))
 
     layers = [(motions[i], sprites[i], placed[i].canvas, bases[i]) for i in order]
-    timed = TimedFrames(_composited_frames(scene, layers, bg, F, opts.threads), count.add)
+    timed = TimedFrames(layered_frames(scene.width, scene.height, layers, bg, F, opts.threads), count.add)
     data = encode_frames(timed, palette, keep, F, frame_time_s, opts)
     count.finish()
     clock.frames_lap(timed.ms)
@@ -333,14 +334,16 @@ def _place(scene: Scene, sc: SceneCharacter, motion: Any, rig: Rig) -> _Placed:
     return _Placed(canvas, float(np.median(depth)), _pixels_per_drawing_pixel(scene.camera, sc, motion))
 
 
-def _sprites_on_one_palette(scene: Scene, opts: RenderOptions, rigs: list[Rig], motions: list[Any],
-                            placed: list[_Placed]):
+def sprites_on_one_palette(width: int, height: int, background_image: np.ndarray | None, opts: RenderOptions,
+                           rigs: list[Rig], motions: list[Any], scales: list[float]):
     """(sprites, palette offset of each, the shared palette, the "transparent / unchanged" index after it,
-    the background as an index image of the window)."""
-    bg_indices, palette, bg_fill, per_char = _shared_palette(scene, opts, len(placed))
+    the background as an index image of the ``width`` x ``height`` window): each rig's sprite at its
+    scale (canvas px per drawing px) on one palette with the background (an (height, width, 3) image,
+    or ``opts.background``'s colour, or transparent)."""
+    bg_indices, palette, bg_fill, per_char = _shared_palette(background_image, opts, len(rigs))
     sprites, bases = [], []
-    for rig, motion, pl in zip(rigs, motions, placed):
-        sprite = rig.sprite(motion, pl.scale, opts, colours=per_char)
+    for rig, motion, scale in zip(rigs, motions, scales):
+        sprite = rig.sprite(motion, scale, opts, colours=per_char)
         bases.append(len(palette))
         palette = np.vstack([palette, sprite.palette]) if len(palette) else sprite.palette
         sprites.append(sprite)
@@ -349,12 +352,12 @@ def _sprites_on_one_palette(scene: Scene, opts: RenderOptions, rigs: list[Rig], 
     if bg_indices is not None:
         bg = bg_indices
     else:
-        bg = np.full((scene.height, scene.width), keep if bg_fill is None else bg_fill, np.uint8)
+        bg = np.full((height, width), keep if bg_fill is None else bg_fill, np.uint8)
     return sprites, bases, palette, keep, bg
 
 
-def _composited_frames(scene: Scene, layers: list[tuple[Any, Any, np.ndarray, int]], bg: np.ndarray, n_frames: int,
-                       threads: int) -> Iterator[np.ndarray]:
+def layered_frames(width: int, height: int, layers: list[tuple[Any, Any, np.ndarray, int]], bg: np.ndarray,
+                   n_frames: int, threads: int) -> Iterator[np.ndarray]:
     """The window's index frames: the background, then each layer (motion, sprite, canvas vertices,
     palette offset) back to front. Characters may leave the window (a fixed camera): each is drawn on a
     canvas _PAD pixels larger on every side, where the rasterizer's clamp of off-canvas points lands,
@@ -362,14 +365,14 @@ def _composited_frames(scene: Scene, layers: list[tuple[Any, Any, np.ndarray, in
     from .rasterize import rasterize
 
     gens = []
-    w, h = scene.width + 2 * _PAD, scene.height + 2 * _PAD
+    w, h = width + 2 * _PAD, height + 2 * _PAD
     for m, sprite, canvas, base in layers:
         part_order, rev = m.part_order, m.part_reversed
         if part_order is None or part_order.ndim != 2 or part_order.shape[1] != len(sprite.groups):
             part_order, rev = None, None
         gens.append((rasterize(sprite, canvas + _PAD, w, h, part_order, rev, threads=threads),
                      sprite.transparent, base))
-    inner = (slice(_PAD, _PAD + scene.height), slice(_PAD, _PAD + scene.width))
+    inner = (slice(_PAD, _PAD + height), slice(_PAD, _PAD + width))
     for _ in range(n_frames):
         out = bg.copy()
         for gen, tr, b in gens:
@@ -405,7 +408,7 @@ def _opaque_background(scene: Scene) -> tuple[int, int, int] | None:
     return None
 
 
-def _shared_palette(scene: Scene, opts: RenderOptions, n_chars: int):
+def _shared_palette(background_image: np.ndarray | None, opts: RenderOptions, n_chars: int):
     """(background index image or None, palette so far, background fill index or None, colours per character).
 
     One GIF palette holds the background and every character: the image gets up to 128 colours,
@@ -414,8 +417,8 @@ def _shared_palette(scene: Scene, opts: RenderOptions, n_chars: int):
     """
     from PIL import Image
 
-    if scene.background_image is not None:
-        img = Image.fromarray(scene.background_image, "RGB").quantize(128, method=Image.Quantize.MEDIANCUT,
+    if background_image is not None:
+        img = Image.fromarray(background_image, "RGB").quantize(128, method=Image.Quantize.MEDIANCUT,
                                                                     dither=Image.Dither.NONE)
         idx = np.asarray(img, np.uint8)
         pal = np.array(img.getpalette()[: 3 * (int(idx.max()) + 1)], np.uint8).reshape(-1, 3)
@@ -462,4 +465,5 @@ def _background(path: str, name: Any, width: int, height: int) -> np.ndarray:
     return np.asarray(img, np.uint8)
 
 
-__all__ = ["Camera", "DEFAULTS", "IGNORED", "MAX_CHARACTERS", "Scene", "SceneCharacter", "load_scene", "render_scene"]
+__all__ = ["Camera", "DEFAULTS", "IGNORED", "MAX_CHARACTERS", "Scene", "SceneCharacter", "layered_frames", "load_scene",
+           "render_scene", "sprites_on_one_palette"]

@@ -31,13 +31,42 @@ def new_runtime_dir() -> str:
     return tempfile.mkdtemp(prefix="doodlepod-", dir=parent)
 
 
+def _device(path: str | Path) -> int:
+    """The filesystem holding ``path`` (its nearest existing ancestor)."""
+    p = Path(path).resolve()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return os.stat(p).st_dev
+
+
+def metrics_dir(run_dir: str | Path, settings: Settings, shm: str = "/dev/shm") -> Path:
+    """Where the memory-mapped metric files go: ``<runtime folder>/metrics``, unless that folder is on
+    the filesystem the local storage fills (a write to a mapped file on a full disk is a SIGBUS that
+    kills the worker): then a folder in memory named after the runtime folder (the pod's processes
+    find the same one), or, with no memory filesystem, the app refuses to start."""
+    from .config import SettingsError
+
+    run_dir = Path(run_dir)
+    if settings.storage != "local" or _device(run_dir) != _device(settings.local_dir):
+        return run_dir / "metrics"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) and _device(shm) != _device(settings.local_dir):
+        import hashlib
+        return Path(shm) / f"doodlepod-metrics-{hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:12]}"
+    raise SettingsError(f"DOODLEPOD_RUNTIME_DIR ({run_dir}) is on the filesystem of the local storage "
+                        f"({settings.local_dir}), which uploads and animations can fill, and there is no {shm} "
+                        "to hold the memory-mapped metric files instead: a write to them on a full disk kills "
+                        "the worker. Give DOODLEPOD_RUNTIME_DIR a small volume of its own.")
+
+
 def runtime_dir(settings: Settings) -> Path:
     """The folder shared by the pod's workers; made (and exported to later workers) if not set."""
     path = settings.runtime_dir or new_runtime_dir()
     p = Path(path)
-    (p / "metrics").mkdir(parents=True, exist_ok=True)
+    p.mkdir(parents=True, exist_ok=True)
+    metrics = metrics_dir(p, settings)
+    metrics.mkdir(parents=True, exist_ok=True)
     # prometheus_client reads its own variable when first imported; point it at our folder.
-    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(p / "metrics"))
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(metrics))
     return p
 
 

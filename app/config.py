@@ -153,6 +153,13 @@ SETTINGS: tuple[Setting, ...] = (
             "Retry-After until the expiry sweep frees room. Set it well under the volume's size (the pod: 75% "
             "of the app-data emptyDir's sizeLimit, which the kubelet evicts the pod beyond); 0: no budget "
             "(only DOODLEPOD_MIN_FREE_DISK_MB applies). Not used with S3.", _non_negative_float),
+    Setting("DOODLEPOD_CLIENT_STORAGE_MB", "0", "Most MiB one client may have stored within the last "
+            "DOODLEPOD_EXPIRY_HOURS (characters, their versions, animations, motions from videos); past it its "
+            "requests that store answer 429 storage_share_used with Retry-After (DELETE /characters/{id} gives "
+            "room back) while other clients go on. A client is its address (an IPv6 address by its /64, see "
+            "DOODLEPOD_TRUSTED_PROXIES) with its bearer token when DOODLEPOD_AUTH_TOKEN is set. 0: a tenth of "
+            "DOODLEPOD_STORAGE_BUDGET_MB (no share when that is 0 too). Used with S3 as well.",
+            _non_negative_float),
     Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
             "below it /ping is 503 and uploads are refused with 503.", _positive_float),
     # --- pipeline ---
@@ -160,6 +167,15 @@ SETTINGS: tuple[Setting, ...] = (
             "this many pixels before detection (as AnimatedDrawings does).", int),
     Setting("DOODLEPOD_MIN_DETECTION_SCORE", "0.2", "Detections scoring below this are ignored (422 "
             "no_character if none is left).", float),
+    Setting("DOODLEPOD_SCENE_MAX_CHARACTERS", "8", "Most characters one scene holds (POST /scenes: the best "
+            "detections of a photo after non-maximum suppression; 422 too_many_characters for more sent).",
+            _positive_int),
+    Setting("DOODLEPOD_SCENE_MIN_SCORE", "0.5", "A photo's detections scoring below this make no character of "
+            "a scene (its best detection always does, if it passes DOODLEPOD_MIN_DETECTION_SCORE).", float),
+    Setting("DOODLEPOD_SCENE_MAX_OVERLAP", "0.5", "Non-maximum suppression of a scene's detections: a box "
+            "overlapping a better one by more than this intersection over union is dropped.", float),
+    Setting("DOODLEPOD_SCENE_MAX_WORK_MPX", "1000", "Most work one scene render may ask: characters x frames x "
+            "canvas pixels, in millions (422 scene_too_large beyond).", _positive_float),
     Setting("DOODLEPOD_DEFAULT_MOTIONS", "dab,jumping,zombie", "Motions rendered when a request names none "
             "(also the old client's keys).", _csv),
     Setting("DOODLEPOD_DEFAULT_FORMAT", "gif", "Animation format when a request names none.",
@@ -252,7 +268,20 @@ SETTINGS: tuple[Setting, ...] = (
             "client should poll.", _positive_int),
     Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.jobs.worker) renders at "
             "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
-            "worker holds none).", _positive_int),
+            "worker holds none). Videos (POST /motions) are not among them: see "
+            "DOODLEPOD_WORKER_VIDEO_CONCURRENCY.", _positive_int),
+    Setting("DOODLEPOD_WORKER_VIDEO_CONCURRENCY", "1", "Videos one worker process reads at once (POST /motions: "
+            "decoding and the pose model), on threads of their own from a queue of their own, holding no render "
+            "slot: videos never take the capacity renders need, and wait behind each other only.",
+            _non_negative_int),
+    Setting("DOODLEPOD_CLIENT_MAX_QUEUED", "10", "Async jobs one client (see DOODLEPOD_CLIENT_STORAGE_MB) may have "
+            "queued or running at once; one more answers 429 jobs_share_used with Retry-After, while other "
+            "clients' jobs are still taken (DOODLEPOD_JOBS_MAX_QUEUED bounds them all).", _positive_int),
+    Setting("DOODLEPOD_CLIENT_QUEUED_MB", "64", "MiB of uploads (images, videos) one client's queued or running "
+            "jobs may hold at once; past it 429 queued_bytes_share_used with Retry-After. Images wait in Redis, "
+            "videos in the storage (the job names them).", _positive_float),
+    Setting("DOODLEPOD_CLIENT_MAX_VIDEOS", "2", "Videos (POST /motions) one client may have queued or being read "
+            "at once; one more answers 429 video_share_used with Retry-After.", _positive_int),
     Setting("DOODLEPOD_IDEMPOTENCY_TTL_S", "86400", "How long an Idempotency-Key is remembered, in seconds.",
             _positive_int),
     Setting("DOODLEPOD_RATE_LIMIT_PER_MIN", "60", "Requests that create or store work (every POST of /animate, "
@@ -274,9 +303,20 @@ SETTINGS: tuple[Setting, ...] = (
             "name under it). Empty: callbacks reach public addresses only; loopback, private, link-local, "
             "unique-local, multicast and cluster names (*.svc, single labels, localhost) are refused with 422.",
             _csv),
-    Setting("DOODLEPOD_WEBHOOK_CONCURRENCY", "8", "Callbacks one worker process delivers at once (one slow "
-            "receiver holds one of them, and at most 2 per host, so it cannot hold back other clients' "
-            "callbacks).", _positive_int),
+    Setting("DOODLEPOD_WEBHOOK_CONCURRENCY", "8", "Callbacks one worker process delivers at once (lanes): at "
+            "most 2 to one receiver (scheme, host, port) and DOODLEPOD_CLIENT_WEBHOOK_LANES for one client; a "
+            "callback waiting out its retry backoff holds no lane.", _positive_int),
+    Setting("DOODLEPOD_CLIENT_WEBHOOK_LANES", "2", "Callbacks of one client (see DOODLEPOD_CLIENT_STORAGE_MB) one "
+            "worker process delivers at once: a client whose receivers answer slowly, on however many hosts "
+            "and ports, holds at most this many lanes; its other callbacks wait their turn (never refused).",
+            _positive_int),
+    Setting("DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S", "2", "Longest a callback_url's name may take to resolve when "
+            "the request is made (422 callback_url_refused, rule dns_timeout, beyond); at delivery the lookup "
+            "counts in the attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S. Lookups run on threads of their own "
+            "(DOODLEPOD_WEBHOOK_DNS_THREADS), never on gevent's resolver pool, one at a time per client (429 "
+            "callback_dns_share_used while one runs).", _positive_float),
+    Setting("DOODLEPOD_WEBHOOK_DNS_THREADS", "8", "Threads per process that look callback names up (the app's "
+            "and the worker's own; a slow name holds one until the system resolver gives up).", _positive_int),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

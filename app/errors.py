@@ -62,6 +62,11 @@ class UnreadableImage(ClientError):
     status, code = 400, "unreadable_image"
 
 
+class ImageTooSmall(ClientError):
+    """An image under :data:`app.images.MIN_SIDE` pixels on a side: refused before the models see it."""
+    status, code = 422, "image_too_small"
+
+
 class UnknownMotion(ClientError):
     """A requested motion is not in the library (GET /motions lists them)."""
     status, code = 400, "unknown_motion"
@@ -165,6 +170,16 @@ class OutputTooLarge(ClientError):
     """The file asked for would pass a bound of its format (a sprite sheet's pixels): fewer frames
     (``max_frames``) or a smaller ``size`` fit."""
     status, code = 422, "output_too_large"
+
+
+class TooManyCharacters(ClientError):
+    """More characters sent or named than a scene holds (DOODLEPOD_SCENE_MAX_CHARACTERS)."""
+    status, code = 422, "too_many_characters"
+
+
+class SceneTooLarge(ClientError):
+    """A scene render over the work bound (characters x frames x pixels, DOODLEPOD_SCENE_MAX_WORK_MPX)."""
+    status, code = 422, "scene_too_large"
 
 
 # --- 5xx: our neighbours and ourselves -----------------------------------------------------------

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from app import new_runtime_dir  # noqa: E402
+from app import metrics_dir, new_runtime_dir  # noqa: E402
 from app.config import load_settings  # noqa: E402
 
 _settings = load_settings()
@@ -25,7 +25,8 @@ _settings = load_settings()
 _made_runtime = not _settings.runtime_dir
 _runtime = _settings.runtime_dir or new_runtime_dir()   # in memory (/dev/shm) where it can be
 os.environ["DOODLEPOD_RUNTIME_DIR"] = _runtime
-_metrics_dir = Path(_runtime) / "metrics"
+Path(_runtime).mkdir(parents=True, exist_ok=True)
+_metrics_dir = metrics_dir(_runtime, _settings)   # in memory if the runtime folder shares the data disk
 shutil.rmtree(_metrics_dir, ignore_errors=True)  # stale files of a previous run would be summed in
 _metrics_dir.mkdir(parents=True, exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(_metrics_dir)
@@ -55,6 +56,8 @@ def on_exit(server) -> None:  # noqa: ANN001 - gunicorn hook signature
     """Remove the runtime folder if this master made it (a temporary one)."""
     if _made_runtime:
         shutil.rmtree(_runtime, ignore_errors=True)
+    if Path(_runtime) not in _metrics_dir.parents:  # moved to memory: leave nothing behind there
+        shutil.rmtree(_metrics_dir, ignore_errors=True)
 
 
 def child_exit(server, worker) -> None:  # noqa: ANN001 - gunicorn hook signature

@@ -35,3 +35,12 @@ class JsonErrorWorker(GeventWorker):
     def init_process(self) -> None:
         util.write_error = write_json_error   # what gunicorn's handle_error calls to answer
         super().init_process()
+
+    def handle_error(self, req, client, addr, exc) -> None:  # noqa: ANN001 - gunicorn's signature
+        """A ``SCRIPT_NAME`` (from a trusted proxy) that does not begin the request's path is the
+        request's fault: 400, where gunicorn answers 500 (a ConfigurationProblem)."""
+        from gunicorn.http.errors import ConfigurationProblem, InvalidHeader
+
+        if isinstance(exc, ConfigurationProblem) and "SCRIPT_NAME" in str(exc):
+            exc = InvalidHeader("SCRIPT_NAME (not a prefix of the request's path)", req)
+        super().handle_error(req, client, addr, exc)

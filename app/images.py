@@ -11,7 +11,7 @@ import io
 import pillow_heif
 from PIL import Image
 
-from .errors import TooLarge, UnreadableImage, UnsupportedType
+from .errors import ImageTooSmall, TooLarge, UnreadableImage, UnsupportedType
 
 #: Formats Pillow reports for the images we accept (MPO: the multi-picture JPEG some phones write;
 #: HEIF: HEIC/HEIF photos, iPhones' default, read by pillow-heif).
@@ -19,6 +19,9 @@ ACCEPTED_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "MPO": "image/jpeg
                     "HEIF": "image/heic"}
 #: The same, for people (error messages).
 ACCEPTED_TEXT = "PNG, JPEG, WebP or HEIC"
+#: Fewest pixels on an image's shorter side: the detector and the pose model refuse smaller images
+#: (a 1x1 PNG came back as a retryable 502 model_server_error), and no drawing fits in fewer.
+MIN_SIDE = 32
 
 Image.MAX_IMAGE_PIXELS = None  # we check our own limit (DOODLEPOD_MAX_IMAGE_PIXELS) before decoding
 # HEIC/HEIF through libheif; it applies the photo's rotation itself (and reports orientation 1).
@@ -63,6 +66,8 @@ def open_checked(data: bytes, max_pixels: int) -> Image.Image:
     w, h = im.size
     if w < 1 or h < 1:
         raise UnreadableImage("the image has no pixels")
+    if min(w, h) < MIN_SIDE:
+        raise ImageTooSmall(f"image of {w}x{h} pixels; a drawing needs at least {MIN_SIDE} pixels on each side")
     if w * h > max_pixels:
         raise TooLarge(f"image of {w}x{h} = {w * h / 1e6:.1f} MP is over the limit of {max_pixels / 1e6:.1f} MP")
     return im

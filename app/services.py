@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .render.admission import InflightSlots
     from .render.pipeline import Pipeline
     from .render.pool import RenderPool
+    from .scenes.resource import Scenes
+    from .shares import Shares
     from .storage.backends import Storage
 
 EXTENSION = "doodlepod"
@@ -40,11 +42,13 @@ class Services:
     pipeline: Pipeline
     runtime_dir: Path                # the pod's shared runtime folder (slots, metric files)
     characters: Characters           # the characters API's steps over the pipeline and the storage
+    shares: Shares                   # each client's share of the pools (app/shares.py)
     jobs: JobQueue | None = None                 # async jobs on Redis (None: no DOODLEPOD_REDIS_URL)
     limiter: RateLimiter | None = None           # per-client token buckets (None: limit 0)
     idempotency: SyncIdempotency | None = None   # Idempotency-Key records of synchronous requests
     previews: MotionPreviews | None = None       # each motion on the reference character (GET /motions)
     own_motions: OwnMotions | None = None        # clients' motions made from their videos (POST /motions)
+    scenes: Scenes | None = None                 # several characters of one photo together (POST /scenes)
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
@@ -63,6 +67,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     from .render.pool import RenderPool
     from .render.scratch import make_scratch
     from .render.steps import render_reference, warm
+    from .shares import Shares
     from .storage.backends import from_settings
 
     # Spill files (images and renders on their way to and from the render processes) and uploaded
@@ -79,11 +84,16 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     if jobs is not None:
         from .motions.own import OwnMotions
         own = OwnMotions(jobs.redis, settings.redis_prefix, storage, int(settings.expiry_hours * 3600))
+    from .scenes.resource import Scenes
+
+    characters = Characters(settings, pipeline, storage)
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
-                    pipeline=pipeline, characters=Characters(settings, pipeline, storage),
+                    pipeline=pipeline, characters=characters,
+                    shares=Shares(settings, jobs.redis if jobs is not None else None),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
-                    previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own)
+                    previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own,
+                    scenes=Scenes(settings, pipeline, storage, characters))
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

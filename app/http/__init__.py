@@ -5,18 +5,18 @@ Public: :mod:`.health` (probes, metrics), :mod:`.files` (the local storage's fil
 studio page, whose API calls carry the person's token) and :mod:`.reference` (the OpenAPI document
 and its page). Behind the
 bearer token: the children of :mod:`.api`'s ``api`` blueprint (:mod:`.animate`, :mod:`.motions`,
-:mod:`.characters`, :mod:`.jobs`), which inherit its auth hook. A new endpoint module adds its ``bp`` to one of the
-two lists below.
+:mod:`.characters`, :mod:`.scenes`, :mod:`.jobs`), which inherit its auth hook. A new endpoint module
+adds its ``bp`` to one of the two lists below.
 """
 from __future__ import annotations
 
 from flask import Flask
 
-from . import animate, characters, files, health, jobs, motion_previews, motions, reference, studio
+from . import animate, characters, files, health, jobs, motion_previews, motions, reference, scenes, studio
 from .api import api
 
 #: Children of ``api``: bearer auth applies.
-API_CHILDREN = (animate.bp, motions.bp, characters.bp, jobs.bp)
+API_CHILDREN = (animate.bp, motions.bp, characters.bp, scenes.bp, jobs.bp)
 #: Registered on the app directly: no auth.
 PUBLIC = (health.bp, files.bp, motion_previews.bp, studio.bp, reference.bp)
 

@@ -23,14 +23,14 @@ from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from .. import metrics
+from .. import metrics, shares
+from ..clients import request_client
 from ..errors import ApiError, NotFound
 from ..jobs.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ..jobs.idempotency import check_record, fingerprint, redis_key, validate_key
 from ..jobs.queue import REDIS_ERRORS, JobsUnavailable
-from ..jobs.ratelimit import client_id
 from ..services import services
-from .api import client_address, json_body
+from .api import json_body
 
 log = logging.getLogger("doodlepod.http")
 
@@ -46,18 +46,8 @@ def wants_async() -> bool:
 
 
 def client() -> str:
-    """Who is asking, for rate limits and idempotency keys: the bearer token (hashed) when the server
-    checks tokens, together with the client's address (behind DOODLEPOD_TRUSTED_PROXIES, the one they
-    forwarded); else the address alone.
-
-    An unchecked token would let a client pick a fresh bucket per request; and one token is usually
-    shared by every install of the mobile app, so a token alone would let one phone use up everyone's
-    bucket."""
-    token = ""
-    if services().settings.auth_token:
-        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-        token = value.strip() if scheme.lower() == "bearer" else ""
-    return client_id(token, client_address())
+    """Who is asking, for rate limits, shares and idempotency keys (:mod:`app.clients` decides)."""
+    return request_client()
 
 
 def request_fingerprint() -> str:
@@ -73,19 +63,51 @@ def request_fingerprint() -> str:
 
 
 def admit_work() -> None:
-    """Take a token from the client's bucket, or answer 429 (headers kept for the response)."""
+    """Take a token from the client's bucket, or answer 429 (headers kept for the response); then
+    check the client's storage share (429 ``storage_share_used``) and meter what this request stores
+    (charged to the client when the request ends: :func:`_charge_stored`)."""
     limiter = services().limiter
-    if limiter is None:
+    if limiter is not None:
+        try:
+            decision = limiter.take(client())
+        except REDIS_ERRORS as exc:
+            log.warning("rate limit not applied: Redis unavailable (%s)", type(exc).__name__)
+        else:
+            g.rate_limit_headers = decision.headers()
+            if not decision.allowed:
+                metrics.RATE_LIMITED.inc()
+                raise limiter.refuse(decision)
+    meter_storage()
+
+
+def meter_storage(check: bool = True) -> None:
+    """Refuse a client past its storage share (``check``), and count what this request stores."""
+    svc = services()
+    if check:
+        try:
+            svc.shares.check_storage(client())
+        except REDIS_ERRORS as exc:
+            log.warning("storage share not checked: Redis unavailable (%s)", type(exc).__name__)
+    if g.get("storage_meter") is None:
+        g.storage_meter = shares.start_metering()
+
+
+@bp.teardown_app_request
+def _charge_stored(_exc: BaseException | None) -> None:
+    """Charge what the request stored (or freed) to the client's storage share."""
+    started = g.pop("storage_meter", None)
+    if started is None:
         return
+    meter, token = started
     try:
-        decision = limiter.take(client())
+        shares.stop_metering(token)
+    except ValueError:  # reset from another context (never expected): the count still stands
+        pass
+    try:
+        services().shares.charge_storage(client(), meter.bytes)
     except REDIS_ERRORS as exc:
-        log.warning("rate limit not applied: Redis unavailable (%s)", type(exc).__name__)
-        return
-    g.rate_limit_headers = decision.headers()
-    if not decision.allowed:
-        metrics.RATE_LIMITED.inc()
-        raise limiter.refuse(decision)
+        log.warning("storage share not charged (%d bytes): Redis unavailable (%s)", meter.bytes,
+                    type(exc).__name__)
 
 
 @bp.after_app_request
@@ -128,8 +150,10 @@ def _replay(record: dict[str, Any]) -> Response:
     return response
 
 
-def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callback_url: str = "") -> Response:
-    """Queue a job of ``kind`` (a handler of app/jobs/worker.py) and answer 202; or replay the key's first answer."""
+def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callback_url: str = "",
+           input_bytes: int | None = None) -> Response:
+    """Queue a job of ``kind`` (a handler of app/jobs/worker.py) and answer 202; or replay the key's first
+    answer. ``input_bytes``: the size of an input the payload names (a stored video), for the client's share."""
     svc = services()
     queue = _queue()
     key = validate_key(request.headers.get(IDEMPOTENCY_HEADER))
@@ -137,7 +161,8 @@ def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callbac
     who = client()
     submitted = queue.submit(kind, payload, input_data, callback_url=callback_url, client=who,
                              idem_key=redis_key(svc.settings.redis_prefix, who, key) if key else "",
-                             idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s)
+                             idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s,
+                             input_bytes=input_bytes)
     if submitted.duplicate_of is not None:
         record = check_record(submitted.duplicate_of, fp, key)
         if record.get("state") == "running":

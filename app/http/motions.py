@@ -9,18 +9,27 @@ A video with no person ends the job ``failed`` with 422 ``no_person``.
 """
 from __future__ import annotations
 
+import logging
+import uuid
+
 from flask import Blueprint, jsonify, request
 
+from ..deadline import Deadline
 from ..intake import body
-from ..intake.video import read_video_upload
-from ..jobs.webhooks import validate_callback_url
+from ..intake.models import VideoForm
+from ..intake.read import read, takes
 from ..motions.library import categories
 from ..services import services
+from ..shares import unmetered
 from .api import base_url, request_deadline
 from .jobs import admit_work, client, submit
 
+log = logging.getLogger("doodlepod.http")
+
 bp = Blueprint("motions", __name__)
 
+#: Where queued videos wait in the storage (never served under /files; swept on expiry if left behind).
+QUEUED_VIDEOS = "queued-videos/"
 #: Room for the multipart envelope and form fields around the video, bytes.
 _FORM_OVERHEAD = 64 * 1024
 
@@ -34,13 +43,31 @@ def list_motions():
 
 
 @bp.post("/motions")
+@takes(VideoForm)
 def make_motion():
     """Queue the video for the pose model (always async: it takes seconds per second of video)."""
     svc = services()
     deadline = request_deadline()
     admit_work()
     limit = int(svc.settings.video_max_mb * 2**20)
+    # this route's body bound is DOODLEPOD_VIDEO_MAX_MB, not the app's DOODLEPOD_MAX_UPLOAD_MB
+    request.max_content_length = limit + _FORM_OVERHEAD
     body.buffer_body(request.environ, limit + _FORM_OVERHEAD, min(svc.settings.body_timeout_s, deadline.remaining()))
-    video = read_video_upload(request.files, limit)
-    callback = validate_callback_url(request.form.get("callback_url"), svc.settings)
-    return submit("motion_from_video", {"client": client(), "base_url": base_url()}, video, callback)
+    fields = read(VideoForm, respond_async=True)
+    video = fields.video
+    # The video waits in the storage (it is a file), the job names it: Redis holds no video bytes.
+    key = f"{QUEUED_VIDEOS}{uuid.uuid4().hex}.video"
+    with unmetered():  # the client's queued-bytes share counts it, not its storage share
+        svc.storage.put(key, video, "application/octet-stream", deadline)
+    kept = False
+    try:
+        answer = submit("motion_from_video", {"client": client(), "base_url": base_url(), "video_key": key},
+                        None, fields.callback_url, input_bytes=len(video))
+        kept = answer.status_code == 202 and "Idempotent-Replayed" not in answer.headers
+        return answer
+    finally:
+        if not kept:  # refused, or a repeat of a request whose job has its own copy
+            try:
+                svc.storage.delete(key, Deadline(10))
+            except Exception:  # noqa: BLE001 - the expiry sweep removes it; the answer stands
+                log.warning("queued video %s not removed", key)

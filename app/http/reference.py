@@ -1,20 +1,19 @@
 """The API's reference (public): GET /openapi.json, /openapi.yaml and the page GET /docs.
 
-``openapi.yaml`` beside this module is the contract: every route, field, bound, header and error code
-(tests/app/test_openapi_contract.py holds it to the code). Its bounds are written as the settings'
-defaults and marked ``x-bounds: {keyword: SOURCE}``; :func:`spec` answers the document with each
-marked value taken from the running settings (or the Python constant named), so a deployment that
-raises ``DOODLEPOD_MAX_UPLOAD_MB`` publishes its own limit.
+The document is ``openapi.yaml`` beside this module (every route, header, answer and error code,
+written by hand) plus the request schemas, generated from the request models
+(:mod:`app.intake.models`) when it is first served; tests/app/test_openapi_contract.py holds it to
+the code. Its bounds are written as the settings' defaults and marked ``x-bounds: {keyword:
+SOURCE}`` (:mod:`app.intake.bounds`); :func:`spec` answers the document with each marked value
+taken from the running settings (or the Python constant named), so a deployment that raises
+``DOODLEPOD_MAX_UPLOAD_MB`` publishes its own limit.
 
 The page is static HTML, CSS and one vanilla-JS module in ``app/static/docs/`` that fetches
 ``/openapi.json`` and renders it (no build step, no CDN), under the studio's Content-Security-Policy.
 """
 from __future__ import annotations
 
-import copy
-import importlib
 import json
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,8 @@ from typing import Any
 import yaml
 from flask import Blueprint, Response
 
+from ..intake.bounds import resolve
+from ..intake.models import components
 from ..services import services
 from .studio import serve_static
 
@@ -31,55 +32,23 @@ SPEC_PATH = Path(__file__).resolve().with_name("openapi.yaml")
 STATIC = Path(__file__).resolve().parents[1] / "static" / "docs"
 
 
-@lru_cache(maxsize=1)
-def written() -> dict[str, Any]:
-    """The document as written (bounds at the settings' defaults); callers must not change it."""
+def hand_written() -> dict[str, Any]:
+    """``openapi.yaml`` as it is: the paths, the prose, the answers and the headers."""
     return yaml.safe_load(SPEC_PATH.read_text())
 
 
-def bound_value(source: str, settings: Any) -> Any:
-    """The value an ``x-bounds`` SOURCE names under ``settings``.
-
-    A name with the settings' prefix is a setting (``*_MB`` and ``*_KB`` in bytes), ``module:NAME`` a Python constant
-    (a dict gives its keys, a compiled regex its pattern), ``A or B`` the first of them that is set.
-    """
-    for option in (s.strip() for s in source.split(" or ")):
-        if option.startswith("DOODLEPOD_"):
-            value = getattr(settings, option.removeprefix("DOODLEPOD_").lower())
-            if option.endswith("_MB"):
-                value = int(value * 2**20)
-            elif option.endswith("_KB"):
-                value = int(value * 1024)
-            elif isinstance(value, float) and value.is_integer():
-                value = int(value)
-        else:
-            module, _, name = option.partition(":")
-            value = getattr(importlib.import_module(module), name)
-            if isinstance(value, dict):
-                value = list(value)
-            elif isinstance(value, re.Pattern):
-                value = value.pattern
-        if value:
-            return value
-    return value
-
-
-def resolve(document: dict[str, Any], settings: Any) -> dict[str, Any]:
-    """A copy of ``document`` with every ``x-bounds`` keyword set from ``settings``."""
-    out = copy.deepcopy(document)
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            for keyword, source in (node.get("x-bounds") or {}).items():
-                node[keyword] = bound_value(source, settings)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(out)
-    return out
+@lru_cache(maxsize=1)
+def written() -> dict[str, Any]:
+    """The document at the settings' defaults: ``openapi.yaml`` with the request schemas generated from
+    the request models (:func:`app.intake.models.components`); callers must not change it."""
+    document = hand_written()
+    schemas = document["components"]["schemas"]
+    generated = components()
+    twice = sorted(set(schemas) & set(generated))
+    if twice:
+        raise ValueError(f"openapi.yaml writes schemas the request models generate: {', '.join(twice)}")
+    schemas.update(generated)
+    return document
 
 
 @lru_cache(maxsize=4)

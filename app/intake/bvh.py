@@ -1,7 +1,7 @@
-"""A client's own motion clip: the multipart field ``bvh`` (optional ``start_frame``, ``end_frame``).
+"""A client's own motion clip: the field ``bvh`` (optional ``start_frame``, ``end_frame``).
 
-The clip is checked here, in the request, before any other work: its size, its joint and frame
-counts and its duration against the settings (``DOODLEPOD_BVH_MAX_*``), its syntax (an error names
+The clip is checked in the request, before any other work: its size (:data:`app.intake.shapes.BvhFile`),
+its joint and frame counts and its duration against the settings (``DOODLEPOD_BVH_MAX_*``), its syntax (an error names
 the line), the frame range, and whether its skeleton is a humanoid the animator can retarget
 without a hand-written config (:mod:`animator.auto_retarget`; an error lists what is missing). A
 bad clip answers 422 ``invalid_motion`` naming the field and the line. The checked file goes to the
@@ -17,14 +17,22 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
-from ..errors import BadRequest, InvalidMotion, TooLarge, animator_boundary
+from ..errors import InvalidMotion, animator_boundary
 
 log = logging.getLogger("doodlepod.bvh")
 
 #: The name an uploaded clip's animation has in the answer's ``animations``.
 UPLOAD_NAME = "upload"
+
+
+@dataclass(frozen=True)
+class Clip:
+    """A client's BVH clip as sent, bounded in size (:data:`app.intake.shapes.BvhFile`), not yet checked."""
+
+    name: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -52,46 +60,29 @@ class UploadedMotion:
             pass
 
 
-def read_bvh_upload(files: Mapping[str, Any], form: Mapping[str, Any], settings: Any, folder: Path,
-                    run: Callable[..., dict[str, Any]] | None = None) -> UploadedMotion | None:
-    """The request's ``bvh`` clip, checked and written to ``folder``; None when there is none.
+def check_upload(clip: Clip, start: int | None, end: int | None, settings: Any, folder: Path,
+                 run: Callable[..., dict[str, Any]] | None = None) -> UploadedMotion:
+    """The request's ``bvh`` clip (read and bounded in size by :data:`app.intake.shapes.BvhFile`),
+    checked, cut to ``start``..``end`` and written to ``folder``.
 
-    The request reads the fields and writes the raw file (I/O only); parsing, checking and cutting
-    (:func:`check_clip`, up to a few hundred ms for a large clip) run through ``run(fn, *args)``:
-    the app passes one that runs it in a render process, so the gevent loop never does that work
-    (default: in this process).
+    The request writes the raw file (I/O only); parsing, checking and cutting (:func:`check_clip`,
+    up to a few hundred ms for a large clip) run through ``run(fn, *args)``: the app passes one
+    that runs it in a render process, so the gevent loop never does that work (default: in this
+    process).
 
     Raises:
-        TooLarge: the file is over DOODLEPOD_BVH_MAX_MB.
-        BadRequest: ``start_frame`` / ``end_frame`` are not integers, or are sent without a clip.
         InvalidMotion: the clip cannot be used (the message names the field and the line).
     """
-    part = files.get("bvh")
-    start, end = _int_field(form, "start_frame"), _int_field(form, "end_frame")
-    text_field = form.get("bvh") if part is None else None
-    if part is None and not text_field:
-        if start is not None or end is not None:
-            raise BadRequest("'start_frame' and 'end_frame' select frames of an uploaded 'bvh' clip; none was sent")
-        return None
-    limit = int(settings.bvh_max_mb * 2**20)
-    data = part.stream.read(limit + 1) if part is not None else str(text_field).encode()
-    if len(data) > limit:
-        raise TooLarge(f"'bvh' is over the limit of {settings.bvh_max_mb:g} MiB (DOODLEPOD_BVH_MAX_MB)")
-    if not data.strip():
-        raise InvalidMotion("field 'bvh': the file is empty")
-    if b"\0" in data:
-        raise InvalidMotion("field 'bvh': not a text file (a BVH clip starts with HIERARCHY)")
-    name = os.path.basename(getattr(part, "filename", None) or "") or "bvh"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"upload-{secrets.token_hex(16)}.bvh"   # never a name the client chose (X-Request-ID)
-    path.write_bytes(data)
+    path.write_bytes(clip.data)
     limits = (settings.bvh_max_joints, settings.bvh_max_frames, float(settings.bvh_max_seconds))
     try:
-        facts = (run or _inline)(check_clip, str(path), name, start, end, limits)
+        facts = (run or _inline)(check_clip, str(path), clip.name, start, end, limits)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-    log.info("bvh upload %s: %d frames, %d joints, %s joint names; checked in pid %d", name, facts["frames"],
+    log.info("bvh upload %s: %d frames, %d joints, %s joint names; checked in pid %d", clip.name, facts["frames"],
              facts["joints"], facts["family"], facts["pid"])
     return UploadedMotion(UPLOAD_NAME, path, facts["frames"], facts["joints"], facts["frame_time_s"],
                           facts["family"], facts["sha256"])
@@ -150,16 +141,3 @@ def _cut(text: str, start: int, end: int) -> bytes:
     head = [ln for ln in lines[:timing + 1] if not re.match(r"\s*frames\s*:", ln, re.I)]
     head.insert(len(head) - 1, f"Frames: {end - start}")
     return ("\n".join(head + rows[start:end]) + "\n").encode()
-
-
-def _int_field(form: Mapping[str, Any], name: str) -> int | None:
-    raw = form.get(name)
-    if raw is None or str(raw).strip() == "":
-        return None
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise BadRequest(f"'{name}' must be a whole number of BVH frames, got {str(raw)[:40]!r}") from None
-    if value < 0:
-        raise BadRequest(f"'{name}' must be >= 0, got {value}")
-    return value

@@ -16,7 +16,9 @@ Refused, unless DOODLEPOD_WEBHOOK_ALLOW lets it through:
 - an address that is ``loopback``, ``link_local`` (169.254.0.0/16, fe80::/10: cloud metadata
   services), ``private`` (RFC 1918, 100.64.0.0/10), ``unique_local`` (fc00::/7), ``multicast``,
   ``unspecified`` or otherwise ``not_global`` (reserved, documentation, benchmarking ranges), also
-  when written as an IPv4-mapped IPv6 address; every address a name resolves to must pass;
+  when written in IPv6 clothing (IPv4-mapped, SIIT, IPv4-compatible, NAT64 64:ff9b::/96 and
+  64:ff9b:1::/48, 6to4, Teredo: the embedded IPv4 address decides, :func:`embedded_ipv4`), and
+  ``site_local`` (fec0::/10); every address a name resolves to must pass;
 - ``unresolvable``: the name has no address.
 
 DOODLEPOD_WEBHOOK_ALLOW is a comma-separated list of networks (``10.20.0.0/16``, ``127.0.0.1/32``)
@@ -25,11 +27,13 @@ name under it) that are allowed whatever they resolve to.
 """
 from __future__ import annotations
 
+import _socket
 import ipaddress
 import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ClientError
@@ -89,10 +93,45 @@ class Allowance:
         return any(ip.version == net.version and ip in net for net in self.networks)
 
 
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries, which a translator or tunnel on the path would reach:
+    IPv4-mapped ``::ffff:a.b.c.d``, SIIT ``::ffff:0:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, NAT64
+    ``64:ff9b::a.b.c.d`` (RFC 6052) and the local-use ``64:ff9b:1::/48`` (RFC 8215, read as a /48
+    and as a /96 prefix), 6to4 ``2002:AABB:CCDD::/48`` and Teredo (server and client address)."""
+    raw = ip.packed
+    as4 = ipaddress.IPv4Address
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip in _SIIT or ip in _NAT64 or (ip in _COMPATIBLE and int(ip) > 1):
+        return [as4(raw[12:16])]
+    if ip in _NAT64_LOCAL:
+        # read with a /96 and with a /48 prefix; the reading of the other length is all zeros
+        readings = [a for a in (as4(raw[12:16]), as4(raw[6:8] + raw[9:11])) if int(a)]
+        return readings or [as4(0)]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    return []
+
+
 def address_rule(ip: IPAddress) -> str | None:
-    """The rule a destination address breaks, or None for a public address."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    """The rule a destination address breaks, or None for a public address. An IPv6 address that
+    carries an IPv4 address (:func:`embedded_ipv4`) is judged by what it carries: its IPv4 address's
+    rule, whatever the library's flags say of the IPv6 form; the local-use NAT64 prefix and the
+    deprecated site-local fec0::/10 are never public."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried = embedded_ipv4(ip)
+        for v4 in carried:
+            rule = address_rule(v4)
+            if rule is not None:
+                return rule
+        if ip in _NAT64_LOCAL:
+            return "not_global"
+        if ip in _SITE_LOCAL:
+            return "site_local"
+        if carried:  # a translator's or tunnel's form of public IPv4 addresses
+            return None
     if ip.is_unspecified:
         return "unspecified"
     if ip.is_loopback:
@@ -111,13 +150,67 @@ def address_rule(ip: IPAddress) -> str | None:
 
 
 _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
+_SITE_LOCAL = ipaddress.ip_network("fec0::/10")
+_SIIT = ipaddress.ip_network("::ffff:0:0:0/96")
+_COMPATIBLE = ipaddress.ip_network("::/96")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 
 
 def system_resolver(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to (TCP), as the operating system's resolver answers."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    """Every address ``host`` resolves to (TCP), as the operating system's resolver answers (the C
+    library's lookup itself, never gevent's resolver: :class:`BoundedResolver` runs it on its own threads)."""
+    infos = _socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
     return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+class ResolveTimeout(TimeoutError):
+    """A callback's name did not resolve within the bound."""
+
+
+class BoundedResolver:
+    """Callback names looked up on ``threads`` native threads of its own, each lookup bounded by
+    ``timeout_s`` (or the time left to a callback attempt): a name that answers slowly holds one of
+    these threads, never gevent's shared resolver pool (the app's other lookups, Redis by name) and
+    never a request or a callback lane past the bound. A lookup that is not answered in time raises
+    :class:`ResolveTimeout`; its thread stays busy until the C library gives up."""
+
+    def __init__(self, threads: int = 8, timeout_s: float = 2.0, lookup: Resolver = system_resolver) -> None:
+        self.threads = max(1, threads)
+        self.timeout_s = timeout_s
+        self.lookup = lookup
+        self._pool: Any = None
+        self._gevent = False
+
+    def _start(self) -> None:
+        from ..loop import under_gevent
+
+        self._gevent = under_gevent()
+        if self._gevent:
+            from gevent.threadpool import ThreadPool
+            self._pool = ThreadPool(self.threads)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="callback-dns")
+
+    def __call__(self, host: str, port: int, timeout_s: float | None = None) -> list[str]:
+        if self._pool is None:
+            self._start()
+        limit = self.timeout_s if timeout_s is None else max(0.0, min(self.timeout_s, timeout_s))
+        if self._gevent:
+            import gevent
+            try:
+                return list(self._pool.spawn(self.lookup, host, port).get(timeout=limit))
+            except gevent.Timeout:
+                raise ResolveTimeout(f"{host!r} did not resolve within {limit:g} s") from None
+        from concurrent.futures import TimeoutError as FutureTimeout
+        future = self._pool.submit(self.lookup, host, port)
+        try:
+            return list(future.result(timeout=limit))
+        except FutureTimeout:
+            future.cancel()
+            raise ResolveTimeout(f"{host!r} did not resolve within {limit:g} s") from None
 
 
 def check_callback(url: str, allow: Allowance, resolve: Resolver = system_resolver) -> Target:
@@ -147,6 +240,8 @@ def check_callback(url: str, allow: Allowance, resolve: Resolver = system_resolv
     else:
         try:
             addresses = list(resolve(host, port))
+        except ResolveTimeout:
+            raise  # not a refusal: the caller decides (a request answers 422 dns_timeout, delivery retries)
         except (OSError, UnicodeError):
             addresses = []
         if not addresses:

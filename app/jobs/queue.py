@@ -4,12 +4,19 @@ The queue is one Redis stream read by one consumer group; every state change of 
 script (``app/jobs/lua/``), so a crash between two commands cannot leave a job half-moved. Keys, all under
 ``DOODLEPOD_REDIS_PREFIX`` (default ``doodlepod:``)::
 
-    jobs              stream of unfinished jobs (group "workers"); an entry is acknowledged AND
+    jobs              stream of unfinished render jobs (group "workers"); an entry is acknowledged AND
                       deleted when its job ends, so XLEN = jobs queued + running
+    jobs:video        the same for video jobs (:data:`VIDEO_KINDS`), read by the worker's video threads,
+                      which hold no render slot: video work has capacity of its own
     delayed           sorted set of queued jobs waiting out a retry delay (score: not-before time,
-                      Redis' clock); moved back into ``jobs`` when due. XLEN + ZCARD is the queue bound
+    delayed:video     Redis' clock); moved back into their stream when due. XLEN + ZCARD of both is
+                      the queue bound
     job:<id>          hash: id, kind, status, payload, result, error, attempts, owner, times
-    job:<id>:input    the uploaded image; deleted when the job ends
+    job:<id>:input    the uploaded image; deleted when the job ends (a video is not here: it waits in
+                      the storage, and the job names it)
+    client:<digest>:jobs, client:<digest>:videos
+                      a client's unfinished jobs (score: input bytes) and videos: its shares
+                      (app/shares.py), checked atomically with each submission
     webhooks          stream of ended jobs whose callback is due (group "webhooks")
     dead              capped stream of jobs that used up their attempts (for operators)
 
@@ -53,6 +60,10 @@ class JobsUnavailable(Unavailable):
     status, code = 503, "jobs_unavailable"
 
 
+#: Job kinds that run on the worker's video threads (their own stream), not under a render slot.
+VIDEO_KINDS = frozenset({"motion_from_video"})
+
+
 class QueueFull(Unavailable):
     """DOODLEPOD_JOBS_MAX_QUEUED jobs are queued or running already."""
     status, code = 503, "queue_full"
@@ -82,6 +93,7 @@ class Taken:
     entry_id: str
     job_id: str
     redelivered: bool
+    stream: str = ""      # the stream it came from ('' : the render stream)
 
 
 @dataclass
@@ -127,7 +139,8 @@ class JobQueue:
 
     def __init__(self, url: str, prefix: str = "doodlepod:", *, timeout_s: float = 2.0, max_queued: int = 100,
                  max_attempts: int = 3, visibility_s: float = 60.0, job_ttl_s: int = 7 * 86400,
-                 retry_after_s: int = 3) -> None:
+                 retry_after_s: int = 3, client_max_jobs: int = 10**6, client_max_bytes: int = 2**62,
+                 client_max_videos: int = 10**6) -> None:
         self.url = url
         self.prefix = prefix
         self.max_queued = max_queued
@@ -135,6 +148,9 @@ class JobQueue:
         self.visibility_s = visibility_s
         self.job_ttl_s = job_ttl_s
         self.retry_after_s = retry_after_s
+        self.client_max_jobs = client_max_jobs
+        self.client_max_bytes = client_max_bytes
+        self.client_max_videos = client_max_videos
         # Operations are short; a blocking read (worker) passes its own, longer, socket timeout.
         self.redis = redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s + 3,
                                           health_check_interval=15, retry_on_timeout=False)
@@ -142,6 +158,8 @@ class JobQueue:
         self.hooks = self.key("webhooks")
         self.dead = self.key("dead")
         self.delayed = self.key("delayed")
+        self.video_stream = self.key("jobs", "video")
+        self.video_delayed = self.key("delayed", "video")
         self._submit = self.redis.register_script(lua("submit"))
         self._start = self.redis.register_script(lua("start", prelude=True))
         self._finish = self.redis.register_script(lua("finish", prelude=True))
@@ -161,10 +179,19 @@ class JobQueue:
                    max_queued=settings.jobs_max_queued, max_attempts=settings.jobs_max_attempts,
                    visibility_s=settings.jobs_visibility_timeout_s,
                    job_ttl_s=max(settings.jobs_ttl_s, settings.idempotency_ttl_s),
-                   retry_after_s=settings.retry_after_s or 5)  # 0 = "measured" for renders; 5 s here
+                   retry_after_s=settings.retry_after_s or 5,  # 0 = "measured" for renders; 5 s here
+                   client_max_jobs=settings.client_max_queued,
+                   client_max_bytes=int(settings.client_queued_mb * 2**20),
+                   client_max_videos=settings.client_max_videos)
 
     def key(self, *parts: str) -> str:
         return self.prefix + ":".join(parts)
+
+    def stream_for(self, kind: str) -> str:
+        return self.video_stream if kind in VIDEO_KINDS else self.stream
+
+    def delayed_for(self, stream: str) -> str:
+        return self.video_delayed if stream == self.video_stream else self.delayed
 
     def job_key(self, job_id: str) -> str:
         return self.key("job", job_id)
@@ -199,34 +226,47 @@ class JobQueue:
                 "max_queued": self.max_queued, "oldest_age_s": round(stats.oldest_age_s, 1)}
 
     def stats(self) -> QueueStats:
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.xlen(self.stream)
-        pipe.xrange(self.stream, "-", "+", count=1)
-        pipe.zcard(self.delayed)
-        length, first, delayed = pipe.execute()
-        running = 0
-        try:
-            for group in self.redis.xinfo_groups(self.stream):
-                if _text(group["name"]) == WORKERS_GROUP:
-                    running = int(group["pending"])
-        except redis.exceptions.ResponseError:  # no stream yet
-            pass
+        queued = running = 0
         oldest = 0.0
-        if first:
-            fields = first[0][1]
-            created = float(fields.get(b"created", b"0") or 0)
-            oldest = max(0.0, time.time() - created) if created else 0.0
-        return QueueStats(max(0, length - running) + delayed, running, oldest)
+        for stream in (self.stream, self.video_stream):
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.xlen(stream)
+            pipe.xrange(stream, "-", "+", count=1)
+            pipe.zcard(self.delayed_for(stream))
+            length, first, delayed = pipe.execute()
+            busy = 0
+            try:
+                for group in self.redis.xinfo_groups(stream):
+                    if _text(group["name"]) == WORKERS_GROUP:
+                        busy = int(group["pending"])
+            except redis.exceptions.ResponseError:  # no stream yet
+                pass
+            if first:
+                fields = first[0][1]
+                created = float(fields.get(b"created", b"0") or 0)
+                oldest = max(oldest, max(0.0, time.time() - created) if created else 0.0)
+            queued += max(0, length - busy) + delayed
+            running += busy
+        return QueueStats(queued, running, oldest)
 
     # --- web side ----------------------------------------------------------------------------
     def submit(self, kind: str, payload: dict[str, Any], input_data: bytes | None = None, *,
                callback_url: str = "", client: str = "", idem_key: str = "", idem_record: dict | None = None,
-               idem_ttl_s: int = 86400) -> Submitted:
-        """Queue a job (atomically with its idempotency record, under the queue bound).
+               idem_ttl_s: int = 86400, input_bytes: int | None = None) -> Submitted:
+        """Queue a job (atomically with its idempotency record, under the queue bound and the client's
+        shares; ``input_bytes``: the size of an input kept elsewhere, e.g. a video in the storage).
 
-        Raises :class:`QueueFull` past ``max_queued`` and :class:`JobsUnavailable` when Redis fails.
+        Raises :class:`QueueFull` past ``max_queued``, a :class:`app.shares.ShareUsed` (429) past one of
+        the client's shares, and :class:`JobsUnavailable` when Redis fails.
         With ``idem_key`` set and a record already there, nothing is queued: ``duplicate_of`` holds it.
         """
+        from ..clients import digest
+        from ..shares import JobsShareUsed, QueuedBytesShareUsed, VideoShareUsed
+
+        stream = self.stream_for(kind)
+        other = self.video_stream if stream == self.stream else self.stream
+        size = len(input_data or b"") if input_bytes is None else int(input_bytes)
+        who = digest(client)
         job_id = new_job_id()
         now = now_iso()
         fields = {"id": job_id, "kind": kind, "status": "queued", "created": now, "updated": now, "attempts": "0",
@@ -239,9 +279,13 @@ class JobQueue:
         try:
             self._ensure_groups()
             verdict, detail = self._submit(
-                keys=[self.stream, self.job_key(job_id), self.input_key(job_id), idem_key, self.delayed],
+                keys=[stream, self.job_key(job_id), self.input_key(job_id), idem_key, self.delayed_for(stream),
+                      other, self.delayed_for(other), self.key("client", who, "jobs"),
+                      self.key("client", who, "videos")],
                 args=[self.max_queued, job_id, record, idem_ttl_s, self.job_ttl_s, input_data or b"",
-                      "1" if input_data is not None else "0", f"{time.time():.3f}", *flat])
+                      "1" if input_data is not None else "0", f"{time.time():.3f}", self.client_max_jobs,
+                      self.client_max_bytes, self.client_max_videos, size, "1" if kind in VIDEO_KINDS else "0",
+                      self.key("job", ""), *flat])
         except REDIS_ERRORS as exc:
             raise self.unavailable(exc) from None
         verdict = _text(verdict)
@@ -250,6 +294,17 @@ class JobQueue:
         if verdict == "full":
             raise QueueFull(f"the render queue is full ({self.max_queued} jobs queued or running); retry in "
                             f"{self.retry_after_s} s", self.retry_after_s)
+        if verdict == "jobs_share":
+            raise JobsShareUsed(f"this client has {_text(detail)} jobs queued or running, its share "
+                                f"(DOODLEPOD_CLIENT_MAX_QUEUED); retry once one ended", self.retry_after_s)
+        if verdict == "bytes_share":
+            raise QueuedBytesShareUsed(
+                f"this client's queued jobs hold {int(_text(detail)) / 2**20:.1f} MiB of uploads; with this one "
+                f"({size / 2**20:.1f} MiB) they would pass its share of {self.client_max_bytes / 2**20:g} MiB "
+                "(DOODLEPOD_CLIENT_QUEUED_MB); retry once one ended", self.retry_after_s)
+        if verdict == "video_share":
+            raise VideoShareUsed(f"this client has {_text(detail)} videos queued or being read, its share "
+                                 f"(DOODLEPOD_CLIENT_MAX_VIDEOS); retry once one ended", self.retry_after_s)
         log.info("job %s queued kind=%s entry=%s", job_id, kind, _text(detail))
         return Submitted(self.public(fields))
 
@@ -279,13 +334,16 @@ class JobQueue:
             out["webhook"] = {"url": without_credentials(h["callback_url"]),
                               "status": h.get("webhook_status") or "not_sent",
                               "attempts": int(h.get("webhook_attempts") or 0)}
+            if h.get("webhook_detail"):  # why the last attempt failed: the rule, the status, "timeout"
+                out["webhook"]["detail"] = h["webhook_detail"]
         return out
 
     # --- worker side -------------------------------------------------------------------------
     def _ensure_groups(self) -> None:
         if self._groups_made:
             return
-        for stream, group in ((self.stream, WORKERS_GROUP), (self.hooks, WEBHOOKS_GROUP)):
+        for stream, group in ((self.stream, WORKERS_GROUP), (self.video_stream, WORKERS_GROUP),
+                              (self.hooks, WEBHOOKS_GROUP)):
             try:
                 self.redis.xgroup_create(stream, group, id="0", mkstream=True)
             except redis.exceptions.ResponseError as exc:
@@ -300,8 +358,8 @@ class JobQueue:
         ask before it takes a render slot (an idle worker must not hold one)."""
         stream = stream or self.stream
         self._ensure_groups()
-        if stream == self.stream:
-            self.promote_due()
+        if stream in (self.stream, self.video_stream):
+            self.promote_due(stream=stream)
         info = next((g for g in self.redis.xinfo_groups(stream) if _text(g["name"]) == group), None)
         if info is None:
             return False
@@ -319,8 +377,8 @@ class JobQueue:
         timeout) first, else a new one (waiting up to ``block_ms``, 0: not at all); None if there is none."""
         stream = stream or self.stream
         self._ensure_groups()
-        if stream == self.stream:
-            self.promote_due()
+        if stream in (self.stream, self.video_stream):
+            self.promote_due(stream=stream)
         idle_ms = int(1000 * (visibility_s or self.visibility_s))
         try:
             _, claimed, _deleted = self.redis.xautoclaim(stream, group, consumer, idle_ms, "0-0", count=1)
@@ -331,13 +389,13 @@ class JobQueue:
         if claimed:
             entry_id, fields = claimed[0]
             if fields:  # None when the entry was deleted meanwhile
-                return Taken(_text(entry_id), _text(fields[b"job"]), True)
+                return Taken(_text(entry_id), _text(fields[b"job"]), True, stream)
         answer = self.redis.xreadgroup(group, consumer, {stream: ">"}, count=1,
                                        block=block_ms if block_ms > 0 else None)  # BLOCK 0 would wait forever
         if not answer:
             return None
         entry_id, fields = answer[0][1][0]
-        return Taken(_text(entry_id), _text(fields[b"job"]), False)
+        return Taken(_text(entry_id), _text(fields[b"job"]), False, stream)
 
     def start(self, taken: Taken, consumer: str) -> Started:
         """Count an attempt and make ``consumer`` the job's owner; or say why the job is not run."""
@@ -345,7 +403,8 @@ class JobQueue:
                                  "message": f"the job's worker stopped {self.max_attempts} times before "
                                             "finishing it; it will not be retried"})
         verdict, owner = self._start(
-            keys=[self.job_key(taken.job_id), self.stream, self.input_key(taken.job_id), self.hooks, self.dead],
+            keys=[self.job_key(taken.job_id), taken.stream or self.stream, self.input_key(taken.job_id), self.hooks,
+                  self.dead],
             args=[WORKERS_GROUP, taken.entry_id, consumer, self.max_attempts, now_iso(), dead_error, taken.job_id,
                   self.job_ttl_s])
         verdict, owner = _text(verdict), _text(owner)
@@ -383,7 +442,8 @@ class JobQueue:
         for k, v in fields.items():
             flat += [k, v]
         done = self._finish(
-            keys=[self.job_key(taken.job_id), self.stream, self.input_key(taken.job_id), self.hooks, self.dead],
+            keys=[self.job_key(taken.job_id), taken.stream or self.stream, self.input_key(taken.job_id), self.hooks,
+                  self.dead],
             args=[WORKERS_GROUP, taken.entry_id, owner, self.job_ttl_s, taken.job_id, "1" if dead_letter else "0",
                   *flat])
         return bool(done)
@@ -397,19 +457,22 @@ class JobQueue:
         flat: list[str] = []
         for k, v in fields.items():
             flat += [k, v]
-        not_before = self._retry(keys=[self.job_key(taken.job_id), self.stream, self.delayed],
+        stream = taken.stream or self.stream
+        not_before = self._retry(keys=[self.job_key(taken.job_id), stream, self.delayed_for(stream)],
                                  args=[WORKERS_GROUP, taken.entry_id, owner, taken.job_id, f"{max(0.0, delay_s):.3f}",
                                        f"{created_epoch:.3f}", *flat])
         return float(_text(not_before)) if not_before else None
 
-    def promote_due(self, most: int = 100) -> int:
-        """Move delayed jobs whose not-before time has come back into the stream; how many moved."""
-        return int(self._promote(keys=[self.delayed, self.stream], args=[self.key("job", ""), most]))
+    def promote_due(self, most: int = 100, stream: str | None = None) -> int:
+        """Move delayed jobs whose not-before time has come back into their stream; how many moved."""
+        stream = stream or self.stream
+        return int(self._promote(keys=[self.delayed_for(stream), stream], args=[self.key("job", ""), most]))
 
     # --- webhooks bookkeeping (delivery itself: app/jobs/webhooks.py) ------------------------------
-    def webhook_done(self, taken: Taken, status: str, attempts: int) -> None:
+    def webhook_done(self, taken: Taken, status: str, attempts: int, detail: str = "") -> None:
         pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(self.job_key(taken.job_id), mapping={"webhook_status": status, "webhook_attempts": attempts})
+        pipe.hset(self.job_key(taken.job_id), mapping={"webhook_status": status, "webhook_attempts": attempts,
+                                                       "webhook_detail": detail[:300]})
         pipe.xack(self.hooks, WEBHOOKS_GROUP, taken.entry_id)
         pipe.xdel(self.hooks, taken.entry_id)
         pipe.execute()
@@ -420,7 +483,8 @@ class JobQueue:
     def forget_idle_consumers(self, idle_s: float = 3600.0) -> int:
         """Drop consumers (of stopped workers) that hold nothing and were idle for ``idle_s``."""
         dropped = 0
-        for stream, group in ((self.stream, WORKERS_GROUP), (self.hooks, WEBHOOKS_GROUP)):
+        for stream, group in ((self.stream, WORKERS_GROUP), (self.video_stream, WORKERS_GROUP),
+                              (self.hooks, WEBHOOKS_GROUP)):
             try:
                 consumers = self.redis.xinfo_consumers(stream, group)
             except redis.exceptions.ResponseError:

@@ -1,5 +1,6 @@
 """Per-client token buckets in Redis: every request that queues work takes one token.
 
+A client (:mod:`app.clients`: an IPv6 address by its /64, a mapped IPv4 address as IPv4) has one bucket.
 A client's bucket holds up to ``burst`` tokens and refills at ``per_min / 60`` tokens per second;
 a request that finds it empty is answered 429 with ``Retry-After`` (seconds until a token is back).
 The bucket lives in one Redis hash updated by one Lua script with Redis' own clock, so every pod
@@ -14,12 +15,12 @@ gunicorn worker counts on its own), so a pod without Redis is still limited.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from ..clients import client_id  # noqa: F401 - whose bucket (app/clients.py decides)
 from ..errors import ClientError
 from .scripts import lua
 
@@ -45,13 +46,6 @@ class Decision:
         if not self.allowed:
             out["Retry-After"] = str(max(1, math.ceil(self.retry_after_s)))
         return out
-
-
-def client_id(bearer_token: str, address: str) -> str:
-    """Whose bucket: the bearer token (hashed: tokens never reach Redis) and the address, else the address."""
-    if bearer_token:
-        return "t-" + hashlib.sha256(bearer_token.encode()).hexdigest()[:24] + "-" + (address or "unknown")
-    return "a-" + (address or "unknown")
 
 
 class RateLimiter:

@@ -29,7 +29,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import BadRequest
-from .egress import Allowance, CallbackRefused, Resolver, Target, check_callback, system_resolver
+from .egress import (
+    Allowance,
+    BoundedResolver,
+    CallbackRefused,
+    Resolver,
+    ResolveTimeout,
+    Target,
+    check_callback,
+    system_resolver,
+)
 
 log = logging.getLogger("doodlepod.webhooks")
 
@@ -47,9 +56,26 @@ def verify(secret: str, body: bytes, header: str) -> bool:
     return hmac.compare_digest(sign(secret, body), header or "")
 
 
-def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver = system_resolver) -> str:
+_SUBMIT_RESOLVER: BoundedResolver | None = None
+#: Clients with a callback name being looked up now (this process), how many each.
+_LOOKING_UP: dict[str, int] = {}
+
+
+def submit_resolver(settings: Any) -> BoundedResolver:
+    """This process's resolver for callback URLs given with requests (DOODLEPOD_WEBHOOK_DNS_THREADS
+    threads of its own, each lookup within DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S)."""
+    global _SUBMIT_RESOLVER
+    if _SUBMIT_RESOLVER is None:
+        _SUBMIT_RESOLVER = BoundedResolver(settings.webhook_dns_threads, settings.webhook_dns_timeout_s)
+    return _SUBMIT_RESOLVER
+
+
+def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver | None = None, client: str = "") -> str:
     """The callback URL of a request ('' if none): 400 unless an http(s) URL and webhooks are configured,
-    422 ``callback_url_refused`` when it names an address the server does not call (app/jobs/egress.py)."""
+    422 ``callback_url_refused`` when it names an address the server does not call (app/jobs/egress.py),
+    or whose name does not resolve within DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S (rule ``dns_timeout``); 429
+    ``callback_dns_share_used`` while the same client (``client``, default the request's) has a lookup
+    running: a client's slow names hold at most one of the lookup threads."""
     url = (raw or "").strip()
     if not url:
         return ""
@@ -61,7 +87,32 @@ def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver = sy
             or any(ord(c) <= 32 or ord(c) == 127 for c in url)):
         raise BadRequest(f"callback_url must be an http(s) URL of at most {MAX_URL_LENGTH} characters, "
                          "without spaces or control characters")
-    check_callback(url, Allowance.parse(settings.webhook_allow), resolve)
+    allow = Allowance.parse(settings.webhook_allow)
+    if resolve is not None:
+        check_callback(url, allow, resolve)
+        return url
+    if not client:
+        from flask import has_request_context
+
+        if has_request_context():
+            from ..clients import request_client
+            client = request_client()
+    if _LOOKING_UP.get(client, 0) >= 1:
+        from ..shares import CallbackDnsShareUsed
+        raise CallbackDnsShareUsed("this client has a callback_url being looked up already; one at a time per "
+                                   "client", settings.webhook_dns_timeout_s)
+    _LOOKING_UP[client] = _LOOKING_UP.get(client, 0) + 1
+    try:
+        check_callback(url, allow, submit_resolver(settings))
+    except ResolveTimeout:
+        raise CallbackRefused("dns_timeout", f"{parts.hostname!r} did not resolve within "
+                              f"{settings.webhook_dns_timeout_s:g} s (DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S)") from None
+    finally:
+        left = _LOOKING_UP.get(client, 1) - 1
+        if left > 0:
+            _LOOKING_UP[client] = left
+        else:
+            _LOOKING_UP.pop(client, None)
     return url
 
 
@@ -80,14 +131,24 @@ class Outcome:
 
 def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeout_s: float,
             now: Callable[[], str], allow: Allowance = Allowance(), stop: threading.Event | None = None,
-            base_backoff_s: float = 1.0, resolve: Resolver = system_resolver) -> Outcome:
+            base_backoff_s: float = 1.0, resolve: Resolver = system_resolver,
+            pause: Callable[[float], bool] | None = None) -> Outcome:
     """POST the signed record of ``job`` to ``url`` until a 2xx, a final answer, or ``attempts`` tries.
 
     Each attempt checks the URL again (:func:`app.jobs.egress.check_callback`: the name is resolved anew
     and every address checked), connects to the address it checked, and ends within ``timeout_s``
-    in all (connecting, sending and reading the answer's head together), however slowly the
-    receiver trickles its answer. A URL refused by the rules ends delivery at once, not retried.
+    in all (looking the name up, connecting, sending and reading the answer's head together; a
+    :class:`BoundedResolver` as ``resolve`` is given what is left of it), however slowly the
+    receiver or its name server answers. A URL refused by the rules ends delivery at once, not retried.
+    Between attempts ``pause(seconds)`` waits (True: stop now); the worker's gives the callback's
+    lane up meanwhile, so backoff holds no lane.
     """
+    if pause is None:
+        def pause(seconds: float) -> bool:
+            if stop is not None:
+                return stop.wait(seconds)
+            time.sleep(seconds)
+            return False
     delivery = f"{job['id']}.{job['status']}"
     detail = ""
     shown = _host(url)
@@ -97,13 +158,16 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
                    "X-Doodlepod-Event": f"job.{job['status']}", "X-Doodlepod-Delivery": delivery,
                    "User-Agent": "doodlepod-webhooks/1"}
         wait = min(60.0, base_backoff_s * 2 ** (attempt - 1)) * random.uniform(0.8, 1.2)
+        end = time.monotonic() + timeout_s
+        bounded = resolve
+        if isinstance(resolve, BoundedResolver):  # the lookup counts in the attempt's bound
+            bounded = lambda h, p, end=end: resolve(h, p, end - time.monotonic())  # noqa: E731
         try:
-            target = check_callback(url, allow, resolve)
+            target = check_callback(url, allow, bounded)
+            status, retry_after = post(target, body, headers, end - time.monotonic())
         except CallbackRefused as exc:
             log.warning("webhook job=%s to %s not sent: %s", job["id"], shown, exc.message)
-            return Outcome(False, attempt, f"refused: {exc.rule}")
-        try:
-            status, retry_after = post(target, body, headers, timeout_s)
+            return Outcome(False, attempt, f"refused: {exc.rule}: {exc.message}")
         except (OSError, ValueError) as exc:
             detail = "timeout" if isinstance(exc, (socket.timeout, TimeoutError)) else type(exc).__name__
         else:
@@ -119,10 +183,8 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
         if attempt < attempts:
             log.info("webhook job=%s to %s failed (%s), attempt %d/%d; retrying in %.1f s", job["id"], shown,
                      detail, attempt, attempts, wait)
-            if stop is not None and stop.wait(wait):
+            if pause(wait):
                 return Outcome(False, attempt, detail, interrupted=True)
-            if stop is None:
-                time.sleep(wait)
     log.warning("webhook job=%s to %s failed after %d attempts: %s", job["id"], shown, attempts, detail)
     return Outcome(False, attempts, detail)
 

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import shares
 from ..errors import ApiError
 from . import retry
 
@@ -77,6 +78,11 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
     missing = [n for n in payload["motions"] if n not in ctx.motions]
     if missing:
         raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
+    if payload.get("every_character"):
+        timings: dict[str, float] = {}
+        answer = ctx.scenes.animate_photo(image or b"", ctx.motions, payload["motions"], payload["format"], deadline,
+                                          timings, payload["base_url"], progress=progress)
+        return {**answer, "timings_ms": timings}
     joints = None
     if payload.get("joints") is not None:
         from animator.skeleton import skeleton_from_client
@@ -111,13 +117,34 @@ def run_character_animations(ctx: Services, payload: dict[str, Any], _input: byt
             "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
 
 
+@handler("scene_animations")
+def run_scene_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
+                         deadline, progress=None) -> dict:
+    """POST /scenes/{id}/animations' work (app/scenes/resource.py), the render slot already held."""
+    from contextlib import nullcontext
+
+    timings: dict[str, float] = {}
+    record, out = ctx.scenes.render(payload["scene"], ctx.motions, payload["format"], payload["size"],
+                                    payload.get("max_frames"), payload.get("if_match"), deadline, timings,
+                                    payload["base_url"], nullcontext, progress=progress)
+    return {"scene": {"id": record.id, "version": record.version}, "format": payload["format"],
+            "size": payload["size"], "animation": out["url"], "width": out["width"], "height": out["height"],
+            "cached": out["cached"], "timings_ms": timings}
+
+
 @handler("motion_from_video")
 def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes | None, job_id: str,
                           deadline, progress=None) -> dict:
     """POST /motions' work: the person's movement in the video as the client's own motion
-    (app/motions/own.py). The pose model runs in this job thread, under the render slot."""
+    (app/motions/own.py). It runs on a video thread, holding no render slot; the video waits
+    in the storage (``video_key``; older jobs: the job's input in Redis)."""
+    from ..errors import InvalidVideo
     from ..motions.own import make_motion
 
+    if payload.get("video_key"):
+        video = ctx.storage.get(payload["video_key"], deadline)
+        if video is None:
+            raise InvalidVideo("the uploaded video is no longer stored (expired); send it again")
     return make_motion(ctx, payload, video or b"", job_id, deadline, report=progress)
 
 
@@ -137,6 +164,9 @@ class Worker:
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
+        from .egress import BoundedResolver
+        # callback names: looked up on threads of their own, within each attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S
+        self.resolver = BoundedResolver(self.settings.webhook_dns_threads, self.settings.webhook_timeout_s)
 
     # --- the threads ------------------------------------------------------------------------
     def run(self) -> None:
@@ -144,6 +174,8 @@ class Worker:
 
         threads = [threading.Thread(target=self._job_loop, args=(f"{self.name}-{i}",), name=f"job-{i}", daemon=True)
                    for i in range(self.settings.worker_concurrency)]
+        threads += [threading.Thread(target=self._video_loop, args=(f"{self.name}-video-{i}",), name=f"video-{i}",
+                                     daemon=True) for i in range(self.settings.worker_video_concurrency)]
         threads.append(threading.Thread(target=self._webhook_loop, args=(f"{self.name}-hooks",), name="hooks",
                                         daemon=True))
         beat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
@@ -183,6 +215,24 @@ class Worker:
                         self._run(taken, consumer)
                 finally:
                     slot.release()
+                backoff = 0.5
+            except Exception as exc:
+                log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
+                self.stop.wait(backoff)
+                backoff = min(10.0, backoff * 2)
+
+    def _video_loop(self, consumer: str) -> None:
+        """Video jobs (their own stream): read without a render slot, so videos never take the slots
+        renders need; DOODLEPOD_WORKER_VIDEO_CONCURRENCY threads is all the capacity they get."""
+        backoff = 0.5
+        while not self.stop.is_set():
+            try:
+                if not self._models_ready() or not self.queue.has_work(stream=self.queue.video_stream):
+                    self.stop.wait(IDLE_POLL_S if self._ready_ok else 2.0)
+                    continue
+                taken = self.queue.take(consumer, block_ms=0, stream=self.queue.video_stream)
+                if taken is not None:
+                    self._run(taken, consumer)
                 backoff = 0.5
             except Exception as exc:
                 log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
@@ -233,7 +283,8 @@ class Worker:
         from .. import metrics
         from ..deadline import Deadline
 
-        self._track(self.queue.stream, consumer, taken.entry_id, True)
+        stream = taken.stream or self.queue.stream
+        self._track(stream, consumer, taken.entry_id, True)
         try:
             started = self.queue.start(taken, consumer)
             if started.verdict != "run":
@@ -251,8 +302,12 @@ class Worker:
             try:
                 run = HANDLERS[job["kind"]]
                 reporter = _progress_arg(run, self._reporter(taken.job_id))
-                result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
-                             Deadline(self.settings.request_deadline_s), **reporter)
+                with shares.metering() as meter:  # what the job stores counts in its client's share
+                    try:
+                        result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
+                                     Deadline(self.settings.request_deadline_s), **reporter)
+                    finally:
+                        self._charge(job.get("client", ""), meter.bytes)
             except ApiError as exc:
                 self._failed(taken, started.owner, job, exc)
                 return
@@ -261,13 +316,30 @@ class Worker:
                 self._failed(taken, started.owner, job, ApiError(f"{type(exc).__name__}"))
                 return
             if self.queue.succeed(taken, started.owner, result):
+                self._ended(job)
                 metrics.JOBS.labels(event="succeeded").inc()
                 metrics.JOB_SECONDS.labels(status="succeeded").observe(_age_s(job))
                 log.info("job %s succeeded in %.0f ms", taken.job_id, (time.perf_counter() - t0) * 1e3)
             else:
                 log.warning("job %s finished here but another worker owns it now; result dropped", taken.job_id)
         finally:
-            self._track(self.queue.stream, consumer, taken.entry_id, False)
+            self._track(stream, consumer, taken.entry_id, False)
+
+    def _ended(self, job: dict) -> None:
+        """The job will not run again: remove what it kept outside Redis (a queued video)."""
+        try:
+            key = json.loads(job.get("payload") or "{}").get("video_key")
+            if key:
+                from ..deadline import Deadline
+                self.ctx.storage.delete(key, Deadline(30))
+        except Exception as exc:  # the expiry sweep (or the bucket's lifecycle rule) removes it later
+            log.warning("job %s: its stored input not removed: %s", job.get("id"), exc)
+
+    def _charge(self, client: str, nbytes: int) -> None:
+        try:
+            self.ctx.shares.charge_storage(client, nbytes)
+        except Exception as exc:  # the job's work is done; a lost count only errs in the client's favour
+            log.warning("storage share of a job not charged (%d bytes): %s", nbytes, exc)
 
     def _reporter(self, job_id: str) -> Callable[[dict[str, Any]], None]:
         """A job's progress reports into its record (GET /jobs/{id}): the first, every change of
@@ -306,7 +378,8 @@ class Worker:
             return
         if exc.retryable:
             error["message"] += f" (after {attempt} attempts)"
-        self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter)
+        if self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter):
+            self._ended(job)
         metrics.JOBS.labels(event="failed").inc()
         metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))
         log.log(logging.WARNING if exc.status >= 500 else logging.INFO, "job %s failed after %d attempt(s): %s (%d) %s",
@@ -321,8 +394,8 @@ class Worker:
         that receiver's deliveries ends."""
         from .queue import WEBHOOKS_GROUP
 
-        lanes = Lanes(self.settings.webhook_concurrency, PER_RECEIVER)
-        waiting: list[tuple[Any, str, dict[str, str] | None]] = []   # (taken, receiver, raw job)
+        lanes = Lanes(self.settings.webhook_concurrency, PER_RECEIVER, self.settings.client_webhook_lanes)
+        waiting: list[tuple[Any, tuple[str, str], dict[str, str] | None]] = []   # (taken, lane, raw job)
         backoff = 0.5
         while not self.stop.is_set():
             for item in list(waiting):
@@ -350,14 +423,15 @@ class Worker:
                 log.warning("webhook for job %s: %s: %s", taken.job_id, type(exc).__name__, exc)
                 self._track(self.queue.hooks, consumer, taken.entry_id, False)
                 continue
-            item = (taken, receiver_of(raw.get("callback_url", "") if raw else ""), raw)
+            item = (taken, (receiver_of(raw.get("callback_url", "") if raw else ""),
+                            (raw or {}).get("client", "")), raw)
             if lanes.try_start(item[1]):
                 self._spawn_delivery(item, consumer, lanes)
             else:
                 waiting.append(item)
 
     def _spawn_delivery(self, item, consumer: str, lanes: Lanes) -> None:
-        threading.Thread(target=self._deliver_one, args=(item, consumer, lanes), name=f"hook-{item[1][:40]}",
+        threading.Thread(target=self._deliver_one, args=(item, consumer, lanes), name=f"hook-{item[1][0][:40]}",
                          daemon=True).start()
 
     def _deliver_one(self, item, consumer: str, lanes: Lanes) -> None:
@@ -366,7 +440,21 @@ class Worker:
         from .webhooks import Allowance, deliver
 
         s = self.settings
-        taken, receiver, raw = item
+        taken, lane, raw = item
+        held = [True]
+
+        def pause(seconds: float) -> bool:
+            """Backoff between attempts without the lane: others' callbacks go meanwhile."""
+            lanes.end(lane)
+            held[0] = False
+            if self.stop.wait(seconds):
+                return True
+            while not lanes.try_start(lane):
+                if self.stop.wait(0.05):
+                    return True
+            held[0] = True
+            return False
+
         try:
             if not raw or not raw.get("callback_url") or not s.webhook_secret:
                 self.queue.webhook_done(taken, "failed" if raw else "expired", 0)
@@ -375,17 +463,19 @@ class Worker:
             job.pop("webhook", None)
             outcome = deliver(raw["callback_url"], job, s.webhook_secret, attempts=s.webhook_attempts,
                               timeout_s=s.webhook_timeout_s, now=now_iso, stop=self.stop,
-                              allow=Allowance.parse(s.webhook_allow))
+                              allow=Allowance.parse(s.webhook_allow), resolve=self.resolver, pause=pause)
             if outcome.interrupted:
                 return  # stopping: another worker takes it over after the visibility timeout
             metrics.WEBHOOKS.labels(outcome="delivered" if outcome.delivered else "failed").inc()
             if outcome.attempts > 1:
                 metrics.WEBHOOKS.labels(outcome="retried").inc(outcome.attempts - 1)
-            self.queue.webhook_done(taken, "delivered" if outcome.delivered else "failed", outcome.attempts)
+            self.queue.webhook_done(taken, "delivered" if outcome.delivered else "failed", outcome.attempts,
+                                    "" if outcome.delivered else outcome.detail)
         except Exception as exc:
             log.warning("webhook for job %s: %s: %s", taken.job_id, type(exc).__name__, exc)
         finally:
-            lanes.end(receiver)
+            if held[0]:
+                lanes.end(lane)
             self._track(self.queue.hooks, consumer, taken.entry_id, False)
 
 
@@ -406,31 +496,40 @@ def receiver_of(url: str) -> str:
 
 
 class Lanes:
-    """Counts deliveries in flight, in all (at most ``total``) and per receiver (at most ``each``)."""
+    """Counts deliveries in flight: in all (at most ``total``), per receiver (at most ``each``) and per
+    client (at most ``per_client``, DOODLEPOD_CLIENT_WEBHOOK_LANES: a client that names many slow
+    receivers on many ports still holds only its own lanes). A lane is ``(receiver, client)``."""
 
-    def __init__(self, total: int, each: int) -> None:
+    def __init__(self, total: int, each: int, per_client: int | None = None) -> None:
         self.total, self.each = total, each
+        self.per_client = per_client or total
         self._lock = threading.Lock()
         self._busy: dict[str, int] = {}
+        self._clients: dict[str, int] = {}
 
     def has_room(self) -> bool:
         with self._lock:
             return sum(self._busy.values()) < self.total
 
-    def try_start(self, receiver: str) -> bool:
+    def try_start(self, lane: tuple[str, str] | str) -> bool:
+        receiver, client = (lane, "") if isinstance(lane, str) else lane
         with self._lock:
-            if sum(self._busy.values()) >= self.total or self._busy.get(receiver, 0) >= self.each:
+            if (sum(self._busy.values()) >= self.total or self._busy.get(receiver, 0) >= self.each
+                    or self._clients.get(client, 0) >= self.per_client):
                 return False
             self._busy[receiver] = self._busy.get(receiver, 0) + 1
+            self._clients[client] = self._clients.get(client, 0) + 1
             return True
 
-    def end(self, receiver: str) -> None:
+    def end(self, lane: tuple[str, str] | str) -> None:
+        receiver, client = (lane, "") if isinstance(lane, str) else lane
         with self._lock:
-            left = self._busy.get(receiver, 0) - 1
-            if left > 0:
-                self._busy[receiver] = left
-            else:
-                self._busy.pop(receiver, None)
+            for counts, key in ((self._busy, receiver), (self._clients, client)):
+                left = counts.get(key, 0) - 1
+                if left > 0:
+                    counts[key] = left
+                else:
+                    counts.pop(key, None)
 
 
 def _progress_arg(run: Callable[..., Any], reporter: Callable[[dict[str, Any]], None]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from animator.files import PARTIAL_PREFIX, write_atomic
 from ..deadline import Deadline
 from ..errors import StorageFailed
 from ..loop import off_loop
+from ..shares import freed, stored
 from .budget import StorageBudget
 
 log = logging.getLogger("doodlepod.storage")
@@ -65,6 +66,7 @@ class LocalStorage:
     def put(self, key: str, data: bytes, content_type: str, deadline: Deadline) -> None:
         deadline.check("upload")
         target = self.root / _safe_key(key)
+        stored(len(data))  # the client's storage share (app/shares.py)
         # write + fsync can take tens of ms on a busy disk: off the gevent loop, in a native thread
         # (plain file I/O, no monkey-patched locks involved)
         off_loop(self._write, key, target, data)
@@ -140,6 +142,7 @@ class LocalStorage:
                 current = None
             if (tag is None) != (current is None) or (current is not None and _tag(current) != tag):
                 raise Conflict(key)
+            stored(len(data) - len(current or b""))
             off_loop(self._write, key, target, data)
         finally:
             os.close(fd)
@@ -159,9 +162,16 @@ class LocalStorage:
         folder = self.root / _safe_key(prefix.rstrip("/"))
         if not folder.is_dir():
             return 0
-        count = sum(1 for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+        files = [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]
+        size = 0
+        for p in files:
+            try:
+                size += p.stat().st_size
+            except FileNotFoundError:
+                pass
         off_loop(shutil.rmtree, folder, True)
-        return count
+        freed(size)  # given back to the client's storage share
+        return len(files)
 
     def list_folders(self, prefix: str, deadline: Deadline) -> list[str]:
         """Names of the folders directly under ``prefix`` (ending in ``/``)."""
@@ -210,6 +220,7 @@ class S3Storage:
         from botocore.exceptions import BotoCoreError, ClientError
 
         left = deadline.check("upload")
+        stored(len(data))
         try:
             with gevent.Timeout(left, deadline.exceeded("upload")):
                 self.client.put_object(Bucket=self.bucket, Key=self.key(key), Body=data,
@@ -296,6 +307,7 @@ class S3Storage:
         """Write ``key`` only if its ETag is still ``tag`` (``None``: only if it does not exist yet),
         with S3's conditional writes; else raise :class:`Conflict`."""
         condition = {"IfNoneMatch": "*"} if tag is None else {"IfMatch": tag}
+        stored(len(data))
         try:
             self._call(deadline, "upload", key, self.client.put_object, Key=self.key(key), Body=data,
                        ContentType=content_type, **condition)
@@ -323,6 +335,7 @@ class S3Storage:
             keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
             if not keys:
                 return count
+            freed(sum(int(o.get("Size") or 0) for o in page.get("Contents", [])))
             resp = self._call(deadline, "storage delete", prefix, self.client.delete_objects,
                               Delete={"Objects": keys, "Quiet": True})
             if resp.get("Errors"):  # else the same keys would be listed (and refused) for ever

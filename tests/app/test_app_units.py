@@ -217,7 +217,7 @@ def test_prepare_image_reads_heic_with_its_orientation() -> None:
 
 
 def test_prepare_image_flattens_transparency_onto_white() -> None:
-    rgba = Image.new("RGBA", (20, 20), (0, 0, 0, 0))
+    rgba = Image.new("RGBA", (40, 40), (0, 0, 0, 0))   # at least app.images.MIN_SIDE
     rgba.paste((10, 10, 10, 255), (5, 5, 10, 10))
     prepared = steps.prepare_image(_encode(rgba, "PNG"), 10**6, 1000)
     assert prepared.rgb[0, 0].tolist() == [255, 255, 255] and prepared.rgb[6, 6].tolist() == [10, 10, 10]

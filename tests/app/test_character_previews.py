@@ -52,7 +52,7 @@ def test_max_frames_out_of_bounds_is_refused(character, bad):
 def test_max_frames_cannot_exceed_the_operators_cap(make_app):
     from app.config import load_settings
     from app.errors import BadRequest
-    from app.intake.fields import parse_max_frames
+    from app.intake.shapes import parse_max_frames
 
     capped = load_settings({}, render_max_frames=50)
     assert parse_max_frames("50", capped) == 50

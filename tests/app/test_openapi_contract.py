@@ -1,16 +1,22 @@
 """The OpenAPI document against the code: one source of truth for routes, fields, bounds and error codes.
 
-The document (app/http/openapi.yaml) is written by hand; these tests fail when the code and it
-disagree, in either direction:
+The document is app/http/openapi.yaml (written by hand: paths, prose, answers, headers) plus the
+request schemas generated from the request models (app/intake/models.py). These tests fail when the
+code and the document disagree, in either direction:
 
+* request bodies: the served document's request schemas are the ones the models generate, and each
+  route's request body is the model its view reads (``@takes``), for exactly the media types the
+  model reads; the yaml writes none of the generated schemas itself;
 * routes: Flask's url_map (path and method) against the document's paths and operations;
 * error codes: every ApiError class of the app against the document's ErrorCode list, with its status,
   and each status's error schema against the codes of that status;
 * bounds: every ``x-bounds`` value equals what it names (a setting's default, a constant), every
   request-bounding setting and ``MAX_*`` constant of the app is named by one, and the served document
   carries the running settings;
-* fields and headers: every form/JSON field and header the routes read (found in their source) is a
-  property or header parameter of the document, and every one the document has is read somewhere.
+* headers: every header the routes read (found in their source) is a header parameter of the
+  document, and every one the document has is read somewhere.
+
+tests/app/test_openapi_fuzz.py sends the live app what the document allows (and what it does not).
 """
 from __future__ import annotations
 
@@ -22,16 +28,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 import app as app_package
 from app import config
 from app.errors import ApiError
 from app.http import reference
+from app.intake import bounds
 
 REPO = Path(__file__).resolve().parents[2]
 ROUTES = REPO / "app" / "http"
-SPEC = yaml.safe_load(reference.SPEC_PATH.read_text())
+SPEC = reference.written()
 METHODS = {"get", "post", "put", "patch", "delete"}
 
 
@@ -158,8 +166,8 @@ def test_written_bounds_are_the_code_defaults():
     defaults = config.load_settings({})
     assert _bounds(), "the document names no bound"
     for node, keyword, source in _bounds():
-        assert node[keyword] == reference.bound_value(source, defaults), f"{keyword} from {source}"
-    assert reference.resolve(SPEC, defaults) == SPEC
+        assert node[keyword] == bounds.bound_value(source, defaults), f"{keyword} from {source}"
+    assert bounds.resolve(SPEC, defaults) == SPEC
 
 
 def test_the_served_document_carries_the_running_settings(make_app):
@@ -182,7 +190,13 @@ NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_MIN_DETECTION_SCORE",  # the detector's threshold
     "DOODLEPOD_JOBS_MAX_QUEUED",     # capacity: 503 queue_full
     "DOODLEPOD_JOBS_MAX_ATTEMPTS",   # the worker's retries
+    "DOODLEPOD_SCENE_MIN_SCORE",     # which detections of a photo make a scene's characters
+    "DOODLEPOD_SCENE_MAX_OVERLAP",   # the non-maximum suppression of those detections
     "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
+    "DOODLEPOD_CLIENT_STORAGE_MB",   # a client's share (app/shares.py): 429 storage_share_used
+    "DOODLEPOD_CLIENT_QUEUED_MB",    # a client's share: 429 queued_bytes_share_used
+    "DOODLEPOD_CLIENT_MAX_QUEUED",   # a client's share: 429 jobs_share_used
+    "DOODLEPOD_CLIENT_MAX_VIDEOS",   # a client's share: 429 video_share_used
 }
 #: MAX_* constants of the app that bound no client input.
 NOT_REQUEST_CONSTANTS = {
@@ -217,55 +231,76 @@ def test_format_enum_is_the_animator_formats():
     assert SPEC["components"]["schemas"]["Format"]["enum"] == list(FORMATS)
 
 
-# --- fields and headers --------------------------------------------------------------------------
+# --- request bodies: generated equals served -----------------------------------------------------
 
-_READERS = {"get", "getlist"}
-_CONTAINERS = {"form", "files", "body", "fields", "headers"}
+def test_the_served_request_schemas_are_the_generated_ones(make_app):
+    from app.intake.models import MODELS, components
+
+    generated = components()
+    assert {m.__name__ for m in MODELS} <= set(generated)
+    assert not set(generated) & set(reference.hand_written()["components"]["schemas"]), "written twice"
+    settings = config.load_settings({}, render_size_max=512, max_field_kb=8)
+    app = make_app(render_size_max=512, max_field_kb=8)
+    served = app.test_client().get("/openapi.json").get_json()["components"]["schemas"]
+    for name, schema in bounds.resolve(generated, settings).items():
+        assert served[name] == schema, name
+    assert served["RenderSize"]["maximum"] == 512 and served["MotionList"]["anyOf"][0]["maxLength"] == 8 * 1024
 
 
-def _read_in_code() -> tuple[set[str], set[str]]:
-    """(field names, header names) the routes and their helpers read, found in their source."""
-    sources = [*ROUTES.glob("*.py"), REPO / "app" / "intake" / "bvh.py", REPO / "app" / "intake" / "video.py"]
-    fields: set[str] = set()
+#: The request body media types each kind of body a model reads (its ``media``) stands for.
+MEDIA = {"json": {"application/json", "application/merge-patch+json"},
+         "form": {"multipart/form-data", "application/x-www-form-urlencoded"},
+         "image": {"image/png", "image/jpeg", "image/webp", "image/heic"}}
+
+
+def test_each_request_body_is_the_model_its_route_reads(app):
+    routes = 0
+    for rule in app.url_map.iter_rules():
+        model = getattr(app.view_functions[rule.endpoint], "request_model", None)
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            op = SPEC["paths"][_flask_path(rule.rule)][method.lower()]
+            where = f"{method} {rule.rule}"
+            if model is None:
+                assert "requestBody" not in op, f"{where} reads no model but documents a body"
+                continue
+            routes += 1
+            content = _deref(op["requestBody"])["content"]
+            for media in model.media:  # every kind of body it reads is documented (the main type at least)
+                assert content.keys() & MEDIA[media], f"{where}: no {media} body"
+            for media_type, entry in content.items():
+                kind = next(k for k, types in MEDIA.items() if media_type in types)
+                assert kind in model.media, f"{where} documents {media_type}, which {model.__name__} does not read"
+                want = "RawImage" if kind == "image" else model.__name__
+                assert entry["schema"] == {"$ref": f"#/components/schemas/{want}"}, f"{where} {media_type}"
+    assert routes == 9  # 6, and the three scene routes with a body
+
+
+def test_a_route_reads_only_the_model_it_declares(app):
+    from app.intake.models import RenderRequest
+    from app.intake.read import read
+
+    with app.test_request_context("/animate", method="POST"), pytest.raises(RuntimeError, match="@takes"):
+        read(RenderRequest, settings=config.load_settings({}))
+
+
+# --- headers -------------------------------------------------------------------------------------
+
+def _headers_read_in_code() -> set[str]:
+    """Header names the routes and their helpers read, found in their source."""
     headers: set[str] = set()
-    for path in sources:
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _READERS
-                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-                owner = node.func.value
-                name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
-                if name == "headers":
-                    headers.add(node.args[0].value.lower())
-                elif name in _CONTAINERS:
-                    fields.add(node.args[0].value)
-            elif (isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
-                  and _name_of(node.args[0]) == "form"):  # a helper reading form[name], e.g. _int_field(form, name)
-                fields.add(node.args[1].value)
-            elif (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant)
-                  and isinstance(node.left.value, str) and any(isinstance(op, ast.In) for op in node.ops)):
-                target = node.comparators[0]
-                if isinstance(target, ast.Attribute) and target.attr in ("files", "form"):
-                    fields.add(node.left.value)
+    for path in ROUTES.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("get", "getlist") and node.args and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str) and _name_of(node.func.value) == "headers"):
+                headers.add(node.args[0].value.lower())
     from app.jobs.idempotency import HEADER
     headers.add(HEADER.lower())
-    return fields, headers
+    return headers
 
 
 def _name_of(node: ast.AST) -> str:
     return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
-
-
-def _documented_fields() -> set[str]:
-    names: set[str] = set()
-    for item in SPEC["paths"].values():
-        for method, op in item.items():
-            if method not in METHODS or "requestBody" not in op:
-                continue
-            for media in _deref(op["requestBody"])["content"].values():
-                schema = _deref(media.get("schema", {}))
-                names |= set(schema.get("properties", {}))
-    return names
 
 
 def _documented_headers() -> set[str]:
@@ -278,14 +313,8 @@ def _documented_headers() -> set[str]:
     return names
 
 
-def test_every_field_the_routes_read_is_documented_and_back():
-    fields, _ = _read_in_code()
-    # "skeleton" is a key inside the joints JSON (its documented object form), read by the joints parser
-    assert fields - {"skeleton"} == _documented_fields()
-
-
 def test_every_header_the_routes_read_is_documented_and_back():
-    _, headers = _read_in_code()
+    headers = _headers_read_in_code()
     documented = _documented_headers()
     # Authorization is the bearer scheme (components.securitySchemes); X-Forwarded-For is believed only from
     # the proxies in front (DOODLEPOD_TRUSTED_PROXIES), not a client's to send; Range of /files is read by

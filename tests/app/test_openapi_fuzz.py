@@ -14,7 +14,7 @@ found after DELETE; an answer slower than the request deadline plus a margin (no
 the client gave up on (schemathesis' own timeout). Afterwards no worker may have restarted and the
 log may hold no traceback.
 
-Seeded test data (the ids schemathesis cannot make up): characters, their files, a queued job. They
+Seeded test data (the ids schemathesis cannot make up): characters, their files, a queued job, scenes. They
 are offered for the path parameters with a probability, so random ids (404) are tried too.
 """
 from __future__ import annotations
@@ -81,9 +81,10 @@ def app(torchserve, redis_server):
 
 
 def seed(url: str) -> dict[str, list[str]]:
-    """Characters (with joints: no model call), their files and a queued job, by dictionary name:
-    ``characters`` for the operations that read or change one, ``doomed`` for DELETE (so the others
-    keep theirs all run long), ``key`` and ``job_id``."""
+    """Characters (with joints: no model call), their files, a queued job and scenes of those
+    characters, by dictionary name: ``characters`` / ``scenes`` for the operations that read or change
+    one, ``doomed`` / ``doomed_scenes`` for DELETE (so the others keep theirs all run long), ``key`` and
+    ``job_id``."""
     page, joints = stack.page_with_character("char1", page_size=(700, 600), offset=(100, 20))
     png = stack.encode(page)
     form = {"joints": json.dumps({k: [round(x, 1), round(y, 1)] for k, (x, y) in joints.items()})}
@@ -98,7 +99,14 @@ def seed(url: str) -> dict[str, list[str]]:
     job = requests.post(f"{url}/animate", files={"image": ("page.png", png, "image/png")}, data=form,
                         headers={"Prefer": "respond-async"}, timeout=60)
     assert job.status_code == 202, job.text
-    return {"characters": made[:3], "doomed": made[3:], "key": files[:4], "job_id": [job.json()["id"]]}
+    scenes = []
+    for k in range(3):   # scenes of the seeded characters (no model call)
+        resp = requests.post(f"{url}/scenes", json={"characters": made[:2], "background": "none" if k else "page"},
+                             timeout=60)
+        assert resp.status_code == 201, resp.text
+        scenes.append(resp.json()["id"])
+    return {"characters": made[:3], "doomed": made[3:], "key": files[:4], "job_id": [job.json()["id"]],
+            "scenes": scenes[:2], "doomed_scenes": scenes[2:]}
 
 
 #: Path parameter -> (operation ids, dictionary of seeded values offered for it).
@@ -106,6 +114,7 @@ SEEDED = {
     "cid": [(("getCharacter", "editCharacter", "animateCharacter"), "characters"), (("deleteCharacter",), "doomed")],
     "key": [(("getFile",), "key")],
     "job_id": [(("getJob",), "job_id")],
+    "sid": [(("getScene", "editScene", "animateScene"), "scenes"), (("deleteScene",), "doomed_scenes")],
 }
 
 

@@ -81,13 +81,13 @@ def test_scratch_folders_of_stopped_processes_are_removed_at_start(tmp_path):
 def test_uploaded_clips_are_named_by_the_server(tmp_path):
     from types import SimpleNamespace
 
-    from app.intake.bvh import read_bvh_upload
+    from app.intake.bvh import Clip, check_upload
     from tests.conftest import BVH_DIR
 
-    clip = (BVH_DIR / "cmu1" / "jumping_jacks.bvh").read_text()
+    clip = Clip("bvh", (BVH_DIR / "cmu1" / "jumping_jacks.bvh").read_bytes())
     settings = SimpleNamespace(bvh_max_mb=4, bvh_max_joints=256, bvh_max_frames=20000, bvh_max_seconds=120)
-    a = read_bvh_upload({}, {"bvh": clip}, settings, tmp_path)
-    b = read_bvh_upload({}, {"bvh": clip, "end_frame": "10"}, settings, tmp_path)
+    a = check_upload(clip, None, None, settings, tmp_path)
+    b = check_upload(clip, None, 10, settings, tmp_path)
     assert a.motion_cfg != b.motion_cfg and a.motion_cfg.exists() and b.motion_cfg.exists()
     assert a.sha256 != b.sha256 and a.motion_cfg.parent == tmp_path
 

@@ -1,8 +1,9 @@
 """The project as a package: pyproject.toml against the pinned requirements, the installed CLI, and
 the README's animator example run exactly as written from the folder it names.
 
-``make venv`` (scripts/bootstrap.sh) installs this checkout into the venv in editable mode, so
-``python -m animator`` and ``doodlepod-animate`` work from any folder with the venv active.
+``make venv`` (scripts/bootstrap.sh) installs this checkout in editable mode into its own venv
+(``.venv/``, on top of the shared one), so ``python -m animator`` and ``doodlepod-animate`` work from
+any folder with that venv active.
 """
 from __future__ import annotations
 
@@ -65,8 +66,8 @@ def _require_this_checkout_installed() -> None:
                                    f"installs the project in editable mode\n{found.stderr}")
     installed = Path(found.stdout.strip()).resolve().parents[1]
     if installed != REPO.resolve():
-        message = (f"the shared venv's editable install is another checkout's ({installed}); "
-                   "`make venv` in this checkout points it here")
+        message = (f"this Python imports another checkout's code ({installed}); run the tests with this "
+                   "checkout's .venv/bin/python (`make venv` prepares it)")
         if os.environ.get("CI"):  # CI runs `make test`, whose `make venv` must have re-pointed it
             pytest.fail(message)
         pytest.skip(message)

@@ -1,0 +1,70 @@
+"""Who the client is: the one identity that rate limits, shares, idempotency keys and own motions use.
+
+A client is its address as the app sees it (the TCP peer, or behind DOODLEPOD_TRUSTED_PROXIES the
+address they forwarded: :func:`app.http.api.client_address`), folded to what one party controls:
+
+* an IPv4 address is itself, also when written as an IPv4-mapped IPv6 address (``::ffff:a.b.c.d``),
+  so the two spellings of one host are one client;
+* an IPv6 address stands for its /64: one host is given a whole /64 (RFC 6177; SLAAC, privacy
+  addresses), so an address per request would otherwise be a fresh client per request.
+
+When the server checks bearer tokens (DOODLEPOD_AUTH_TOKEN) the token, hashed, is part of the identity
+too (tokens never reach Redis or the logs). :func:`digest` is the short form used in keys and paths.
+"""
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+
+#: Prefix length an IPv6 client is known by.
+IPV6_PREFIX = 64
+
+
+def fold_address(address: str) -> str:
+    """The part of ``address`` that names one client: IPv4 as is (mapped IPv6 folded to it), IPv6 as
+    its /64 network (``2001:db8:1:2::/64``); anything that is not an address is returned unchanged."""
+    text = (address or "").strip()
+    try:
+        ip = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return text
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(ip) >> (128 - IPV6_PREFIX) << (128 - IPV6_PREFIX), IPV6_PREFIX)))
+    return str(ip)
+
+
+def client_id(bearer_token: str, address: str) -> str:
+    """The client's identity: the folded address, with the hashed bearer token when one is given.
+
+    An unchecked token would let a client pick a fresh identity per request; and one token is usually
+    shared by every install of the mobile app, so a token alone would let one phone use up everyone's
+    shares. So the token narrows the address, never replaces it."""
+    where = fold_address(address) or "unknown"
+    if bearer_token:
+        return "t-" + hashlib.sha256(bearer_token.encode()).hexdigest()[:24] + "-" + where
+    return "a-" + where
+
+
+def digest(client: str) -> str:
+    """A short fixed-length form of ``client`` for Redis keys and storage paths."""
+    return hashlib.sha256(client.encode()).hexdigest()[:24]
+
+
+def request_client() -> str:
+    """The client of the current Flask request (the token counts only when the server checks tokens)."""
+    from flask import g, request
+
+    cached = g.get("client_identity")
+    if cached is not None:
+        return cached
+    from .http.api import client_address
+    from .services import services
+
+    token = ""
+    if services().settings.auth_token:
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        token = value.strip() if scheme.lower() == "bearer" else ""
+    g.client_identity = who = client_id(token, client_address())
+    return who

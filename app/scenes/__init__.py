@@ -1,0 +1,1 @@
+"""Scenes: every character of one photo animated together on its page (resource.py)."""

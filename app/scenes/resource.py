@@ -1,0 +1,445 @@
+"""Scenes: every character of one photo, animated together where they were drawn, on their page.
+
+A scene is a document ``scenes/<id>/scene.json`` plus files under ``scene-files/<files key>/`` (the
+page: the photo's work image; an uploaded background; ``r<N>-<hex>/anim/...`` the renders of version
+N). Its characters are ordinary characters (app/characters/resource.py): made from the photo's
+detections, from boxes and joints a client sent, or named by id; each can be fixed through
+``PATCH /characters/{id}`` as usual, and a scene render always uses each character's current version.
+
+Coordinates: the API speaks the page's *image pixels* (the uploaded photo after EXIF orientation).
+A character stands where it was drawn (its texture's box on its own photo) unless the scene moved it
+(``at``: its box's new top-left corner, image pixels of the page). Renders happen in the page's
+*work pixels* (``work = image * page_scale``), see :mod:`animator.page_scene`.
+
+Edits are atomic as characters' are: a PATCH writes version + 1 only if the document is unchanged
+since it was read (``If-Match`` for the client's own check).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from typing import Any
+
+from ..characters.resource import Record as CharacterRecord
+from ..characters.resource import new_id, valid_id, version_matches
+from ..deadline import Deadline
+from ..errors import (
+    ApiError,
+    BadRequest,
+    ClientError,
+    EditConflict,
+    NotFound,
+    SceneTooLarge,
+    TooManyCharacters,
+    VersionMismatch,
+)
+from ..render.pipeline import file_suffix, progress_report
+from ..storage.backends import Conflict
+from .detections import keep
+
+log = logging.getLogger("doodlepod.scenes")
+
+PREFIX = "scenes/"
+FILES_PREFIX = "scene-files/"
+DOCUMENT = "scene.json"
+EDIT_TRIES = 3
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def colour_text(rgb: list[int]) -> str:
+    return "#" + "".join(f"{int(c):02x}" for c in rgb)
+
+
+@dataclass
+class SceneRecord:
+    """The stored document (the public one is :meth:`Scenes.public`)."""
+
+    id: str
+    version: int
+    created_at: float
+    expires_at: float
+    image: dict[str, int]                 # the page: the uploaded photo's width, height (image pixels)
+    page_scale: float                     # work pixels of the stored page per image pixel
+    characters: list[dict[str, Any]]      # [{"id": character id, "motion": name, "at": [x, y] | None}]
+    background: dict[str, Any]            # {"kind": page|colour|image|none, "colour"?: [r, g, b]}
+    files: dict[str, str]                 # page, background (uploaded picture) -> storage key
+    files_key: str
+    rev: str                              # this version's renders folder
+    detections: list[dict[str, Any]] = field(default_factory=list)  # [{"bbox" (image px), "score", "kept"}]
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> SceneRecord:
+        values = json.loads(data)
+        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
+
+
+@dataclass
+class SceneEdit:
+    """What a PATCH changes (None: unchanged)."""
+
+    characters: list[dict[str, Any]] | None = None  # [{"id", "motion"?, "at"? ([x, y] or None: as drawn), "drop"?}]
+    add: list[dict[str, Any]] | None = None         # [{"id", "motion"?, "at"?}]: existing characters joining
+    motion: str | None = None                       # every character's motion
+    background: dict[str, Any] | None = None        # {"kind", "colour"?}
+    background_png: bytes | None = None             # an uploaded picture (kind image)
+
+
+def _placement(page: SceneRecord, char: CharacterRecord, at: list[float] | None) -> tuple[list[float], float]:
+    """(origin, scale) of a character's texture on the page's work pixels (see the module docstring)."""
+    k_char, k_page = char.work_scale, page.page_scale
+    scale = k_page / k_char                              # page work px per texture px
+    if at is not None:
+        origin = [at[0] * k_page, at[1] * k_page]
+    else:                                                # where it was drawn on its own photo
+        origin = [char.box[0] / k_char * k_page, char.box[1] / k_char * k_page]
+    return origin, scale
+
+
+class Scenes:
+    """The scenes API's steps over the characters' steps, the pipeline and the storage."""
+
+    def __init__(self, settings, pipeline, storage, characters) -> None:
+        self.settings = settings
+        self.pipeline = pipeline
+        self.storage = storage
+        self.characters = characters
+
+    # -- storage ------------------------------------------------------------------------------
+    def _key(self, sid: str) -> str:
+        return f"{PREFIX}{sid}/{DOCUMENT}"
+
+    def _file_key(self, record: SceneRecord, name: str) -> str:
+        return f"{FILES_PREFIX}{record.files_key}/{name}"
+
+    def load(self, sid: str, deadline: Deadline) -> tuple[SceneRecord, str]:
+        got = self.storage.get_tagged(self._key(sid), deadline) if valid_id(sid) else None
+        if got is None:
+            raise NotFound(f"no scene {sid[:64]}: unknown, deleted, or expired")
+        record = SceneRecord.from_json(got[0])
+        if record.expires_at <= time.time():
+            raise NotFound(f"scene {sid} expired at {_iso(record.expires_at)} and is being deleted")
+        return record, got[1]
+
+    def _new(self, img: Any, page_png: bytes, characters: list[dict[str, Any]], background: dict[str, Any],
+             background_png: bytes | None, detections: list[dict[str, Any]], deadline: Deadline) -> SceneRecord:
+        now = time.time()
+        record = SceneRecord(id=new_id(), version=1, created_at=now,
+                             expires_at=now + self.settings.expiry_hours * 3600,
+                             image={"width": int(img[0]), "height": int(img[1])}, page_scale=float(img[2]),
+                             characters=characters, background=background, files={}, files_key=new_id(),
+                             rev=f"r1-{uuid.uuid4().hex[:8]}", detections=detections)
+        record.files["page"] = self._file_key(record, "page.png")
+        self.storage.put(record.files["page"], page_png, "image/png", deadline)
+        if background_png is not None:
+            record.files["background"] = self._file_key(record, f"background-{uuid.uuid4().hex[:8]}.png")
+            self.storage.put(record.files["background"], background_png, "image/png", deadline)
+        self.storage.put_if(self._key(record.id), record.to_json(), "application/json", deadline, None)
+        log.info("scene %s created: %d characters, background %s", record.id, len(characters), background["kind"])
+        return record
+
+    # -- create -------------------------------------------------------------------------------
+    def _motions_for(self, n: int, motions: list[str] | None) -> list[str]:
+        """Each character's motion: the one asked for all, one per character, or the default motions in turn."""
+        if motions and len(motions) not in (1, n):
+            raise BadRequest(f"'motions': one for every character or one each ({n}), got {len(motions)}")
+        if motions:
+            return motions * n if len(motions) == 1 else list(motions)
+        defaults = list(self.settings.default_motions)
+        return [defaults[i % len(defaults)] for i in range(n)]
+
+    def from_photo(self, image: bytes, clients: list[dict[str, Any]] | None, motions: list[str] | None,
+                   background: dict[str, Any], background_png: bytes | None, deadline: Deadline,
+                   timings: dict[str, float]) -> tuple[SceneRecord, list[dict[str, Any]]]:
+        """A scene from a photo: every detection (above the score threshold, after non-maximum
+        suppression, at most DOODLEPOD_SCENE_MAX_CHARACTERS) or every client-sent ``{"bbox"?,
+        "joints"?}`` becomes a character. Returns the scene and the detections that made none
+        (``{"bbox", "score", "reason"}``: overlap, limit, or the error that stopped it)."""
+        s = self.settings
+        img = self.pipeline.decode(image, deadline, timings)
+        made: list[CharacterRecord] = []
+        skipped: list[dict[str, Any]] = []
+        detections: list[dict[str, Any]] = []
+        if clients is not None:
+            for c in clients:
+                made.append(self.characters.create_on(img, c.get("joints"), c.get("bbox"), deadline, timings))
+        else:
+            found = self.pipeline.detect(img, deadline, timings)     # NoCharacter (422) when none
+            found = found[:1] + [d for d in found[1:] if d.score >= s.scene_min_score]
+            kept, dropped = keep(found, s.scene_max_overlap, s.scene_max_characters)
+            detections = [{"bbox": [round(v / img.scale, 1) for v in d.box], "score": round(float(d.score), 4),
+                           "kept": d in kept} for d in sorted(found, key=lambda d: -d.score)]
+            skipped += [{"bbox": [round(v / img.scale, 1) for v in d.box], "score": round(float(d.score), 4),
+                         "reason": why} for d, why in dropped]
+            first_error: ApiError | None = None
+            for d in kept:
+                try:
+                    made.append(self.characters.create_on(img, None, None, deadline, timings, detection=d))
+                except ClientError as exc:   # e.g. no skeleton in that box: the others still make a scene
+                    first_error = first_error or exc
+                    skipped.append({"bbox": [round(v / img.scale, 1) for v in d.box],
+                                    "score": round(float(d.score), 4), "reason": exc.code})
+            if not made:
+                raise first_error or NotFound("no character could be made from the photo")
+        names = self._motions_for(len(made), motions)
+        chars = [{"id": r.id, "motion": m, "at": None} for r, m in zip(made, names)]
+        record = self._new((img.image_size[0], img.image_size[1], img.scale), img.png, chars, background,
+                           background_png, detections, deadline)
+        return record, skipped
+
+    def from_characters(self, ids: list[dict[str, Any]], motions: list[str] | None, background: dict[str, Any],
+                        background_png: bytes | None, deadline: Deadline) -> SceneRecord:
+        """A scene of existing characters (``[{"id", "motion"?, "at"?}]``); the page is the first one's photo."""
+        records = [self.characters.load(c["id"], deadline)[0] for c in ids]
+        first = records[0]
+        page_png = self.characters._get(first, "image", deadline)
+        names = self._motions_for(len(ids), motions)
+        chars = [{"id": r.id, "motion": c.get("motion") or m, "at": c.get("at")}
+                 for r, c, m in zip(records, ids, names)]
+        size = (first.image["width"], first.image["height"], first.work_scale)
+        return self._new(size, page_png, chars, background, background_png, [], deadline)
+
+    # -- read ---------------------------------------------------------------------------------
+    def public(self, record: SceneRecord, deadline: Deadline, url: Callable[[str], str]) -> dict[str, Any]:
+        """The document clients see: each character with its box on the page (image pixels) and links."""
+        chars = []
+        for c in record.characters:
+            entry: dict[str, Any] = {"id": c["id"], "motion": c["motion"], "moved": c.get("at") is not None}
+            try:
+                ch, _ = self.characters.load(c["id"], deadline)
+            except NotFound:
+                entry["missing"] = True
+                chars.append(entry)
+                continue
+            origin, scale = _placement(record, ch, c.get("at"))
+            k = record.page_scale
+            w, h = ch.texture_size
+            entry["bbox"] = [round(origin[0] / k, 1), round(origin[1] / k, 1), round((origin[0] + scale * w) / k, 1),
+                             round((origin[1] + scale * h) / k, 1)]
+            entry["version"] = ch.version
+            entry["urls"] = {name: url(ch.files[name]) for name in ("texture", "mask", "overlay")}
+            chars.append(entry)
+        bg = dict(record.background)
+        if "colour" in bg:
+            bg["colour"] = colour_text(bg["colour"])
+        if "background" in record.files and bg["kind"] == "image":
+            bg["url"] = url(record.files["background"])
+        return {"id": record.id, "version": record.version, "created_at": _iso(record.created_at),
+                "expires_at": _iso(record.expires_at), "image": dict(record.image), "characters": chars,
+                "background": bg, "detections": list(record.detections), "urls": {"page": url(record.files["page"])}}
+
+    # -- edit ---------------------------------------------------------------------------------
+    def edit(self, sid: str, change: SceneEdit, if_match: str | None, motions_known: Callable[[str], bool],
+             deadline: Deadline) -> SceneRecord:
+        for _ in range(EDIT_TRIES):
+            record, tag = self.load(sid, deadline)
+            if if_match is not None and not version_matches(if_match, record.version):
+                raise VersionMismatch(f"scene {sid} is at version {record.version}, not {if_match.strip()}; "
+                                      "GET it again and reapply your change")
+            new = self._apply(record, change, motions_known, deadline)
+            try:
+                self.storage.put_if(self._key(sid), new.to_json(), "application/json", deadline, tag)
+            except Conflict:
+                if if_match is not None:
+                    raise VersionMismatch(f"scene {sid} changed while this edit ran; GET it again") from None
+                continue
+            return new
+        raise EditConflict(f"scene {sid} is being edited by others; retry")
+
+    def _apply(self, old: SceneRecord, change: SceneEdit, motions_known: Callable[[str], bool],
+               deadline: Deadline) -> SceneRecord:
+        rev = f"r{old.version + 1}-{uuid.uuid4().hex[:8]}"
+        new = SceneRecord(**{**asdict(old), "version": old.version + 1, "rev": rev,
+                             "characters": [dict(c) for c in old.characters], "files": dict(old.files)})
+        by_id = {c["id"]: c for c in new.characters}
+        for item in change.characters or []:
+            c = by_id.get(item["id"])
+            if c is None:
+                raise BadRequest(f"'characters': scene {old.id} has no character {str(item['id'])[:40]}")
+            if item.get("drop"):
+                new.characters.remove(c)
+                continue
+            if "motion" in item:
+                c["motion"] = item["motion"]
+            if "at" in item:
+                c["at"] = item["at"]
+        for item in change.add or []:
+            if item["id"] in by_id:
+                raise BadRequest(f"'add': character {item['id']} is already in the scene")
+            self.characters.load(item["id"], deadline)           # 404 now
+            new.characters.append({"id": item["id"], "motion": item.get("motion") or self.settings.default_motions[0],
+                                   "at": item.get("at")})
+        if change.motion is not None:
+            for c in new.characters:
+                c["motion"] = change.motion
+        for c in new.characters:
+            if not motions_known(c["motion"]):
+                raise BadRequest(f"unknown motion {c['motion'][:40]!r}; GET /motions lists them")
+        if not new.characters:
+            raise BadRequest("a scene keeps at least one character: DELETE the scene instead")
+        if len(new.characters) > self.settings.scene_max_characters:
+            raise TooManyCharacters(f"a scene holds at most {self.settings.scene_max_characters} characters")
+        if change.background is not None:
+            new.background = change.background
+            if change.background_png is not None:
+                new.files["background"] = self._file_key(new, f"background-{uuid.uuid4().hex[:8]}.png")
+                self.storage.put(new.files["background"], change.background_png, "image/png", deadline)
+            elif change.background["kind"] == "image" and "background" not in new.files:
+                raise BadRequest("an image background needs the picture: send it as the multipart file 'background'")
+        return new
+
+    def delete(self, sid: str, deadline: Deadline) -> int:
+        record, _ = self.load(sid, deadline)
+        count = self.storage.delete_prefix(f"{PREFIX}{sid}/", deadline)
+        count += self.storage.delete_prefix(self._file_key(record, ""), deadline)
+        return count
+
+    # -- render -------------------------------------------------------------------------------
+    def plan(self, record: SceneRecord, library: dict[str, Any], fmt: str, size: int,
+             max_frames: int | None) -> dict[str, Any]:
+        """The render's options (canvas of the page's shape, longer side ``size``), checked against the
+        work bound: characters x frames x canvas pixels (raises :class:`SceneTooLarge`)."""
+        from animator.page_scene import canvas_size
+
+        page_w = max(1, round(record.image["width"] * record.page_scale))
+        page_h = max(1, round(record.image["height"] * record.page_scale))
+        options = self.pipeline.render_options(fmt, size)
+        width, height = canvas_size((page_w, page_h), size)
+        options.update(width=width, height=height)
+        if max_frames is not None:
+            options["max_frames"] = max_frames
+        fps = options.get("fps", 25.0)
+        seconds = max(float(getattr(library[c["motion"]], "seconds", 0.0) or 10.0) for c in record.characters)
+        frames = math.ceil(seconds * (fps if isinstance(fps, float) else 120.0))
+        if options.get("max_frames"):
+            frames = min(frames, int(options["max_frames"]))
+        work = len(record.characters) * frames * width * height
+        bound = self.settings.scene_max_work_mpx * 1e6
+        if work > bound:
+            raise SceneTooLarge(f"this render would draw {len(record.characters)} characters x {frames} frames x "
+                                f"{width}x{height} pixels = {work / 1e6:.0f} megapixel-frames, over the bound of "
+                                f"{bound / 1e6:.0f}: ask for fewer frames (max_frames), a smaller size, or fewer "
+                                "characters")
+        return options
+
+    def animation_key(self, record: SceneRecord, options: dict[str, Any], library: dict[str, Any]) -> str:
+        """Where this version's render with ``options`` is stored (the name carries everything it depends
+        on but the characters' versions, which :meth:`render` folds in)."""
+        fps = options.get("fps", "default")
+        fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
+        cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
+        return self._file_key(record, f"{record.rev}/anim/scene-{options['width']}x{options['height']}-{fps}fps"
+                                      f"{cap}.{file_suffix(options['format'])}")
+
+    def render(self, sid: str, library: dict[str, Any], fmt: str, size: int, max_frames: int | None,
+               if_match: str | None, deadline: Deadline, timings: dict[str, float], base_url: str,
+               slot: Callable[[], AbstractContextManager[Any]],
+               progress: Callable[[dict[str, Any]], None] | None = None,
+               motion: str | None = None) -> tuple[SceneRecord, dict[str, Any]]:
+        """The URL of the scene's animation (stored: at once; else rendered in one render process while
+        holding ``slot()``); ``motion``: every character does this one instead of its own. Returns the
+        record and ``{"url", "cached", "width", "height"}`` (and ``frames``, ``duration_s`` when rendered)."""
+        from ..render import scene_steps
+
+        record, _ = self.load(sid, deadline)
+        if if_match is not None and not version_matches(if_match, record.version):
+            raise VersionMismatch(f"scene {sid} is at version {record.version}, not {if_match.strip()}")
+        if motion is not None:
+            record.characters = [{**c, "motion": motion} for c in record.characters]
+        unknown = [c["motion"] for c in record.characters if c["motion"] not in library]
+        if unknown:
+            raise BadRequest(f"motion(s) no longer in the library: {', '.join(unknown)}; PATCH the scene")
+        options = self.plan(record, library, fmt, size, max_frames)
+        chars = []
+        for c in record.characters:
+            try:
+                chars.append(self.characters.load(c["id"], deadline)[0])
+            except NotFound:
+                raise NotFound(f"character {c['id']} of scene {sid} no longer exists (deleted or expired); "
+                               "PATCH the scene to drop it") from None
+        # the name folds in each character's version and motion (a character fixed since, or a motion
+        # given for this render only, renders anew)
+        import hashlib
+
+        given = hashlib.sha256(json.dumps([[ch.version, c["motion"], getattr(library[c["motion"]], "sha256", "")]
+                                           for c, ch in zip(record.characters, chars)]).encode()).hexdigest()[:12]
+        key = self.animation_key(record, options, library).replace("/anim/scene-", f"/anim/scene-{given}-")
+        info = {"width": options["width"], "height": options["height"]}
+        if self.storage.exists(key, deadline):
+            return record, {**info, "url": self.storage.url(key, base_url), "cached": True}
+        self.pipeline.check_disk()
+        with slot() as held:
+            payload = []
+            for c, ch in zip(record.characters, chars):
+                origin, scale = _placement(record, ch, c.get("at"))
+                motion = library[c["motion"]]
+                payload.append({"texture": self.characters._get(ch, "texture", deadline),
+                                "mask": self.characters._get(ch, "mask", deadline), "joints": ch.joints(),
+                                "origin": origin, "scale": scale, "motion": str(motion.motion_cfg),
+                                "retarget": None if motion.retarget_cfg is None else str(motion.retarget_cfg),
+                                "name": ch.id})
+            bg = record.background
+            page_png = self.storage.get(record.files["page"], deadline) if bg["kind"] == "page" else None
+            bg_png = self.storage.get(record.files["background"], deadline) if bg["kind"] == "image" else None
+            page_size = (max(1, round(record.image["width"] * record.page_scale)),
+                         max(1, round(record.image["height"] * record.page_scale)))
+            t0 = time.perf_counter()
+            job = self.pipeline.pool.submit(scene_steps.render_scene, payload, page_png, page_size, bg, bg_png, options)
+            interrupt = getattr(held, "check", None)
+
+            def tick() -> None:
+                if interrupt is not None:
+                    interrupt()
+                if progress is not None:
+                    progress(progress_report("rendering", [("scene", None, job)]))
+
+            try:
+                if progress is not None:
+                    progress(progress_report("rendering", [("scene", None, job)]))
+                out = self.pipeline.pool.wait(job, deadline, "animate:scene",
+                                              tick if progress is not None or interrupt is not None else None)
+            except BaseException:
+                self.pipeline.pool.abandon([job])
+                raise
+            timings["animate:scene"] = round((time.perf_counter() - t0) * 1e3, 1)
+            log.info("stage=animate:scene ms=%.1f frames=%d bytes=%d detail=%s", timings["animate:scene"],
+                     out["frame_count"], len(out["data"]), {k: round(v, 1) for k, v in out["timings_ms"].items()})
+            if progress is not None:
+                progress(progress_report("storing", [("scene", out["frame_count"], job)]))
+            self.storage.put(key, out["data"], out["mime"], deadline)
+        return record, {**info, "url": self.storage.url(key, base_url), "cached": False,
+                        "frames": out["frame_count"], "duration_s": round(out["duration_s"], 3)}
+
+    # -- the mobile contract's opt-in ---------------------------------------------------------
+    def animate_photo(self, image: bytes, library: dict[str, Any], motions: list[str], fmt: str,
+                      deadline: Deadline, timings: dict[str, float], base_url: str,
+                      progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """POST /animate with ``every_character``: a scene of every character in the photo, rendered once
+        per motion with every character doing it (the caller holds the render slot). Returns the
+        answer's fields: ``id`` (the scene's), ``animations`` {motion: URL}, ``character`` (the best
+        detection's box and joints, as without the opt-in), ``scene`` and ``skipped``."""
+        from contextlib import nullcontext
+
+        record, skipped = self.from_photo(image, None, motions[:1], {"kind": "page"}, None, deadline, timings)
+        animations: dict[str, str] = {}
+        for name in motions:
+            _, out = self.render(record.id, library, fmt, self.settings.render_size, None, None, deadline, timings,
+                                 base_url, nullcontext, progress=progress, motion=name)
+            animations[name] = out["url"]
+        best, _ = self.characters.load(record.characters[0]["id"], deadline)
+        public = best.public(lambda key: key)
+        return {"id": record.id, "animations": animations,
+                "character": {"bbox": public["bbox"], "joints": public["joints"]},
+                "characters": [c["id"] for c in record.characters], "skipped": skipped}

@@ -1,0 +1,258 @@
+"""Each client's share of what all clients share, and the answer when a client used up its own.
+
+The pod has pools every client draws from: the storage budget, the job queue (and Redis' memory),
+the render worker's video capacity and its callback lanes. Global bounds keep the pod alive; they do
+not keep one client from taking a whole pool. So each client (:mod:`app.clients`: an IPv6 address by
+its /64, a mapped IPv4 address as IPv4, with its token when tokens are checked) has a share of each,
+set in app/config.py; a client past one of its shares gets ``429`` with ``Retry-After`` and the
+error code of that share, and nobody else is refused for it:
+
+================================  ==================================  ===========================
+share                             setting                             answer past it
+================================  ==================================  ===========================
+bytes stored (last expiry period) DOODLEPOD_CLIENT_STORAGE_MB          429 ``storage_share_used``
+jobs queued or running            DOODLEPOD_CLIENT_MAX_QUEUED          429 ``jobs_share_used``
+bytes of queued jobs' inputs      DOODLEPOD_CLIENT_QUEUED_MB           429 ``queued_bytes_share_used``
+videos queued or running          DOODLEPOD_CLIENT_MAX_VIDEOS          429 ``video_share_used``
+callback name lookups at submit   one at a time per client            429 ``callback_dns_share_used``
+callbacks delivered at once       DOODLEPOD_CLIENT_WEBHOOK_LANES       waits its turn (never refused)
+================================  ==================================  ===========================
+
+The storage share counts what the client's requests and jobs stored (:func:`metering` around the
+work, :func:`stored` in the storage backends) in hourly buckets kept for DOODLEPOD_EXPIRY_HOURS, the
+time the files themselves are kept; a deleted character gives its bytes back. The check is made when
+work is admitted, so one request can go over by what it stores itself (bounded per request). The
+queue's shares are checked atomically with the submission (app/jobs/lua/submit.lua); the callback
+lanes in the worker (app/jobs/worker.py).
+
+The counts live in Redis when DOODLEPOD_REDIS_URL is set (shared by the pod's processes and pods),
+else in this process's memory.
+"""
+from __future__ import annotations
+
+import contextvars
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .clients import digest
+from .errors import ClientError
+
+#: Seconds of one bucket of the storage ledger.
+BUCKET_S = 3600
+
+
+class ShareUsed(ClientError):
+    """A client used up one of its shares (429 with Retry-After); the subclass's code names the share."""
+    status, code, retryable = 429, "share_used", True
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after_s)))})
+
+
+class StorageShareUsed(ShareUsed):
+    code = "storage_share_used"
+
+
+class JobsShareUsed(ShareUsed):
+    code = "jobs_share_used"
+
+
+class QueuedBytesShareUsed(ShareUsed):
+    code = "queued_bytes_share_used"
+
+
+class VideoShareUsed(ShareUsed):
+    code = "video_share_used"
+
+
+class CallbackDnsShareUsed(ShareUsed):
+    code = "callback_dns_share_used"
+
+
+# --- metering what a piece of work stores ---------------------------------------------------------
+
+@dataclass
+class Meter:
+    """Bytes stored by the work running under :func:`metering`."""
+
+    bytes: int = 0
+
+
+_METER: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("doodlepod_meter", default=None)
+
+
+def stored(nbytes: int) -> None:
+    """The storage wrote ``nbytes`` for the current work (called by the storage backends)."""
+    meter = _METER.get()
+    if meter is not None:
+        meter.bytes += max(0, int(nbytes))
+
+
+def freed(nbytes: int) -> None:
+    """The storage deleted ``nbytes`` for the current work (a deleted character gives its share back)."""
+    meter = _METER.get()
+    if meter is not None:
+        meter.bytes -= max(0, int(nbytes))
+
+
+def start_metering() -> tuple[Meter, contextvars.Token]:
+    meter = Meter()
+    return meter, _METER.set(meter)
+
+
+def stop_metering(token: contextvars.Token) -> None:
+    _METER.reset(token)
+
+
+@contextmanager
+def metering() -> Iterator[Meter]:
+    """Count what the storage writes inside the block (in this thread or greenlet, and in greenlets
+    spawned with a copy of its context)."""
+    meter, token = start_metering()
+    try:
+        yield meter
+    finally:
+        stop_metering(token)
+
+
+@contextmanager
+def unmetered() -> Iterator[None]:
+    """Writes inside the block are not charged (a queued video: the queued-bytes share covers it)."""
+    token = _METER.set(None)
+    try:
+        yield
+    finally:
+        _METER.reset(token)
+
+
+# --- the storage ledger ---------------------------------------------------------------------------
+
+class StorageLedger:
+    """Bytes each client stored, in hourly buckets kept ``window_s`` (the files' expiry), in Redis."""
+
+    def __init__(self, redis: Any, key_prefix: str, window_s: float, bucket_s: int = BUCKET_S,
+                 clock=time.time) -> None:
+        self.redis = redis
+        self.key_prefix = key_prefix
+        self.bucket_s = bucket_s
+        self.buckets = max(1, math.ceil(window_s / bucket_s))
+        self.clock = clock
+
+    def _key(self, client: str) -> str:
+        return f"{self.key_prefix}share:storage:{digest(client)}"
+
+    def _now_bucket(self) -> int:
+        return int(self.clock() // self.bucket_s)
+
+    def _live(self, raw: dict) -> dict[int, int]:
+        first = self._now_bucket() - self.buckets + 1
+        out: dict[int, int] = {}
+        for k, v in raw.items():
+            b = int(k)
+            if b >= first:
+                out[b] = int(v)
+        return out
+
+    def usage(self, client: str) -> tuple[int, dict[int, int]]:
+        raw = self.redis.hgetall(self._key(client))
+        live = self._live(raw)
+        return max(0, sum(live.values())), live
+
+    def charge(self, client: str, nbytes: int) -> None:
+        """Add ``nbytes`` (negative: bytes given back by a delete) to the client's current bucket."""
+        if not nbytes:
+            return
+        key = self._key(client)
+        now_b = self._now_bucket()
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hincrby(key, str(now_b), int(nbytes))
+        pipe.hkeys(key)
+        pipe.expire(key, (self.buckets + 1) * self.bucket_s)
+        _, keys, _ = pipe.execute()
+        stale = [k for k in keys if int(k) < now_b - self.buckets + 1]
+        if stale:
+            self.redis.hdel(key, *stale)
+
+    def retry_after_s(self, live: dict[int, int], over_by: int) -> float:
+        """Seconds until enough of the oldest buckets age out to bring the client under its share."""
+        first = self._now_bucket() - self.buckets + 1
+        freed = 0
+        for b in sorted(live):
+            freed += live[b]
+            if freed >= over_by:
+                return max(1.0, (b - first + 1) * self.bucket_s - (self.clock() % self.bucket_s))
+        return float(self.buckets * self.bucket_s)
+
+
+class LocalStorageLedger(StorageLedger):
+    """The same ledger in this process's memory (no Redis), at most ``max_clients`` remembered."""
+
+    def __init__(self, window_s: float, bucket_s: int = BUCKET_S, clock=time.time,
+                 max_clients: int = 100_000) -> None:
+        super().__init__(None, "", window_s, bucket_s, clock)
+        self._lock = threading.Lock()
+        self._clients: OrderedDict[str, dict[int, int]] = OrderedDict()
+        self.max_clients = max_clients
+
+    def usage(self, client: str) -> tuple[int, dict[int, int]]:
+        with self._lock:
+            live = self._live(dict(self._clients.get(client, {})))
+        return max(0, sum(live.values())), live
+
+    def charge(self, client: str, nbytes: int) -> None:
+        if not nbytes:
+            return
+        with self._lock:
+            buckets = self._live(self._clients.pop(client, {}))
+            now_b = self._now_bucket()
+            buckets[now_b] = buckets.get(now_b, 0) + int(nbytes)
+            self._clients[client] = buckets
+            while len(self._clients) > self.max_clients:
+                self._clients.popitem(last=False)
+
+
+# --- the shares of one deployment -----------------------------------------------------------------
+
+def storage_share_bytes(settings: Any) -> int:
+    """DOODLEPOD_CLIENT_STORAGE_MB in bytes; its default (0) is a tenth of DOODLEPOD_STORAGE_BUDGET_MB
+    (no share when neither is set)."""
+    mb = settings.client_storage_mb or settings.storage_budget_mb / 10
+    return int(mb * 2**20)
+
+
+class Shares:
+    """The per-client shares of one deployment (built once per process by :func:`app.services.build_services`)."""
+
+    def __init__(self, settings: Any, redis: Any = None) -> None:
+        self.settings = settings
+        self.storage_bytes = storage_share_bytes(settings)
+        window = settings.expiry_hours * 3600
+        self.ledger: StorageLedger = (StorageLedger(redis, settings.redis_prefix, window) if redis is not None
+                                      else LocalStorageLedger(window))
+
+    def check_storage(self, client: str) -> None:
+        """429 ``storage_share_used`` when ``client`` stored its share already."""
+        if self.storage_bytes <= 0:
+            return
+        used, live = self.ledger.usage(client)
+        if used < self.storage_bytes:
+            return
+        wait = self.ledger.retry_after_s(live, used - self.storage_bytes + 1)
+        raise StorageShareUsed(
+            f"this client stored {used / 2**20:.0f} MiB within {self.settings.expiry_hours:g} h, its share of "
+            f"{self.storage_bytes / 2**20:.0f} MiB (DOODLEPOD_CLIENT_STORAGE_MB); files expire after "
+            f"{self.settings.expiry_hours:g} h and DELETE /characters/{{id}} gives room back: retry in "
+            f"{max(1, math.ceil(wait))} s", wait)
+
+    def charge_storage(self, client: str, nbytes: int) -> None:
+        """Count ``nbytes`` stored (negative: deleted) for ``client``."""
+        if self.storage_bytes > 0 and client and nbytes:
+            if nbytes < 0:  # never give back more than the live buckets hold
+                nbytes = -min(-nbytes, self.ledger.usage(client)[0])
+            self.ledger.charge(client, nbytes)

@@ -1,0 +1,79 @@
+"""Scenes on the stack ``make run`` starts (its own settings, two CPUs): gunicorn with gevent workers,
+the render worker and a Redis (Valkey), TorchServe with the fake models (no weights here).
+
+- A scene render as an async job: 202, then GET /jobs/{id} shows its frames moving, then the file.
+- A scene render that runs past the request's deadline answers 504 and frees its render slot and
+  process: the next render is served at once (the render is stopped, not left running).
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import pytest
+import requests
+from PIL import Image
+
+from tests.fixtures.scene_photo import answer_key, make_scene_photo
+from tests.support import make_run_pod
+from tests.support.answers import assert_error
+
+pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(600)]
+
+ASYNC = {"Prefer": "respond-async"}
+
+
+@pytest.fixture(scope="module")
+def pod(torchserve):
+    torchserve.set_control(detector={"mode": "nonwhite"}, pose={"mode": "people", "people": []})
+    with make_run_pod.pod("dp-scenes-pod-", torchserve) as running:
+        try:
+            yield running
+        finally:
+            print(running.log_text()[-3000:])
+
+
+@pytest.fixture(scope="module")
+def scene(pod):
+    photo, pasted = make_scene_photo()
+    buf = io.BytesIO()
+    Image.fromarray(photo).save(buf, "PNG")
+    chars = [{"bbox": k["box"], "joints": k["joints"]} for k in answer_key(pasted)[:3]]
+    r = requests.post(f"{pod.url}/scenes", files={"image": ("page.png", buf.getvalue(), "image/png")},
+                      data={"characters": json.dumps(chars), "motions": "dab,jumping,zombie"}, timeout=300)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_a_scene_render_as_a_job_shows_its_frames_moving(pod, scene):
+    r = requests.post(f"{pod.url}/scenes/{scene['id']}/animations", headers=ASYNC, json={"size": 500}, timeout=60)
+    assert r.status_code == 202, r.text
+    job_id = r.json()["id"]
+    seen = []
+    t_end = time.monotonic() + 400
+    while time.monotonic() < t_end:
+        job = requests.get(f"{pod.url}/jobs/{job_id}", timeout=30).json()
+        seen.append(job)
+        if job["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.1)
+    assert job["status"] == "succeeded", job
+    assert job["kind"] == "scene_animations"
+    moving = sorted({j["progress"]["frames_done"] for j in seen if j["status"] == "running"
+                     and j["progress"].get("frames_total") and 0 < j["progress"]["frames_done"] < j["progress"]["frames_total"]})
+    assert len(moving) >= 2, [j.get("progress") for j in seen]
+    assert job["progress"]["frames_done"] == job["progress"]["frames_total"] > 0
+    gif = Image.open(io.BytesIO(requests.get(job["animation"], timeout=30).content))
+    assert gif.size == (job["width"], job["height"]) == (500, 376)
+
+
+def test_a_render_past_its_deadline_is_stopped_and_frees_the_pod(pod, scene):
+    r = requests.post(f"{pod.url}/scenes/{scene['id']}/animations", json={"size": 1000, "format": "webp"},
+                      headers={"X-Deadline-Seconds": "3"}, timeout=60)
+    assert_error(r, 504, "deadline_exceeded")
+    t = time.monotonic()
+    quick = requests.post(f"{pod.url}/scenes/{scene['id']}/animations", json={"size": 128, "max_frames": 3},
+                          timeout=120)
+    assert quick.status_code == 200, quick.text
+    assert time.monotonic() - t < 60

@@ -1,0 +1,36 @@
+"""Who a client is (app/clients.py) and the storage share's meter (app/shares.py), in process."""
+from __future__ import annotations
+
+from app.clients import client_id, fold_address
+from app.shares import LocalStorageLedger, metering, stored, unmetered
+
+
+def test_ipv6_clients_are_their_64_and_mapped_ipv4_is_ipv4():
+    assert fold_address("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64"
+    assert fold_address("2001:db8:1:2::1") == fold_address("2001:db8:1:2:ffff::9")
+    assert fold_address("2001:db8:1:3::1") != fold_address("2001:db8:1:2::1")
+    assert fold_address("::ffff:203.0.113.7") == "203.0.113.7" == fold_address("203.0.113.7")
+    assert fold_address("fe80::1%eth0") == "fe80::/64"
+    assert fold_address("not-an-address") == "not-an-address"
+    assert client_id("", "::ffff:10.0.0.1") == client_id("", "10.0.0.1") == "a-10.0.0.1"
+    assert client_id("tok", "2001:db8::1") == client_id("tok", "2001:db8::2") != client_id("", "2001:db8::1")
+
+
+def test_the_meter_counts_what_is_stored_inside_it_only():
+    stored(100)                                            # no meter: nothing to count
+    with metering() as meter:
+        stored(100)
+        with unmetered():
+            stored(5000)                                   # a queued video: another share
+        stored(20)
+    assert meter.bytes == 120
+
+
+def test_the_local_ledger_counts_per_client_in_memory():
+    now = [7200.0]
+    ledger = LocalStorageLedger(window_s=3600, clock=lambda: now[0])
+    ledger.charge("a", 10)
+    ledger.charge("b", 5)
+    assert ledger.usage("a")[0] == 10 and ledger.usage("b")[0] == 5
+    now[0] += 3600
+    assert ledger.usage("a")[0] == 0
