@@ -14,6 +14,7 @@ bytes stored (last expiry period) DOODLEPOD_CLIENT_STORAGE_MB          429 ``sto
 jobs queued or running            DOODLEPOD_CLIENT_MAX_QUEUED          429 ``jobs_share_used``
 bytes of queued jobs' inputs      DOODLEPOD_CLIENT_QUEUED_MB           429 ``queued_bytes_share_used``
 videos queued or running          DOODLEPOD_CLIENT_MAX_VIDEOS          429 ``video_share_used``
+render slots held at once        DOODLEPOD_CLIENT_RENDER_SLOTS        429 ``render_share_used``
 callback name lookups at submit   one at a time per client            429 ``callback_dns_share_used``
 callbacks delivered at once       DOODLEPOD_CLIENT_WEBHOOK_LANES       waits its turn (never refused)
 ================================  ==================================  ===========================
@@ -69,6 +70,10 @@ class QueuedBytesShareUsed(ShareUsed):
 
 class VideoShareUsed(ShareUsed):
     code = "video_share_used"
+
+
+class RenderShareUsed(ShareUsed):
+    code = "render_share_used"
 
 
 class CallbackDnsShareUsed(ShareUsed):

@@ -53,8 +53,8 @@ def _animate_async(fields: AnimateForm):
         payload = {"motions": [m.name for m in motions], "format": fields.format, "every_character": True,
                    "base_url": base_url()}
         return submit("animate", payload, fields.image, fields.callback_url)
-    payload = {"motions": [m.name for m in motions], "format": fields.format, "joints": skeleton_json(fields.joints),
-               "bbox": fields.bbox, "base_url": base_url()}
+    payload = {"motions": [m.name for m in motions], "format": fields.format, "size": fields.size,
+               "joints": skeleton_json(fields.joints), "bbox": fields.bbox, "base_url": base_url()}
     return submit("animate", payload, fields.image, fields.callback_url)
 
 
@@ -88,7 +88,7 @@ def _animate(fields: AnimateForm, deadline: Deadline):
         check_image_header(fields.image)  # type, size: before a render slot is taken for it
         with render_slot():  # only now: the body is in and every field checked
             result = _run({"image": fields.image, "motions": named + ([clip] if clip else []), "format": fields.format,
-                           "joints": fields.joints, "bbox": fields.bbox, "deadline": deadline})
+                           "size": fields.size, "joints": fields.joints, "bbox": fields.bbox, "deadline": deadline})
     finally:
         for motion in named + ([clip] if clip else []):
             if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request

@@ -202,6 +202,8 @@ class Scenes:
     def from_characters(self, ids: list[dict[str, Any]], motions: list[str] | None, background: dict[str, Any],
                         background_png: bytes | None, deadline: Deadline) -> SceneRecord:
         """A scene of existing characters (``[{"id", "motion"?, "at"?}]``); the page is the first one's photo."""
+        if len({c["id"] for c in ids}) != len(ids):
+            raise BadRequest("'characters': each character once (a scene shows every character where it was drawn)")
         records = [self.characters.load(c["id"], deadline)[0] for c in ids]
         first = records[0]
         page_png = self.characters._get(first, "image", deadline)

@@ -101,7 +101,8 @@ def test_both_models_ready_with_the_configured_workers_and_batching(torchserve):
     # the archive's model-config.yaml reached the handler through TorchServe
     log = (torchserve.log_dir / "model_log.log").read_text()
     assert re.search(r'drawn_humanoid_detector: loaded on cpu .*torch threads 1; handler settings '
-                     r'\{"config": "config.py", "max_detections": 10, "score_threshold": 0.5\}', log), log[-3000:]
+                     r'\{"config": "config.py", "max_detections": 10, "score_threshold": 0.5, "weights": "tiny"\}',
+                     log), log[-3000:]
 
 
 def test_readiness_fails_for_a_missing_model_and_a_dead_server(torchserve, capsys):
@@ -119,6 +120,8 @@ def test_detector_answers_boxes_inside_the_image(torchserve, fmt, multipart):
                                        f"image/{fmt.lower()}", multipart)
         assert status == 200, answer
         assert headers.get("content-type", headers.get("Content-Type", "")).startswith("application/json")
+        # the archive's weights are named, so the app can tell a person the models are the tiny ones
+        assert {k.lower(): v for k, v in headers.items()}.get("x-doodlepod-weights") == "tiny"
         assert_detections(answer, width, height)
 
 

@@ -458,7 +458,8 @@ def test_errors_are_shown_in_words(server, open_page):
 
 def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, open_page):
     """The detector finds nothing (as tiny random models often do): the error offers to place the box
-    and joints by hand; the page guesses them from the photo's ink and the server skips both models."""
+    and joints by hand; the editor opens on the whole photo with a box guessed from its ink and a
+    skeleton in it; Save creates the character and the server skips both models."""
     page_image, _ = stack.page_with_character("char1", (1200, 900), (300, 150))
     photo = stack.encode(page_image, "JPEG", quality=90)
     torchserve.set_control(detector={"mode": "boxes", "boxes": []})
@@ -476,6 +477,10 @@ def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, ope
         action.click()
         page.get_by_test_id("joint-neck").wait_for(state="visible")
         assert page.get_by_test_id("error").is_hidden(), page.get_by_test_id("error").inner_text()
+        view = view_of(page)  # the editor opens on the whole photo, the guess in it: Save creates the character
+        assert (view["x"], view["y"], view["w"], view["h"]) == (0, 0, 1200, 900), view
+        page.get_by_test_id("save").click()
+        page.wait_for_function("() => new URLSearchParams(location.hash.slice(1)).get('character')", timeout=120_000)
         cid = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('character')")
         doc = get_doc(server, cid)
     finally:
