@@ -43,6 +43,8 @@ class ApiError(Exception):
         super().__init__(message)
         self.message = message
         self.headers = dict(headers or {})
+        #: Fields the JSON answer carries beside ``error`` and ``message`` (e.g. ``warnings``).
+        self.details: dict[str, object] = {}
 
 
 # --- 4xx: the request itself ---------------------------------------------------------------------
@@ -223,6 +225,12 @@ class ModelServerUnavailable(Unavailable):
     status, code = 503, "model_server_unavailable"
 
 
+class ModelsUnavailable(Unavailable):
+    """The models are still being prepared or started (``make run`` on a fresh machine): known before
+    TorchServe is called, answered at once with an estimate in ``Retry-After``."""
+    status, code = 503, "models_unavailable"
+
+
 class Overloaded(Unavailable):
     """All render slots of the pod are busy: retry after ``retry_after`` seconds."""
     status, code = 503, "overloaded"
@@ -291,8 +299,9 @@ def animator_boundary(doing: str = "") -> Iterator[None]:
 
 # --- HTTP answers --------------------------------------------------------------------------------
 
-def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None):
-    response = jsonify(error=code, message=message)
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None,
+                   details: dict[str, object] | None = None):
+    response = jsonify(**(details or {}), error=code, message=message)
     response.status_code = status
     for key, value in (headers or {}).items():
         response.headers[key] = value
@@ -312,7 +321,7 @@ def register(app: Flask) -> None:
             # 0 (the default) is automatic: overloaded answers carry a measured value of their own,
             # the rest (model server down, low disk) a few seconds
             headers["Retry-After"] = str(int(getattr(settings, "retry_after_s", 0) or 3))
-        return error_response(exc.status, exc.code, exc.message, headers)
+        return error_response(exc.status, exc.code, exc.message, headers, exc.details)
 
     def on_http_error(exc: HTTPException):
         if isinstance(exc, RequestEntityTooLarge):

@@ -240,8 +240,11 @@ class BatchImageHandler:
             else:
                 for i, out in zip(slots, outputs):
                     answers[i] = out
+        weights = str(self.settings.get("weights") or "")
         for i in range(len(data)):
             _set_content_type(context, i)
+            if weights:  # "tiny": random weights built for tests; the app tells the person
+                _set_header(context, i, WEIGHTS_HEADER, weights)
         logger.info(
             "%s: batch of %d (%d valid): decode %.0f ms, model %.0f ms",
             self.model_name, len(data), len(images), (t1 - t0) * 1e3, (time.perf_counter() - t1) * 1e3,
@@ -260,6 +263,16 @@ class BatchImageHandler:
 def _set_status(context: Any, idx: int, status: int) -> None:
     if context is not None and hasattr(context, "set_response_status"):
         context.set_response_status(status, HTTPStatus(status).phrase, idx)
+
+
+#: The response header naming the weights the archive was built from ("tiny" or "released";
+#: scripts/build_archives.py writes it into the handler's settings).
+WEIGHTS_HEADER = "X-Doodlepod-Weights"
+
+
+def _set_header(context: Any, idx: int, key: str, value: str) -> None:
+    if context is not None and hasattr(context, "set_response_header"):
+        context.set_response_header(idx, key, value)
 
 
 def _set_content_type(context: Any, idx: int) -> None:

@@ -167,10 +167,13 @@ def write_model_yaml(path: Path, name: str, settings: dict[str, Any]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def archive(name: str, spec: dict[str, Any], checkpoint: Path, config_file: Path, stage: Path, out: Path) -> Path:
-    """Run torch-model-archiver and move the .mar into ``out`` atomically."""
+def archive(name: str, spec: dict[str, Any], checkpoint: Path, config_file: Path, stage: Path, out: Path,
+            weights: str = "released") -> Path:
+    """Run torch-model-archiver and move the .mar into ``out`` atomically. ``weights`` ("tiny" or
+    "released") goes to the handler's settings: its answers name it (header X-Doodlepod-Weights), so
+    the app can tell a person that tiny random models are running."""
     yaml_path = stage / "model-config.yaml"
-    write_model_yaml(yaml_path, name, spec["settings"])
+    write_model_yaml(yaml_path, name, {**spec["settings"], "weights": weights})
     export = stage / "export"
     export.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "model_archiver.model_packaging",
@@ -227,7 +230,7 @@ def build_one(name: str, out: Path, tiny: bool, weights_dir: Path | None, seed: 
             summary: dict[str, Any] = {}
         else:
             summary = cc.convert(spec["kind"], legacy[0], checkpoint, legacy[1], spec["config"], config_file)
-        mar = archive(name, spec, checkpoint, config_file, stage, out)
+        mar = archive(name, spec, checkpoint, config_file, stage, out, source["weights"])
     info = {
         "model": name,
         "archive": str(mar),

@@ -107,10 +107,64 @@ def _duration_s(header: str) -> float | None:
     return int(m.group(1)) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
 
 
+@dataclass(frozen=True)
+class Window:
+    """The part of a video that is used: ``start_s`` to ``end_s`` seconds of a ``video_s`` long video
+    (0: length unknown). ``chosen``: the caller named it; else it is the first ``max_seconds``."""
+
+    start_s: float
+    end_s: float
+    video_s: float
+    chosen: bool = False
+
+    @property
+    def seconds(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def whole(self) -> bool:
+        """The window is the whole video (as far as its header says)."""
+        return self.start_s <= 0 and (self.video_s <= 0 or self.end_s >= self.video_s - 1e-3)
+
+    def describe(self) -> str:
+        """In words, for a person: "the whole 8.4 s video", "0-20 s of the 28.9 s video (the first 20 s:
+        choose a start and end to use another part)"."""
+        if self.whole:
+            return f"the whole {self.video_s:.1f} s video" if self.video_s > 0 else "the whole video"
+        span = f"{self.start_s:g}-{self.end_s:g} s of the {self.video_s:.1f} s video"
+        if self.chosen:
+            return span
+        return f"{span} (the first {self.seconds:g} s: choose a start and end to use another part)"
+
+
+def window(info: VideoInfo, limits: VideoLimits, start_s: float | None = None, end_s: float | None = None,
+           path: str | Path | None = None) -> Window:
+    """The part of the video to use: from ``start_s`` (default 0) to ``end_s`` (default: ``max_seconds``
+    later, or the video's end). A longer video is not refused: without a window its first
+    ``max_seconds`` are used. Raises :class:`VideoError` for a window that is empty, starts after the
+    video ends, or is longer than ``max_seconds``."""
+    chosen = start_s is not None or end_s is not None
+    video = max(0.0, info.duration_s)
+    start = 0.0 if start_s is None else float(start_s)
+    if not (start >= 0 and np.isfinite(start)):
+        raise VideoError(path, f"start {start_s} s: must be 0 or more")
+    if video > 0 and start >= video:
+        raise VideoError(path, f"start {start:g} s: the video is only {video:.2f} s long")
+    limit = limits.max_seconds
+    end = start + limit if end_s is None else float(end_s)
+    if video > 0:
+        end = min(end, video)
+    if not (np.isfinite(end) and end > start):
+        raise VideoError(path, f"end {end_s} s: must come after the start ({start:g} s)")
+    if end - start > limit + 1e-6:
+        raise VideoError(path, f"the window {start:g}-{end:g} s is {end - start:.2f} s long; at most {limit:g} s "
+                               "of a video are used: choose a shorter window")
+    return Window(round(start, 3), round(end, 3), round(video, 3), chosen)
+
+
 def check(info: VideoInfo, limits: VideoLimits, path: str | Path | None = None) -> None:
-    """Raise :class:`VideoError` when the probed video is longer or larger than ``limits`` allow."""
-    if info.duration_s > limits.max_seconds:
-        raise VideoError(path, f"{info.duration_s:.1f} s long; at most {limits.max_seconds:g} s are accepted")
+    """Raise :class:`VideoError` when the probed video's frames are larger than ``limits`` allow, in
+    any of its video streams (its length is not checked: :func:`window` picks the part that is used)."""
     for w, h in info.streams or (info.size,):
         if w * h > limits.max_pixels:
             raise VideoError(path, f"frames of {w}x{h} pixels; at most {limits.max_pixels} pixels per frame are "
@@ -124,28 +178,40 @@ def output_size(size: tuple[int, int], max_side: int) -> tuple[int, int]:
     return max(2, int(round(w * s / 2)) * 2), max(2, int(round(h * s / 2)) * 2)
 
 
-def read_frames(path: str | Path, limits: VideoLimits = VideoLimits()) -> tuple[VideoInfo, float, Iterator[np.ndarray]]:
-    """Probe and check the video, then its frames: ``(info, output fps, iterator of (H, W, 3) uint8)``.
+def read_frames(path: str | Path, limits: VideoLimits = VideoLimits(), start_s: float | None = None,
+                end_s: float | None = None) -> tuple[VideoInfo, float, Iterator[np.ndarray]]:
+    """:func:`read_window` without the window."""
+    info, _, fps, frames = read_window(path, limits, start_s, end_s)
+    return info, fps, frames
 
-    The iterator stops after ``max_seconds`` of video even when the header said less (a file may lie).
+
+def read_window(path: str | Path, limits: VideoLimits = VideoLimits(), start_s: float | None = None,
+                end_s: float | None = None) -> tuple[VideoInfo, Window, float, Iterator[np.ndarray]]:
+    """Probe and check the video, then the frames of its window (:func:`window`: ``start_s`` to
+    ``end_s``, by default the first ``max_seconds``): ``(info, window, output fps, iterator of (H, W, 3)
+    uint8)``.
+
+    The iterator stops after the window's length even when the header said less (a file may lie).
 
     Raises:
-        VideoError: unreadable, too long or too large (before any frame is decoded).
+        VideoError: unreadable, too large, or a window that does not fit (before any frame is decoded).
     """
     info = probe(path)
     check(info, limits, path)
+    used = window(info, limits, start_s, end_s, path)
     fps = min(info.fps, limits.max_fps)
     w, h = output_size(info.size, limits.max_side)
-    max_frames = int(np.ceil(limits.max_seconds * fps)) + 1
+    max_frames = int(np.ceil(used.seconds * fps)) + 1
 
     def frames() -> Iterator[np.ndarray]:
         import imageio_ffmpeg
 
+        seek = ["-ss", f"{used.start_s:.3f}"] if used.start_s > 0 else []
         gen = imageio_ffmpeg.read_frames(
             str(path), input_params=[*_INPUT_PARAMS, "-threads", str(limits.threads),
-                                     "-max_pixels", str(limits.max_pixels)],
+                                     "-max_pixels", str(limits.max_pixels), *seek],
             output_params=["-map", "0:v:0", "-filter_threads", "1", "-vf", f"fps={fps:.6f},scale={w}:{h}",
-                           "-t", f"{limits.max_seconds:.3f}"])
+                           "-t", f"{used.seconds:.3f}"])
         try:
             meta = next(gen)
             ow, oh = meta["size"]
@@ -158,7 +224,7 @@ def read_frames(path: str | Path, limits: VideoLimits = VideoLimits()) -> tuple[
         finally:
             gen.close()
 
-    return info, fps, frames()
+    return info, used, fps, frames()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -166,4 +232,5 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:200] if text else type(exc).__name__
 
 
-__all__ = ["VideoInfo", "VideoLimits", "check", "output_size", "probe", "read_frames"]
+__all__ = ["VideoInfo", "VideoLimits", "Window", "check", "output_size", "probe", "read_frames", "read_window",
+           "window"]

@@ -86,6 +86,7 @@ class VideoClip:
         n_frames: frames in the clip.
         fps: frames per second.
         bridged: frames inside the clip where no person was found (filled by interpolation).
+        window: the part of the video it was made from (:class:`animator.video.decode.Window`), when known.
     """
 
     text: str
@@ -93,6 +94,8 @@ class VideoClip:
     n_frames: int
     fps: float
     bridged: int
+    window: object = None
+
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

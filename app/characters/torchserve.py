@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, Callable
 
 import requests
 
@@ -44,11 +44,16 @@ def _read_answer(resp: requests.Response, limit: int = MAX_ANSWER_BYTES) -> byte
     return b"".join(chunks)
 
 
+#: The header the model handlers name their weights in (handlers/handler_base.py).
+WEIGHTS_HEADER = "X-Doodlepod-Weights"
+
+
 class TorchServeClient:
     """Calls ``POST {inference_url}/predictions/{model}`` with the image as the multipart field ``data``."""
 
     def __init__(self, inference_url: str, management_url: str, *, timeout_s: float = 30.0,
-                 retries: int = 2, backoff_s: float = 0.25) -> None:
+                 retries: int = 2, backoff_s: float = 0.25, gate: Callable[[], None] | None = None) -> None:
+        self.gate = gate  # raises before any call while the models are known not to be there yet
         self.inference_url = inference_url.rstrip("/")
         self.management_url = management_url.rstrip("/")
         self.timeout_s = timeout_s
@@ -58,14 +63,25 @@ class TorchServeClient:
         adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=64, max_retries=0)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
+        #: The weights the models' last answer named (header X-Doodlepod-Weights: "tiny" for random
+        #: weights built for tests, "released"), None until one names them.
+        self.weights: str | None = None
+
+    @property
+    def runs_tiny_models(self) -> bool:
+        """True when the model server's last answer came from tiny random-initialised models."""
+        return self.weights == "tiny"
 
     def predict(self, model: str, image: bytes, deadline: Deadline, stage: str) -> Any:
         """Post ``image`` (encoded PNG/JPEG bytes) to ``model`` and return its decoded JSON answer.
 
-        Raises :class:`ModelServerUnavailable` (down, not loaded, busy after retries),
+        Raises :class:`ModelsUnavailable` (the models are still being prepared: see ``gate``),
+        :class:`ModelServerUnavailable` (down, not loaded, busy after retries),
         :class:`ModelServerError` (an error answer or one that is not JSON) or
         :class:`DeadlineExceeded`.
         """
+        if self.gate is not None:
+            self.gate()
         url = f"{self.inference_url}/predictions/{model}"
         attempt = 0
         while True:
@@ -109,6 +125,8 @@ class TorchServeClient:
             resp = self.session.post(url, files={"data": ("image.png", image, "image/png")},
                                      timeout=(min(timeout, 3.0), timeout), stream=True)
             try:
+                if resp.status_code == 200:
+                    self.weights = resp.headers.get(WEIGHTS_HEADER) or self.weights
                 return resp.status_code, _read_answer(resp)
             finally:
                 resp.close()

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
 from ..characters.resource import Edit, version_matches
-from ..errors import VersionMismatch
+from ..errors import ApiError, VersionMismatch
 from ..intake.models import CharacterEdit, CharacterForm, RenderRequest
 from ..intake.motions import motion_list
 from ..intake.read import read, takes
@@ -26,10 +27,11 @@ log = logging.getLogger("doodlepod.http")
 bp = Blueprint("characters", __name__)
 
 
-def _answer(record, status: int = 200, timings: dict[str, float] | None = None) -> Response:
+def _answer(record, status: int = 200, timings: dict[str, float] | None = None,
+            extra: dict[str, Any] | None = None) -> Response:
     base = base_url()
     storage = services().storage
-    response = jsonify(record.public(lambda key: storage.url(key, base)))
+    response = jsonify({**record.public(lambda key: storage.url(key, base)), **(extra or {})})
     response.status_code = status
     _tag(response, record.version, timings)
     return response
@@ -53,12 +55,27 @@ def create_character():
     return idempotent(lambda: _create_character(read(CharacterForm), deadline))
 
 
+#: Said in a character's answer (``warnings``), or in the error of one the models missed, while the model
+#: server runs tiny random-initialised models (its answers name their weights).
+TINY_MODELS = {"code": "tiny_models",
+               "message": "the model server runs tiny random-initialised models (built for tests, never trained): "
+                          "the box, mask and joints they find are meaningless; place the box and joints by hand"}
+
+
 def _create_character(fields: CharacterForm, deadline) -> Response:
     check_image_header(fields.image)  # type, size: before a render slot is taken for it
-    with render_slot():
-        timings: dict[str, float] = {}
-        record = services().characters.create(fields.image, fields.joints, fields.bbox, deadline, timings)
-    response = _answer(record, 201, timings)
+    models = services().torchserve
+    try:
+        with render_slot():
+            timings: dict[str, float] = {}
+            record = services().characters.create(fields.image, fields.joints, fields.bbox, deadline, timings)
+    except ApiError as exc:
+        if models.runs_tiny_models and fields.joints is None:
+            exc.details["warnings"] = [TINY_MODELS]
+        raise
+    # the models placed something of it: say what they are
+    tiny = models.runs_tiny_models and fields.joints is None
+    response = _answer(record, 201, timings, {"warnings": [TINY_MODELS]} if tiny else None)
     response.headers["Location"] = f"/characters/{record.id}"
     return response
 

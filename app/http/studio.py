@@ -41,10 +41,25 @@ def page_slash() -> Response:
 
 @bp.get("/studio/credits")
 def credits() -> Response:
-    """docs/motions.md as plain text: the motions' credits and CMU's acknowledgement."""
-    response = send_from_directory(CREDITS.parent, CREDITS.name, mimetype="text/plain", max_age=0)
-    response.headers["Cache-Control"] = "no-cache"
+    """docs/motions.md as a page: the motions' credits and CMU's acknowledgement (app/http/credits.py)."""
+    from . import credits as page_of_credits
+
+    return _guarded(page_of_credits.page())
+
+
+@bp.get("/studio/credits/files/<path:name>")
+def credits_file(name: str) -> Response:
+    """A licence file of the motion library that the credits page links (plain text)."""
+    from . import credits as page_of_credits
+
+    return _guarded(page_of_credits.file(name))
+
+
+def _guarded(response: Response) -> Response:
     response.headers["X-Content-Type-Options"] = "nosniff"
+    if response.mimetype == "text/html":
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        response.headers["Referrer-Policy"] = "no-referrer"
     return response
 
 

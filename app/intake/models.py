@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, model_validator
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
 from ..errors import BadRequest
@@ -32,6 +32,7 @@ from .scene_shapes import (
 )
 from .shapes import (
     COMPONENTS,
+    VIDEO_SECONDS,
     Base64Image,
     Bbox,
     BvhFile,
@@ -45,7 +46,9 @@ from .shapes import (
     MaxFrames,
     Motions,
     RenderSize,
+    VideoEnd,
     VideoFile,
+    VideoStart,
 )
 
 #: Where the document keeps the schemas (``components.schemas``).
@@ -73,6 +76,7 @@ class AnimateForm(RequestModel):
     image: ImageFile
     motions: Motions = []
     format: Format = Field(None, validate_default=True)
+    size: RenderSize = Field(None, validate_default=True)
     joints: Joints = None
     bbox: Bbox = None
     bvh: BvhFile = None
@@ -93,6 +97,12 @@ class AnimateForm(RequestModel):
     @model_validator(mode="after")
     def _clip(self) -> AnimateForm:
         _frames_need_a_clip(self)
+        return self
+
+    @model_validator(mode="after")
+    def _mp4_is_even(self) -> AnimateForm:
+        if self.format == "mp4" and self.size % 2:
+            raise BadRequest(f"MP4 needs an even size, got {self.size}")
         return self
 
 
@@ -156,6 +166,12 @@ class SceneRenderRequest(RequestModel):
                              "(POST /characters/{id}/animations), or ask for joints")
         return self
 
+    @model_validator(mode="after")
+    def _mp4_is_even(self) -> AnimateForm:
+        if self.format == "mp4" and self.size % 2:
+            raise BadRequest(f"MP4 needs an even size, got {self.size}")
+        return self
+
 
 class LegacyRequest(RequestModel):
     """POST /: the old mobile client's JSON."""
@@ -170,7 +186,24 @@ class VideoForm(RequestModel):
     """POST /motions: a video of a person, for a motion of the client's own."""
 
     video: VideoFile
+    start: VideoStart = None
+    end: VideoEnd = None
     callback_url: CallbackUrl = ""
+
+    @model_validator(mode="after")
+    def _window_fits(self, info: ValidationInfo) -> VideoForm:
+        """What can be checked without the video: the end after the start, the window within the limit
+        (a start past the video's end is the job's to find)."""
+        start, end = self.start or 0.0, self.end
+        if end is None:
+            return self
+        if end <= start:
+            raise BadRequest(f"'end' ({end:g} s) must come after 'start' ({start:g} s)")
+        limit = float(VIDEO_SECONDS.of((info.context or {})["settings"]))
+        if end - start > limit + 1e-6:
+            raise BadRequest(f"the window {start:g}-{end:g} s is {end - start:.2f} s long; at most {limit:g} s of a "
+                             "video are used (DOODLEPOD_VIDEO_MAX_SECONDS): choose a shorter window")
+        return self
 
 
 class CharacterForm(RequestModel):

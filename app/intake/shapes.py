@@ -95,6 +95,11 @@ def _json_value(raw: Any, name: str, settings: Any) -> Any:
     return raw
 
 
+def _is_number(value: Any) -> bool:
+    """A JSON number (not a boolean, not a numeric string)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _text(raw: Any, name: str) -> str:
     if not isinstance(raw, str):
         raise BadRequest(f"'{name}' must be text, got {type(raw).__name__}")
@@ -292,10 +297,11 @@ def parse_joint_moves(raw: Any, info: ValidationInfo) -> dict[str, tuple[float, 
         return skeleton_of(value)
     moves: dict[str, tuple[float, float]] = {}
     for name, xy in value.items():
-        try:
-            x, y = (float(v) for v in xy)
-        except (TypeError, ValueError):
-            raise BadRequest(f"'joints.{name}': expected [x, y] numbers, got {xy!r}"[:200]) from None
+        # exactly two JSON numbers: not "12" (two digits), ["1", "2"], [true, false] or [449, "278"],
+        # which float() would take and POST /animate refuses
+        if not (isinstance(xy, list) and len(xy) == 2 and all(_is_number(v) for v in xy)):
+            raise BadRequest(f"'joints.{name}': expected [x, y] numbers, got {xy!r}"[:200])
+        x, y = float(xy[0]), float(xy[1])
         if not (math.isfinite(x) and math.isfinite(y)):
             raise BadRequest(f"'joints.{name}': coordinates must be finite numbers")
         moves[str(name)] = (x, y)
@@ -320,7 +326,7 @@ def parse_bbox(raw: Any, info: ValidationInfo) -> list[float] | None:
         return None
     value = _json_value(raw, "bbox", _settings(info))
     try:
-        box = [float(v) for v in value] if isinstance(value, list) else []
+        box = [float(v) for v in value] if isinstance(value, list) and all(_is_number(v) for v in value) else []
     except (TypeError, ValueError, OverflowError):
         box = []
     if len(box) != 4 or not all(math.isfinite(v) for v in box):
@@ -461,11 +467,39 @@ def parse_video(raw: Any, info: ValidationInfo) -> bytes:
 
 VideoFile = Annotated[bytes, PlainValidator(parse_video), FilePart(), Hint(
     "send the video as the multipart form field 'video' (MP4, MOV or WebM)"), WithJsonSchema({
-        **_BINARY, "description": "A short video of one person (MP4, MOV or WebM), at most `DOODLEPOD_VIDEO_MAX_MB` "
-        "(413 beyond) and `DOODLEPOD_VIDEO_MAX_SECONDS` long (the job fails 422 `invalid_video` beyond, before any "
-        "frame is decoded).",
+        **_BINARY, "description": "A video of one person (MP4, MOV or WebM), at most `DOODLEPOD_VIDEO_MAX_MB` "
+        "(413 beyond). At most `DOODLEPOD_VIDEO_MAX_SECONDS` of it are used: `start` and `end` choose which; "
+        "without them its first seconds (the job's `motion.window` says which part was used).",
         **schema_bounds(**{"x-max-bytes": Bound("DOODLEPOD_VIDEO_MAX_MB"),
                            "x-max-seconds": Bound("DOODLEPOD_VIDEO_MAX_SECONDS")})})]
+
+
+def parse_seconds(raw: Any, info: ValidationInfo) -> float | None:
+    """``start`` / ``end`` of a video's window: seconds into the video, 0 or more; None when absent."""
+    name = info.field_name
+    if _absent(raw):
+        return None
+    try:
+        value = float(str(raw).strip()) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
+    except ValueError:
+        value = None
+    if value is None:
+        raise BadRequest(f"'{name}' must be a number of seconds, got {str(raw)[:40]!r}")
+    if not (math.isfinite(value) and value >= 0):
+        raise BadRequest(f"'{name}' must be 0 or more seconds, got {str(raw)[:40]}")
+    return value
+
+
+VIDEO_SECONDS = Bound("DOODLEPOD_VIDEO_MAX_SECONDS")
+VideoStart = named("VideoStart", Annotated[
+    float | None, PlainValidator(parse_seconds, json_schema_input_type=float),
+    Field(description="The second of the video the motion starts at (default 0). A start after the video's end "
+                      "fails the job 422 `invalid_video`.", json_schema_extra={"minimum": 0})])
+VideoEnd = named("VideoEnd", Annotated[
+    float | None, PlainValidator(parse_seconds, json_schema_input_type=float),
+    Field(description="The second it ends at (default `DOODLEPOD_VIDEO_MAX_SECONDS` after the start, or the "
+                      "video's end); `end - start` at most `DOODLEPOD_VIDEO_MAX_SECONDS` (400 beyond).",
+          json_schema_extra={"exclusiveMinimum": 0})])
 
 
 def parse_mask(raw: Any, info: ValidationInfo) -> bytes | None:

@@ -81,7 +81,7 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
     if payload.get("every_character"):
         timings: dict[str, float] = {}
         answer = ctx.scenes.animate_photo(image or b"", ctx.motions, payload["motions"], payload["format"], deadline,
-                                          timings, payload["base_url"], progress=progress)
+                                          timings, payload["base_url"], progress=progress, size=payload.get("size"))
         return {**answer, "timings_ms": timings}
     joints = None
     if payload.get("joints") is not None:
@@ -92,7 +92,8 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
             joints = skeleton_from_client(payload["joints"])
     job = AnimateRequest(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]],
                          format=payload["format"], deadline=deadline, base_url=payload["base_url"],
-                         request_id=job_id, joints=joints, bbox=payload.get("bbox"), progress=progress)
+                         request_id=job_id, joints=joints, bbox=payload.get("bbox"), size=payload.get("size"),
+                         progress=progress)
     result = ctx.pipeline.run(job)
     return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
 

@@ -59,6 +59,7 @@ class Motion:
     travels: bool = False
     loop_gap_pct: float | None = None
     sha256: str = ""  # of the files it plays (see clip_digest): render caches key on it, so a changed clip renders anew
+    clip: tuple[int, float] | None = None  # (frames in its range, seconds per frame): a render's frame count
 
     def as_json(self) -> dict:
         return {"name": self.name, "title": self.title or self.name.replace("_", " ").title(),
@@ -121,7 +122,8 @@ def load_library(folder: str | Path, source: str) -> dict[str, Motion]:
                            clip_seconds(paths[0]), title=str(entry.get("title") or ""), category=category,
                            origin=str(entry.get("source") or ""), licence=str(entry.get("licence") or ""),
                            cmu_trial=str(entry.get("cmu_trial") or ""), travels=bool(entry.get("travels", False)),
-                           loop_gap_pct=None if gap is None else float(gap), sha256=clip_digest(paths[0], paths[1]))
+                           loop_gap_pct=None if gap is None else float(gap), sha256=clip_digest(paths[0], paths[1]),
+                           clip=clip_frames(paths[0]))
     return out
 
 
@@ -180,14 +182,22 @@ def clip_seconds(motion_cfg: str | Path) -> float:
     """Playing time in seconds of the clip a motion config (or a .bvh clip) plays (its BVH header and
     frame range), 0.0 when it cannot be read here (the render process reports the real error).
     Renders take about as long as their clips, so the pipeline starts the longest first."""
+    clip = clip_frames(motion_cfg)
+    return clip[0] * clip[1] if clip else 0.0
+
+
+def clip_frames(motion_cfg: str | Path) -> tuple[int, float] | None:
+    """(source frames in the config's range, seconds per frame) of the clip a motion config (or a .bvh
+    clip) plays, from its BVH header: what the render's frame count follows from (a job's progress
+    total is known before the render starts). None when it cannot be read here."""
     try:
-        return _clip_seconds(str(motion_cfg), os.stat(motion_cfg).st_mtime)
+        return _clip_frames(str(motion_cfg), os.stat(motion_cfg).st_mtime)
     except Exception:  # noqa: BLE001 - an estimate; the render names any problem
-        return 0.0
+        return None
 
 
 @lru_cache(maxsize=256)
-def _clip_seconds(motion_cfg: str, _mtime: float) -> float:
+def _clip_frames(motion_cfg: str, _mtime: float) -> tuple[int, float] | None:
     from animator.config import load_motion_config
 
     cfg = None if motion_cfg.lower().endswith(".bvh") else load_motion_config(motion_cfg)
@@ -201,8 +211,8 @@ def _clip_seconds(motion_cfg: str, _mtime: float) -> float:
                 frame_time = float(value)
                 break
     if not frames or not frame_time:
-        return 0.0
+        return None
     if cfg is None:
-        return frames * frame_time
+        return frames, frame_time
     start, end = cfg.frame_range(frames)
-    return (end - start) * (cfg.frame_time or frame_time)
+    return end - start, cfg.frame_time or frame_time

@@ -113,7 +113,8 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
     try:
         with animator_boundary():  # NoPersonError: no_person, VideoError: invalid_video (422)
             clip = motion_from_video(path, VideoLimits(max_seconds=settings.video_max_seconds),
-                                     max_bytes=int(settings.video_max_mb * 2**20), progress=progress)
+                                     max_bytes=int(settings.video_max_mb * 2**20), progress=progress,
+                                     start_s=payload.get("start_s"), end_s=payload.get("end_s"))
     finally:
         path.unlink(missing_ok=True)
     from animator.video.pose_bvh import SKELETON
@@ -121,7 +122,10 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
     name = f"video-{job_id[:12]}"
     info = {"frames": clip.n_frames, "fps": clip.fps, "seconds": round(clip.n_frames / clip.fps, 3),
             "first_frame": clip.first_frame, "bridged_frames": clip.bridged,
-            "joints": sum(not b.end_site for b in SKELETON)}
+            "joints": sum(not b.end_site for b in SKELETON),
+            # the part of the video used: a longer one's first seconds unless the client chose
+            "window": {"start_s": clip.window.start_s, "end_s": clip.window.end_s, "video_s": clip.window.video_s,
+                       "note": clip.window.describe()}}
     motion = ctx.own_motions.save(payload["client"], name, clip.text, info, deadline)
     log.info("own motion %s: %d frames at %g fps in %.0f ms", name, clip.n_frames, clip.fps,
              (time.perf_counter() - t0) * 1e3)

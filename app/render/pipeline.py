@@ -53,6 +53,7 @@ class AnimateRequest:
     request_id: str
     joints: list | None = None          # client joints (animator Joints) in image pixels, or None
     bbox: Sequence[float] | None = None  # client box [l, t, r, b] in image pixels, or None
+    size: int | None = None              # width and height of the animations (checked), or the default
     progress: Callable[[dict[str, Any]], None] | None = None  # see Pipeline.render
 
 
@@ -195,10 +196,13 @@ class Pipeline:
                    for m in order]
         frames: dict[str, int] = {}
         done: dict[str, str] = {}
+        # each clip's frame count, known from its header before its render poses it: the job's total
+        # holds from the first report, so a progress bar never steps back when a motion starts
+        expected = {m.name: expected_frames(m, options) for m in motions}
 
         def report(stage: str = "rendering") -> None:
             if progress is not None:
-                progress(progress_report(stage, [(m.name, frames.get(m.name), f) for m, f in futures]))
+                progress(progress_report(stage, [(m.name, frames.get(m.name), f) for m, f in futures], expected))
 
         def tick() -> None:
             if interrupt is not None:
@@ -282,7 +286,7 @@ class Pipeline:
             self.storage.put(key, out["data"], out["mime"], req.deadline)
             return self.storage.url(key, req.base_url)
 
-        animations = self.render((character,), req.motions, self.render_options(req.format), req.deadline,
+        animations = self.render((character,), req.motions, self.render_options(req.format, req.size), req.deadline,
                                  timings, store, progress=req.progress)
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
@@ -331,19 +335,38 @@ class Pipeline:
         return skeleton_from_coco(keypoints)
 
 
-def progress_report(stage: str, motions: Sequence[tuple[str, int | None, Any]]) -> dict[str, Any]:
+def expected_frames(motion: Any, options: dict[str, Any]) -> int | None:
+    """The frames the render of ``motion`` with ``options`` will make (the animator's own frame plan
+    over the clip's header: frames in range and frame time), or None when the clip is not known here."""
+    from animator.frame_rate import DEFAULT_FPS, plan_frames
+
+    clip = getattr(motion, "clip", None)
+    if clip is None and getattr(motion, "frames", None) and getattr(motion, "frame_time_s", None):
+        clip = (motion.frames, motion.frame_time_s)  # a client's clip: its cut frames
+    if not clip:
+        return None
+    try:
+        return int(plan_frames(int(clip[0]), float(clip[1]), fps=options.get("fps", DEFAULT_FPS),
+                               max_frames=options.get("max_frames")).indices.size)
+    except Exception:  # noqa: BLE001 - an estimate; the render reports its own count
+        return None
+
+
+def progress_report(stage: str, motions: Sequence[tuple[str, int | None, Any]],
+                    expected: dict[str, int | None] | None = None) -> dict[str, Any]:
     """A render's progress as GET /jobs/{id} shows it: ``{"stage", "frames_done", "frames_total",
     "motions": {name: {"frames_done", "frames_total"}}}``. ``motions``: (name, frames of its finished
     file or None, its :class:`app.render.pool.PoolTask`); a motion whose render has not reported yet
-    has ``frames_total`` None and counts nothing in the totals."""
+    counts its ``expected`` frames (:func:`expected_frames`) in the totals, or has ``frames_total``
+    None and counts nothing when that is not known."""
     per: dict[str, dict[str, int | None]] = {}
     for name, finished, pool_task in motions:
         if finished is not None:
             per[name] = {"frames_done": finished, "frames_total": finished}
             continue
         got = pool_task.progress()
-        per[name] = {"frames_done": got[0], "frames_total": got[1]} if got else {"frames_done": 0,
-                                                                                "frames_total": None}
+        per[name] = {"frames_done": got[0], "frames_total": got[1]} if got else {
+            "frames_done": 0, "frames_total": (expected or {}).get(name)}
     return {"stage": stage, "frames_done": sum(m["frames_done"] or 0 for m in per.values()),
             "frames_total": sum(m["frames_total"] or 0 for m in per.values()), "motions": per}
 

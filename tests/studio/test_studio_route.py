@@ -54,7 +54,7 @@ def test_page_is_public_and_locked_down(locked):
 def test_every_file_the_page_loads_is_served(locked):
     files = _page_files()
     assert {"studio/studio.css", "studio/js/main.js", "studio/js/api.js", "studio/js/editor.js"} <= set(files)
-    kinds = {"js": "text/javascript", "css": "text/css", "svg": "image/svg+xml", "credits": "text/plain"}
+    kinds = {"js": "text/javascript", "css": "text/css", "svg": "image/svg+xml", "credits": "text/html"}
     for path in files:
         r = locked.get(f"/{path}")
         assert r.status_code == 200, path
@@ -64,13 +64,41 @@ def test_every_file_the_page_loads_is_served(locked):
 
 
 def test_the_page_links_the_motion_credits(locked):
-    """The picker's credits link: docs/motions.md, with CMU's acknowledgement, served by the app."""
+    """The picker's credits link: docs/motions.md as a page (issue 33 item 6: it was raw Markdown with
+    dead links), with CMU's acknowledgement; every link on it opens."""
+    from html.parser import HTMLParser
+
     assert "studio/credits" in _page_files()
     r = locked.get("/studio/credits")
-    assert r.status_code == 200 and r.mimetype == "text/plain"
+    assert r.status_code == 200 and r.mimetype == "text/html"
+    assert "default-src 'self'" in r.headers["Content-Security-Policy"]
     text = r.get_data(as_text=True)
-    assert text == (REPO / "docs" / "motions.md").read_text()
     assert "obtained from mocap.cs.cmu.edu" in text and "NSF EIA-0196217" in text
+    assert "](" not in text and "|---" not in text and "**" not in text  # no raw Markdown
+
+    class Links(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.hrefs, self.rows, self.stylesheets = [], 0, []
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "a":
+                self.hrefs.append(a["href"])
+            elif tag == "tr":
+                self.rows += 1
+            elif tag == "link":
+                self.stylesheets.append(a["href"])
+
+    links = Links()
+    links.feed(text)
+    assert links.rows >= 36 + 4  # every motion, and each table's heading row
+    local = [h for h in links.hrefs if not h.startswith(("http://", "https://"))]
+    assert local, links.hrefs
+    for href in local + links.stylesheets:
+        got = locked.get(f"/studio/{href}")
+        assert got.status_code == 200, href
+    assert locked.get("/studio/credits/files/../../app/config.py").status_code == 404
 
 
 def test_nothing_comes_from_elsewhere():

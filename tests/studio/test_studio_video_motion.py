@@ -17,19 +17,18 @@ import pytest
 import requests
 from PIL import Image
 
-from tests.animator.test_pose_model import PHOTO, _frame, _placements, _write_video
 from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.studio.test_studio_page import char1_pose
 from tests.support import stack
 from tests.support.jobstack import RedisServer, app_and_worker
+from tests.support.person_video import PHOTO, frame, placements, write_video
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
 def torchserve(torchserve):
-    torchserve.set_control(pose=char1_pose())
+    torchserve.set_control(pose=stack.char1_pose())
     return torchserve
 
 
@@ -53,7 +52,7 @@ def server(torchserve, tmp_path_factory):
 
 def test_a_video_becomes_a_motion_in_the_picker_and_renders(server, open_page, tmp_path):
     photo = Image.open(PHOTO).convert("RGB")
-    video = _write_video(tmp_path / "me.mp4", [_frame(photo, *p) for p in _placements(30)])  # 2 s at 15 fps
+    video = write_video(tmp_path / "me.mp4", [frame(photo, *p) for p in placements(30)])  # 2 s at 15 fps
     page = open_page(1280, 800)
     page.goto(f"{server.url}/studio")
     page.wait_for_selector("body[data-ready=true]")
@@ -61,6 +60,8 @@ def test_a_video_becomes_a_motion_in_the_picker_and_renders(server, open_page, t
     page.get_by_test_id("video").wait_for(state="attached")
     page.locator("#step-motions").wait_for(state="visible", timeout=120_000)
 
+    chosen_before = page.locator("[data-testid^=motion-]:checked").evaluate_all("bs => bs.map(b => b.value)")
+    assert chosen_before  # the library's default motion
     seen = []
     page.on("response", lambda r: seen.append(r.url) if "/jobs/" in r.url else None)
     page.get_by_test_id("video").set_input_files(str(video))
@@ -70,6 +71,9 @@ def test_a_video_becomes_a_motion_in_the_picker_and_renders(server, open_page, t
     own = page.locator("[data-testid^=motion-video-]")
     assert own.count() == 1 and own.is_checked()
     name = own.get_attribute("value")
+    # making it kept what was chosen before (issue 33 item 6)
+    assert all(page.get_by_test_id(f"motion-{m}").is_checked() for m in chosen_before)
+    assert page.get_by_test_id("chosen").inner_text().startswith("Chosen: Your video")
     assert page.locator("section[data-category=yours] h3").inner_text() == "Your motions"
     page.locator("#step-motions").screenshot(path=str(SCREENSHOTS / "studio-video-motion.png"))
 
@@ -83,19 +87,29 @@ def test_a_video_becomes_a_motion_in_the_picker_and_renders(server, open_page, t
     gif = Image.open(io.BytesIO(requests.get(img.get_attribute("src"), timeout=60).content))
     assert gif.n_frames > 1
     assert page.get_by_test_id("error").is_hidden()
+    # captioned as the person knows it, not by its id ("Video-Bf02f8be4a96")
+    assert shown.locator("figcaption span").inner_text().startswith("Your video ("), shown.inner_text()
 
 
 def test_a_video_with_nobody_says_so(server, open_page, tmp_path):
     import numpy as np
 
-    blank = _write_video(tmp_path / "empty.mp4", [np.full((240, 320, 3), 200, np.uint8)] * 8)
+    blank = write_video(tmp_path / "empty.mp4", [np.full((240, 320, 3), 200, np.uint8)] * 8)
     page = open_page(1280, 800)
     page.goto(f"{server.url}/studio")
     page.wait_for_selector("body[data-ready=true]")
     page.get_by_test_id("upload").set_input_files(str(CHAR1 / "texture.png"))
     page.locator("#step-motions").wait_for(state="visible", timeout=120_000)
+    page.get_by_test_id("video").scroll_into_view_if_needed()
+    scrolled = page.evaluate("() => window.scrollY")
     page.get_by_test_id("video").set_input_files(str(blank))
-    error = page.get_by_test_id("error")
+    # the error beside the video button, the page where it was, the status line saying what happened
+    error = page.get_by_test_id("video-error")
     error.wait_for(state="visible", timeout=120_000)
     assert "no person" in error.inner_text().lower()
+    assert page.get_by_test_id("error").is_hidden()
+    assert abs(page.evaluate("() => window.scrollY") - scrolled) < 200
+    box = error.bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= 800, box
+    assert page.get_by_test_id("video-state").inner_text().startswith("No motion was made")
     assert page.locator("[data-testid^=motion-video-]").count() == 0

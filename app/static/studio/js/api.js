@@ -5,12 +5,13 @@
 const TOKEN_KEY = "doodlepod.token";
 
 export class ApiError extends Error {
-  constructor(status, code, message, { requestId = "", retryAfter = "" } = {}) {
+  constructor(status, code, message, { requestId = "", retryAfter = "", warnings = [] } = {}) {
     super(message);
     this.status = status;
     this.code = code;
     this.requestId = requestId;
     this.retryAfter = retryAfter;
+    this.warnings = warnings; // [{code, message}]: e.g. "tiny_models"
   }
 }
 
@@ -103,6 +104,7 @@ async function errorFrom(status, readJson, headers) {
   const message = typeof body?.message === "string" ? body.message : "";
   return new ApiError(status, code, message, {
     requestId: headers.get("X-Request-ID") || "", retryAfter: headers.get("Retry-After") || "",
+    warnings: Array.isArray(body?.warnings) ? body.warnings : [],
   });
 }
 
@@ -139,6 +141,29 @@ export function upload(path, file, onProgress, fields = {}, field = "image") {
   });
 }
 
+/**
+ * The model server's state for a person: GET /ping's `models` ({state, detail, progress,
+ * retry_after_s}; state "ready" | "preparing" | "starting" | "absent"). A server whose /ping has
+ * no `models` yet is read from its detector and pose components. Never throws: a /ping that cannot
+ * be read says nothing ("ready").
+ */
+export async function modelsState() {
+  let ping;
+  try {
+    const response = await fetch("ping", { headers: { Accept: "application/json" }, cache: "no-store" });
+    ping = await response.json();
+  } catch {
+    return { state: "ready" };
+  }
+  if (ping?.models?.state) return ping.models;
+  const parts = [ping?.components?.detector, ping?.components?.pose_estimator].filter(Boolean);
+  if (!parts.length || parts.every((p) => p.ok)) return { state: "ready" };
+  const unreachable = parts.some((p) => /unreachable|connect/i.test(p.detail || ""));
+  return unreachable
+    ? { state: "absent", detail: "The model server does not answer, so the page cannot find the drawing for you.", retry_after_s: 10 }
+    : { state: "starting", detail: "The model server is starting and loading its models.", retry_after_s: 5 };
+}
+
 /** Fetch an image the page needs pixels of; the token goes only to this app, never to S3. */
 export async function fetchBitmap(url) {
   const headers = sameOrigin(url) ? authHeaders() : {};
@@ -173,6 +198,7 @@ const WORDS = {
   bbox_outside_image: "The box is empty or outside the photo. Drag its corners around the drawing.",
   overloaded: "The server is busy right now.",
   model_server_unavailable: "The model server is not ready yet. Try again in a minute.",
+  models_unavailable: "The models that find the drawing are not ready yet.",
   model_server_error: "The model server answered with an error.",
   storage_error: "The server could not store the files.",
   low_disk_space: "The server is low on disk space.",

@@ -5,6 +5,10 @@
 // bones and joints. All three show the same "view", a rectangle of the photo in image pixels.
 // The mask itself lives in `maskCanvas`, one pixel per grid pixel (see character.js): alpha 255 on
 // the character, 0 elsewhere; brush strokes draw into it, the eraser clears it.
+//
+// A draft (a photo the server has not seen yet: `doc.draft`, no mask) may have no box: a press
+// anywhere outside the box draws a new one (in any document), and every box and joint of a draft
+// counts as an unsaved edit until it is saved (created).
 
 import { bones, copyJoints, imageSize, imageToGrid, sameBox, sameJoints } from "./character.js";
 
@@ -54,7 +58,7 @@ export class Editor extends EventTarget {
     this.photo = photo;
     this.size = imageSize(doc);
     this.grid = grid;
-    this.bbox = [...doc.bbox];
+    this.bbox = doc.bbox ? [...doc.bbox] : null;
     this.joints = copyJoints(doc.joints);
     this.bones = bones(doc);
     this.undoStack = [];
@@ -91,7 +95,7 @@ export class Editor extends EventTarget {
   fitView() {
     const W = this.size.width;
     const H = this.size.height;
-    if (this.wholePhoto) return { x: 0, y: 0, w: W, h: H };
+    if (this.wholePhoto || !this.bbox) return { x: 0, y: 0, w: W, h: H };
     let [l, t, r, b] = this.bbox;
     for (const [x, y] of Object.values(this.joints)) {
       l = Math.min(l, x);
@@ -185,7 +189,10 @@ export class Editor extends EventTarget {
 
   drawSvg() {
     const s = 1 / this.cssScale; // image px per screen px
-    const [l, t, r, b] = this.bbox;
+    const [l, t, r, b] = this.bbox || [0, 0, 0, 0];
+    const boxShown = this.bbox ? "visible" : "hidden";
+    this.boxEl.setAttribute("visibility", boxShown);
+    for (const el of this.cornerEls) el.setAttribute("visibility", boxShown);
     setAttrs(this.boxEl, { x: l, y: t, width: r - l, height: b - t, "stroke-width": 2 * s, "stroke-dasharray": `${6 * s} ${4 * s}` });
     const half = HANDLE_CSS * s;
     const corners = { tl: [l, t], tr: [r, t], bl: [l, b], br: [r, b] };
@@ -247,6 +254,10 @@ export class Editor extends EventTarget {
       if (this.insideBox(x, y, reach)) this.hint("Save or undo the mask strokes before changing the box: a new box recomputes the mask.");
       return null;
     }
+    if (!this.bbox || !this.insideBox(x, y, reach)) { // a press off the box draws a new one
+      this.snapshot();
+      return { kind: "newbox", x0: clamp(x, 0, this.size.width), y0: clamp(y, 0, this.size.height), box0: this.bbox };
+    }
     const [l, t, r, b] = this.bbox;
     const corners = { tl: [l, t], tr: [r, t], bl: [l, b], br: [r, b] };
     for (const [corner, [cx, cy]] of Object.entries(corners)) {
@@ -263,6 +274,7 @@ export class Editor extends EventTarget {
   }
 
   insideBox(x, y, margin) {
+    if (!this.bbox) return false;
     const [l, t, r, b] = this.bbox;
     return x >= l - margin && x <= r + margin && y >= t - margin && y <= b + margin;
   }
@@ -280,6 +292,7 @@ export class Editor extends EventTarget {
       if (g.kind === "joint") this.moveJoint(g.name, x + g.dx, y + g.dy);
       else if (g.kind === "corner") this.moveCorner(g.corner, x + g.dx, y + g.dy);
       else if (g.kind === "box") this.moveBox(g.box0, x - g.x0, y - g.y0);
+      else if (g.kind === "newbox") this.drawBox(g.x0, g.y0, x, y);
       else if (g.kind === "stroke") this.strokeTo(x, y);
     }
     if (g.kind === "stroke") this.drawTint();
@@ -298,12 +311,37 @@ export class Editor extends EventTarget {
     }
     if (g.kind === "stroke") {
       this.maskStrokes += 1;
+    } else if (g.kind === "newbox" && (!this.bbox || !g.moved || this.bbox === g.box0 ||
+        this.bbox[2] - this.bbox[0] < MIN_BOX || this.bbox[3] - this.bbox[1] < MIN_BOX)) {
+      this.bbox = g.box0; // a tap, or a box too small to hold a drawing: nothing drawn
+      this.undoStack.pop();
+      if (!this.bbox) this.hint("Press beside the drawing and drag across it to put a box around it.");
     } else if (!g.moved) {
       this.undoStack.pop(); // a tap that moved nothing is not an edit
+    } else if (g.kind === "newbox") {
+      this.dispatchEvent(new CustomEvent("newbox", { detail: [...this.bbox] }));
     }
     this.drawSvg();
     this.changed();
   }
+
+  /** The box spanned by a drag from (x0, y0) to (x, y), inside the photo. */
+  drawBox(x0, y0, x, y) {
+    x = clamp(x, 0, this.size.width);
+    y = clamp(y, 0, this.size.height);
+    this.bbox = [Math.min(x0, x), Math.min(y0, y), Math.max(x0, x), Math.max(y0, y)];
+  }
+
+  /** Replace the skeleton: `joints` {name: [x, y]} (image pixels), `skeleton` [{name, parent}]. */
+  placeJoints(joints, skeleton) {
+    this.joints = copyJoints(joints);
+    this.bones = bones({ skeleton, joints });
+    if (!this.joints[this.selected]) this.selected = null;
+    this.buildSvg();
+    this.drawSvg();
+    this.changed();
+  }
+
 
   /** Put the box at `bbox` (e.g. another detection) as an edit, if no mask strokes are unsaved. */
   setBox(bbox) {
@@ -343,6 +381,10 @@ export class Editor extends EventTarget {
   // --- mask painting ----------------------------------------------------------------------------
 
   startStroke(x, y) {
+    if (this.doc.draft) {
+      this.hint("Save first: the server cuts the drawing out of the box, then its mask can be painted.");
+      return null;
+    }
     if (!this.maskEditable) {
       this.hint("The mask cannot be painted here (its image could not be read).");
       return null;
@@ -461,7 +503,7 @@ export class Editor extends EventTarget {
   }
 
   snapshot(withMask = false) {
-    const entry = { bbox: [...this.bbox], joints: copyJoints(this.joints) };
+    const entry = { bbox: this.bbox && [...this.bbox], joints: copyJoints(this.joints), bones: this.bones };
     if (withMask) entry.mask = this.maskCanvas.getContext("2d", { willReadFrequently: true }).getImageData(0, 0, this.grid.width, this.grid.height);
     this.undoStack.push(entry);
     if (this.undoStack.length > UNDO_LIMIT) this.undoStack.shift();
@@ -472,6 +514,10 @@ export class Editor extends EventTarget {
     if (!entry) return;
     this.bbox = entry.bbox;
     this.joints = entry.joints;
+    if (entry.bones !== this.bones) {
+      this.bones = entry.bones;
+      this.buildSvg();
+    }
     if (entry.mask) {
       this.maskCanvas.getContext("2d").putImageData(entry.mask, 0, 0);
       this.maskStrokes = Math.max(0, this.maskStrokes - 1);
@@ -491,6 +537,12 @@ export class Editor extends EventTarget {
   edits() {
     if (!this.doc) return {};
     const out = {};
+    if (this.doc.draft) { // nothing is on the server yet: the box and joints are the whole edit
+      if (!this.bbox) return {};
+      out.bbox = this.bbox.map(round1);
+      out.joints = Object.fromEntries(Object.entries(this.joints).map(([k, [x, y]]) => [k, [round1(x), round1(y)]]));
+      return out;
+    }
     if (!sameBox(this.bbox, this.doc.bbox)) out.bbox = this.bbox.map(round1);
     if (!sameJoints(this.joints, this.doc.joints)) {
       out.joints = Object.fromEntries(Object.entries(this.joints).map(([k, [x, y]]) => [k, [round1(x), round1(y)]]));

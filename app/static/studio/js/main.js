@@ -1,50 +1,62 @@
 // The studio page's flow: photo -> character (box, mask, skeleton) -> edits saved -> motions -> render.
 // Every step is a call of the public character API (docs/api.md); nothing here is private to it.
 
-import { ApiError, call, describe, fetchBitmap, getToken, setToken, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, modelsState, setToken, upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
-import { guessFigure } from "./manual.js";
+import { draftFrom, skeletonIn } from "./manual.js";
 import { Gallery, MotionPicker } from "./motions.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   token: $("token"), tokenBox: $("token-box"),
   upload: $("upload"), camera: $("camera"), manual: $("upload-manual"), progress: $("progress"), progressBar: $("progress-bar"), progressText: $("progress-text"),
-  error: $("error"),
-  fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"),
+  error: $("error"), modelsNote: $("models-note"), fixNote: $("fix-note"),
+  fix: $("step-fix"), stage: $("stage"), hint: $("hint"), save: $("save"), saveState: $("save-state"), fixError: $("fix-error"),
   undo: $("undo"), revert: $("revert"), brushSize: $("brush-size"), showMask: $("show-mask"), whole: $("whole-photo"),
   overlay: $("overlay"), overlayCaption: $("overlay-caption"), remove: $("delete"),
   detections: $("detections"), motionsStep: $("step-motions"), motions: $("motions"), credits: $("credits"), format: $("format"), size: $("size"), render: $("render"), renderState: $("render-state"),
   renderProgress: $("render-progress"), renderBar: $("render-bar"),
-  results: $("step-results"), animations: $("animations"),
-  video: $("video"), videoCamera: $("video-camera"), videoState: $("video-state"),
+  results: $("step-results"), animations: $("animations"), chosen: $("chosen"),
+  video: $("video"), videoCamera: $("video-camera"), videoStart: $("video-start"), videoEnd: $("video-end"), videoState: $("video-state"), videoError: $("video-error"),
+  renderError: $("render-error"),
 };
 
 const editor = new Editor(ui.stage);
 const picker = new MotionPicker(ui.motions, () => Object.keys(editor.edits()).length > 0);
 const gallery = new Gallery(ui.animations);
-const state = { doc: null, photo: null, mask: null, busy: false, motions: [], defaults: [], categories: [] };
+// `file`: the photo of a draft (state.doc.draft: opened in the page, not yet sent to the server).
+const state = { doc: null, photo: null, mask: null, file: null, busy: false, motions: [], defaults: [], categories: [] };
 // Figures the page measures (tests and curious people read them from the console).
 window.studio = { timings: [], previews: () => picker.shown };
 
 // --- errors and progress ----------------------------------------------------------------------
 
-/** Show `err` (an ApiError, an Error or a sentence) in words; `action` adds a button {label, run}. */
-function showError(err, action = null) {
-  ui.error.replaceChildren();
-  if (!err) {
-    ui.error.hidden = true;
-    return;
+/** Every place an error is shown: the page's box under the photo step, and one beside each action. */
+function errorPlaces() {
+  return document.querySelectorAll("[data-error-place]");
+}
+
+/**
+ * Show `err` (an ApiError, an Error or a sentence) in words; `action` adds a button {label, run}.
+ * `at`: where (an error place beside the control that failed; the page's box by default).
+ * `showError(null)` clears every place.
+ */
+function showError(err, action = null, at = ui.error) {
+  for (const place of err ? [at] : errorPlaces()) {
+    place.replaceChildren();
+    place.hidden = true;
   }
+  if (!err) return;
+  const box = at;
   console.warn("studio:", err);
   const text = document.createElement("p");
   text.textContent = typeof err === "string" ? err : describe(err);
-  ui.error.append(text);
+  box.append(text);
   if (err instanceof ApiError && (err.code !== "network" || err.requestId)) {
     const detail = document.createElement("small");
     detail.textContent = [err.status && `HTTP ${err.status}`, err.code, err.requestId && `request ${err.requestId}`].filter(Boolean).join(" · ");
-    ui.error.append(detail);
+    box.append(detail);
   }
   if (action) {
     const button = document.createElement("button");
@@ -52,14 +64,14 @@ function showError(err, action = null) {
     button.textContent = action.label;
     button.dataset.testid = "error-action";
     button.addEventListener("click", action.run, { once: true });
-    ui.error.append(button);
+    box.append(button);
   }
-  ui.error.hidden = false;
+  box.hidden = false;
   if (err instanceof ApiError && err.status === 401) {
     ui.tokenBox.open = true;
     ui.token.focus();
   }
-  reveal(ui.error, "nearest");
+  reveal(box, "nearest");
 }
 
 /** Scroll `el` into view, smoothly unless the person asked for reduced motion. */
@@ -75,8 +87,9 @@ function progress(text, fraction) {
   else ui.progressBar.value = fraction;
 }
 
-/** Run `work` with the page marked busy (buttons that would race it are disabled). */
-async function busy(work) {
+/** Run `work` with the page marked busy (buttons that would race it are disabled); its error is
+ * shown `at` (an error place). */
+async function busy(work, at = ui.error) {
   if (state.busy) return undefined;
   state.busy = true;
   document.body.classList.add("busy");
@@ -84,7 +97,7 @@ async function busy(work) {
   try {
     return await work();
   } catch (err) {
-    showError(err);
+    showError(err, null, at);
     return undefined;
   } finally {
     state.busy = false;
@@ -96,44 +109,106 @@ async function busy(work) {
 // --- step 1: the photo -------------------------------------------------------------------------
 
 // Errors after which placing the box and joints by hand is the way on.
-const MODELS_MISSED = new Set(["no_character", "no_skeleton", "invalid_character"]);
+const MODELS_MISSED = new Set(["no_character", "no_skeleton", "invalid_character", "models_unavailable",
+  "model_server_unavailable", "model_server_error"]);
+const BY_HAND = "Place the box and joints myself";
+const TINY_MODELS = "This server runs tiny random-initialised models, built for testing and never trained: " +
+  "what they find in a photo is meaningless. Put the box around the drawing and the joints on it yourself, then Save.";
 
-/**
- * Make a character of `file`. With `manual`, the page guesses the box (the photo's ink) and a
- * standing figure's joints itself and sends them, so the server skips detection and pose.
- */
-async function createFrom(file, { manual = false } = {}) {
+/** True when an answer's `warnings` say the model server runs the tiny random models. */
+function tinyModels(warnings) {
+  return (warnings || []).some((w) => w.code === "tiny_models");
+}
+
+/** Make a character of `file` with the models; when they miss, offer placing the box and joints by hand. */
+async function createFrom(file) {
   if (!file) return;
   showError(null);
   let missed = null;
+  let tiny = false;
   await busy(async () => {
     try {
-      let fields = {};
-      if (manual) {
-        progress("Looking for the drawing's ink…", null);
-        const guess = await guessFigure(file);
-        fields = { bbox: JSON.stringify(guess.bbox), joints: JSON.stringify(guess.joints) };
-      }
       progress("Uploading…", 0);
-      const waiting = manual ? "Cutting out the drawing…" : "Finding the drawing, its mask and joints…";
       const doc = await upload("characters", file, (f) =>
-        f === null ? progress(waiting, null) : progress(`Uploading ${Math.round(f * 100)} %`, f), fields);
+        f === null ? progress("Finding the drawing, its mask and joints…", null) : progress(`Uploading ${Math.round(f * 100)} %`, f));
+      if (tinyModels(doc.warnings)) {
+        // what the tiny models found is noise: no editor full of it; the photo is placed by hand
+        tiny = true;
+        call("DELETE", `characters/${encodeURIComponent(doc.id)}`).catch(() => {}); // it expires anyway
+        return;
+      }
       progress("Loading the character…", null);
       await open(doc);
       reveal(ui.fix, "start");
-      if (manual) ui.hint.textContent = "Drag the box around the drawing and each joint onto its place, then Save.";
     } catch (err) {
-      if (!manual && err instanceof ApiError && MODELS_MISSED.has(err.code)) missed = err;
+      if (err instanceof ApiError && tinyModels(err.warnings)) tiny = true;
+      else if (err instanceof ApiError && MODELS_MISSED.has(err.code)) missed = err;
       else throw err;
     } finally {
       progress(null);
       for (const input of [ui.upload, ui.camera, ui.manual]) input.value = "";
     }
   });
-  if (missed) {
-    showError(missed, { label: "Place the box and joints myself", run: () => createFrom(file, { manual: true }) });
-  }
+  if (tiny) await openDraft(file, TINY_MODELS);
+  else if (missed) showError(missed, { label: BY_HAND, run: () => openDraft(file) });
 }
+
+/**
+ * Open `file` in the editor as a draft, asking the server nothing: the whole photo, the box of its
+ * ink when that looks like one drawing (else the person draws it) and a standing figure's joints in
+ * the box. Save sends them with the photo (the server then skips detection and pose).
+ */
+async function openDraft(file, why = "") {
+  if (!file) return;
+  showError(null);
+  await busy(async () => {
+    try {
+      progress("Opening the photo…", null);
+      const { doc, photo } = await draftFrom(file);
+      picker.stop();
+      state.doc = doc;
+      state.photo = photo;
+      state.mask = null;
+      state.file = file;
+      state.jointsPlaced = false;
+      history.replaceState(null, "", location.pathname);
+      ui.fix.hidden = false;
+      ui.motionsStep.hidden = true;
+      ui.results.hidden = true;
+      ui.whole.checked = true;
+      editor.setWholePhoto(true);
+      editor.load(doc, photo, null, null);
+      showOverlay(doc);
+      showDetections(doc);
+      ui.fixNote.textContent = why;
+      ui.fixNote.hidden = !why;
+      ui.saveState.textContent = "Not saved yet";
+      draftHint();
+      reveal(ui.fix, "start");
+    } finally {
+      progress(null);
+      for (const input of [ui.upload, ui.camera, ui.manual]) input.value = "";
+    }
+  });
+}
+
+function draftHint() {
+  ui.hint.textContent = editor.bbox
+    ? "Drag each joint onto its place on the drawing (a press beside the drawing draws a new box), then Save."
+    : "Press beside the drawing and drag across it to put a box around it: a skeleton appears in the box.";
+}
+
+// A box drawn on a draft whose joints are not placed yet gets a standing figure in it, and the view
+// comes closer: the joints are placed on the drawing, not on the whole photo.
+editor.addEventListener("newbox", (e) => {
+  if (!state.doc?.draft) return;
+  if (!state.jointsPlaced) {
+    editor.placeJoints(skeletonIn(e.detail), state.doc.skeleton);
+    ui.whole.checked = false;
+    editor.setWholePhoto(false);
+  }
+  draftHint();
+});
 
 // --- step 2: the editor --------------------------------------------------------------------------
 
@@ -142,12 +217,15 @@ async function open(doc, { previews = true } = {}) {
   const grid = maskGrid(doc);
   const photoUrl = doc.urls.image;
   const [photo, mask] = await Promise.all([
-    state.doc?.id === doc.id && state.photo ? state.photo : fetchBitmap(photoUrl), // a character's photo never changes
+    // a character's photo never changes; a draft's photo is the one just saved
+    (state.doc?.id === doc.id || state.doc?.draft) && state.photo ? state.photo : fetchBitmap(photoUrl),
     grid && doc.urls.mask ? fetchBitmap(doc.urls.mask).catch((err) => (showError(err), null)) : null,
   ]);
   state.doc = doc;
   state.photo = photo;
   state.mask = mask;
+  state.file = null;
+  ui.fixNote.hidden = true;
   ui.fix.hidden = false;
   ui.motionsStep.hidden = false;
   editor.load(doc, photo, mask, grid);
@@ -175,9 +253,17 @@ function showDetections(doc) {
     button.addEventListener("click", () => editor.setBox(d.bbox));
     ui.detections.append(button);
   });
+  // several drawings on one page: all of them together, where they were drawn (the scenes page)
+  const all = document.createElement("a");
+  all.href = `studio-scenes#from=${encodeURIComponent(doc.id)}`;
+  all.dataset.testid = "animate-all";
+  all.textContent = `Animate all ${found.length} together`;
+  ui.detections.append(all);
 }
 
 function showOverlay(doc) {
+  ui.overlay.closest("figure").hidden = Boolean(doc.draft);
+  if (doc.draft) return;
   ui.overlay.src = doc.urls.overlay;
   ui.overlayCaption.textContent = `The server's overlay of version ${doc.version}: box, mask and skeleton as they will be animated.`;
 }
@@ -206,6 +292,7 @@ editor.addEventListener("hint", (e) => {
   ui.hint.textContent = e.detail;
 });
 editor.addEventListener("select", (e) => {
+  if (state.doc?.draft) state.jointsPlaced = true; // a new box keeps the joints placed by hand
   ui.hint.textContent = `Joint: ${e.detail.replaceAll("_", " ")}. Arrow keys move it (Shift: 10 px), N / P pick the next / previous joint.`;
 });
 
@@ -219,7 +306,19 @@ async function save() {
     ui.saveState.textContent = "Saving…";
     const path = `characters/${encodeURIComponent(doc.id)}`;
     let sent;
-    if (edits.mask) {
+    if (doc.draft) {
+      // The first save of a draft creates the character: the photo with the box and joints placed
+      // here (the server skips detection and pose, and cuts the drawing out of the box).
+      sent = performance.now();
+      try {
+        doc = await upload("characters", state.file, (f) => {
+          ui.saveState.textContent = f === null ? "Cutting out the drawing…" : `Uploading ${Math.round(f * 100)} %`;
+        }, { bbox: JSON.stringify(edits.bbox), joints: JSON.stringify(edits.joints) });
+      } catch (err) {
+        ui.saveState.textContent = "Not saved yet";
+        throw err;
+      }
+    } else if (edits.mask) {
       // One multipart PATCH: the mask (painted on the current box) and any moved joints. The editor
       // never has a new box and mask strokes at once: a new box recomputes the mask.
       const form = new FormData();
@@ -238,7 +337,7 @@ async function save() {
     const previewing = startPreviews(doc);
     await open(doc, { previews: false });
     return { saved, previewing, version: doc.version }; // wrapped: the page is not busy while the previews load
-  });
+  }, ui.fixError);
   if (result === undefined) {
     editor.changed();
     return;
@@ -322,12 +421,12 @@ function renderStatus(what, state) {
 async function render() {
   const motions = picker.selected();
   if (!motions.length) {
-    showError("Pick at least one motion to render.");
+    showError("Pick at least one motion to render.", null, ui.renderError);
     return;
   }
   showError(null);
   const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
-  const what = motions.join(", ").replaceAll("_", " ") + note;
+  const what = motions.map((n) => picker.title(n)).join(", ") + note;
   const t0 = performance.now();
   ui.renderBar.removeAttribute("value");
   ui.renderState.textContent = `Rendering ${what}…`;
@@ -338,9 +437,9 @@ async function render() {
       // a motion made from the person's video resolves on synchronous requests only
       const sync = motions.some((n) => state.motions.find((m) => m.name === n)?.category === OWN);
       await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null,
-        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync });
+        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n) });
       return true;
-    });
+    }, ui.renderError);
   } finally {
     picker.release();
   }
@@ -349,8 +448,26 @@ async function render() {
   ui.renderState.textContent = done ? `Rendered version ${state.doc.version} in ${((performance.now() - t0) / 1000).toFixed(1)} s` : "";
   if (done) {
     ui.results.hidden = false;
-    reveal(ui.results, "start");
+    await mediaShown(ui.animations, 5);
+    // the whole result in view: its bottom at the screen's when it fits, else its top
+    reveal(ui.results, ui.results.offsetHeight <= window.innerHeight ? "end" : "start");
   }
+}
+
+/** Resolves once every image and video under `root` has its size (or after `seconds`). */
+function mediaShown(root, seconds) {
+  const loading = [...root.querySelectorAll("img, video")].filter((m) =>
+    m.tagName === "IMG" ? !m.complete : m.readyState < 1);
+  const each = loading.map((m) => new Promise((resolve) => {
+    for (const ev of ["load", "loadedmetadata", "error"]) m.addEventListener(ev, resolve, { once: true });
+  }));
+  return Promise.race([Promise.all(each), new Promise((resolve) => setTimeout(resolve, seconds * 1000))]);
+}
+
+/** The chosen motions, said beside Render (they may be scrolled out of the picker's box). */
+function showChosen() {
+  const chosen = picker.selected().map((n) => picker.title(n));
+  ui.chosen.textContent = chosen.length ? `Chosen: ${chosen.join(", ")}` : "Tick at least one motion to render.";
 }
 
 // --- a motion from a video (POST /motions: a job, polled) ------------------------------------------
@@ -365,8 +482,12 @@ async function motionFromVideo(file) {
   const made = await busy(async () => {
     try {
       say("Uploading the video…");
+      // the part of the video to use (seconds): empty fields leave it to the server (its first 20 s)
+      const window = {};
+      if (ui.videoStart.value.trim()) window.start = ui.videoStart.value.trim();
+      if (ui.videoEnd.value.trim()) window.end = ui.videoEnd.value.trim();
       const job = await upload("motions", file, (f) =>
-        say(f === null ? "Waiting for a worker…" : `Uploading the video ${Math.round(f * 100)} %`), {}, "video");
+        say(f === null ? "Waiting for a worker…" : `Uploading the video ${Math.round(f * 100)} %`), window, "video");
       const done = await followJob(job.id, say);
       if (done.status !== "succeeded") {
         const e = done.error || {};
@@ -374,13 +495,13 @@ async function motionFromVideo(file) {
       }
       return done.motion;
     } catch (err) {
-      say("");
+      say(`No motion was made from ${file.name || "the video"}.`); // the reason is right below
       throw err;
     } finally {
       ui.video.value = "";
       ui.videoCamera.value = "";
     }
-  });
+  }, ui.videoError);
   if (!made) return;
   const own = { name: made.name, category: OWN, title: `Your video (${made.seconds.toFixed(1)} s)`,
     description: `${made.frames} frames at ${made.fps} fps; kept until ${made.expires.replace("T", " ").replace("Z", " UTC")}` };
@@ -388,8 +509,9 @@ async function motionFromVideo(file) {
   const mine = state.categories.find((c) => c.name === OWN);
   if (mine) mine.motions = [own.name, ...mine.motions.filter((n) => n !== own.name)];
   else state.categories = [{ name: OWN, motions: [own.name] }, ...state.categories];
-  picker.show(state.motions, [own.name], state.categories);
-  say(`Made "${own.title}": it is selected below. Render to see the drawing move like the video.`);
+  picker.show(state.motions, [own.name, ...picker.selected().filter((n) => n !== own.name)], state.categories);
+  const used = made.window?.note ? ` from ${made.window.note}` : "";
+  say(`Made "${own.title}"${used}: it is selected below. Render to see the drawing move like the video.`);
   if (state.doc) startPreviews(state.doc);
 }
 
@@ -411,8 +533,8 @@ function refreshButtons() {
   ui.save.disabled = state.busy || !state.doc || !hasEdits;
   ui.undo.disabled = state.busy || !editor.canUndo();
   ui.revert.disabled = state.busy || !hasEdits;
-  ui.render.disabled = state.busy || !state.doc;
-  ui.remove.disabled = state.busy || !state.doc;
+  ui.render.disabled = state.busy || !state.doc || state.doc.draft;
+  ui.remove.disabled = state.busy || !state.doc || state.doc.draft;
   ui.upload.disabled = state.busy;
   ui.camera.disabled = state.busy;
   ui.manual.disabled = state.busy;
@@ -441,7 +563,7 @@ function wire() {
   ui.camera.addEventListener("change", () => createFrom(ui.camera.files[0]));
   ui.video.addEventListener("change", () => motionFromVideo(ui.video.files[0]));
   ui.videoCamera.addEventListener("change", () => motionFromVideo(ui.videoCamera.files[0]));
-  ui.manual.addEventListener("change", () => createFrom(ui.manual.files[0], { manual: true }));
+  ui.manual.addEventListener("change", () => openDraft(ui.manual.files[0]));
   for (const button of document.querySelectorAll("[data-tool]")) {
     button.addEventListener("click", () => {
       editor.setTool(button.dataset.tool);
@@ -457,6 +579,7 @@ function wire() {
   ui.save.addEventListener("click", save);
   ui.remove.addEventListener("click", removeCharacter);
   ui.render.addEventListener("click", render);
+  ui.motions.addEventListener("change", showChosen);
   window.addEventListener("beforeunload", (e) => {
     if (Object.keys(editor.edits()).length) e.preventDefault();
   });
@@ -482,9 +605,38 @@ function shortcut(e) {
   }
 }
 
+// --- the model server's state (GET /ping's "models") ------------------------------------------------
+
+const MODELS_WORDS = {
+  preparing: "The models that find drawings are still being installed on this server.",
+  starting: "The model server is starting and loading its models.",
+  absent: "This server has no model server answering, so the page cannot find the drawing for you.",
+};
+
+/** Say, above the upload, when the models cannot help yet (and how far their preparation is), and
+ * lead to placing the box and joints by hand; look again until they are ready. */
+async function watchModels() {
+  const models = await modelsState();
+  const note = ui.modelsNote;
+  note.hidden = models.state === "ready";
+  if (models.state !== "ready") {
+    const p = models.progress;
+    const bar = note.querySelector("progress");
+    bar.hidden = !(p && p.total > 0);
+    if (!bar.hidden) bar.value = Math.min(1, p.done / p.total);
+    const steps = p && p.total > 0 ? ` (${p.step}: ${p.done} of ${p.total})` : "";
+    note.querySelector("p").textContent = `${models.detail || MODELS_WORDS[models.state] || MODELS_WORDS.starting}${steps} ` +
+      "Meanwhile you can place the box and joints yourself.";
+    const wait = Math.min(30, Math.max(2, Number(models.retry_after_s) || 5));
+    setTimeout(watchModels, wait * 1000);
+  }
+  note.dataset.state = models.state;
+}
+
 async function start() {
   wire();
   refreshButtons();
+  watchModels();
   const motionsLoaded = loadMotions();
   const id = new URLSearchParams(location.hash.slice(1)).get("character");
   if (id) {

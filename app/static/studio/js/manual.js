@@ -1,7 +1,8 @@
-// A first guess of the box and joints made in the browser, for when the models cannot help (no
-// weights on this machine, or a drawing they miss): the box of the photo's ink, and a standing
-// figure's joints inside it. The person then drags them into place; the server skips detection and
-// pose for a character created with them.
+// The editor's starting point when the models cannot help (tiny random models, no model server, or a
+// drawing they miss): the whole photo, opened in the browser without asking the server anything, a
+// box (the photo's ink when that looks like one drawing, else none: the person draws it) and a
+// standing figure's joints inside the box. The person drags them into place; Save creates the
+// character with them and the server skips detection and pose.
 
 // The 16 joints of the photo skeleton as fractions of the box (x right, y down). "right" is the
 // figure's own right, on the image's left, as the pose model and docs/api.md use it.
@@ -12,19 +13,41 @@ const TEMPLATE = {
   right_hip: [0.39, 0.63], right_knee: [0.34, 0.78], right_foot: [0.3, 0.93],
   left_hip: [0.61, 0.63], left_knee: [0.66, 0.78], left_foot: [0.7, 0.93],
 };
+// Each joint's parent (the document's skeleton rows, parents first), for the bones drawn.
+const PARENTS = {
+  root: null, hip: "root", torso: "hip", neck: "torso",
+  right_shoulder: "torso", right_elbow: "right_shoulder", right_hand: "right_elbow",
+  left_shoulder: "torso", left_elbow: "left_shoulder", left_hand: "left_elbow",
+  right_hip: "root", right_knee: "right_hip", right_foot: "right_knee",
+  left_hip: "root", left_knee: "left_hip", left_foot: "left_knee",
+};
+export const SKELETON = Object.entries(PARENTS).map(([name, parent]) => ({ name, parent }));
 const SAMPLE_SIDE = 256; // the photo is measured at this size (px): enough for a box
 const INK_BELOW_PAPER = 60; // a pixel this much darker than the paper (0-255 luminance) is ink
+const MAX_GUESS_AREA = 0.5; // an ink box over half the photo is the table or a shadow, not a drawing
 
-/** {bbox, joints, width, height} for `file` (an image File), in its pixels after EXIF orientation. */
-export async function guessFigure(file) {
-  const bitmap = await createImageBitmap(file); // applies the EXIF orientation, like the server
-  const { width, height } = bitmap;
-  const bbox = inkBox(bitmap) ?? [0.1 * width, 0.1 * height, 0.9 * width, 0.9 * height];
-  bitmap.close();
-  const [l, t, r, b] = bbox;
-  const joints = Object.fromEntries(Object.entries(TEMPLATE).map(([name, [fx, fy]]) =>
+/** A standing figure's joints {name: [x, y]} inside `bbox` [l, t, r, b] (image pixels). */
+export function skeletonIn([l, t, r, b]) {
+  return Object.fromEntries(Object.entries(TEMPLATE).map(([name, [fx, fy]]) =>
     [name, [round1(l + fx * (r - l)), round1(t + fy * (b - t))]]));
-  return { bbox: bbox.map(round1), joints, width, height };
+}
+
+/**
+ * A draft character of `file` (an image File) for the editor: {doc, photo}. `doc` has the
+ * document's fields the editor reads (image size after EXIF orientation, bbox or null, joints,
+ * skeleton) and `draft: true`; `photo` is the decoded photo. Nothing is sent anywhere.
+ */
+export async function draftFrom(file) {
+  const photo = await createImageBitmap(file); // applies the EXIF orientation, like the server
+  const { width, height } = photo;
+  let bbox = inkBox(photo);
+  if (bbox && (bbox[2] - bbox[0]) * (bbox[3] - bbox[1]) > MAX_GUESS_AREA * width * height) bbox = null;
+  bbox = bbox && bbox.map(round1);
+  const doc = {
+    draft: true, id: null, version: 0, image: { width, height }, bbox,
+    joints: bbox ? skeletonIn(bbox) : {}, skeleton: SKELETON, detections: [], urls: {},
+  };
+  return { doc, photo };
 }
 
 /** The box [l, t, r, b] of the ink (pixels well darker than the paper), or null if there is none. */

@@ -113,6 +113,13 @@ export class MotionPicker {
     this.wake();
   }
 
+  /** Stop this character's previews (another photo is being opened). */
+  stop() {
+    this.generation += 1;
+    this.inFlight?.abort();
+    this.wake();
+  }
+
   /** Let every waiting preview loop look again (a card came on screen, or a newer call began). */
   wake() {
     for (const resolve of this.waiting.splice(0)) resolve();
@@ -128,7 +135,12 @@ export class MotionPicker {
     this.cards.clear();
     const byName = new Map(motions.map((m) => [m.name, m]));
     const groups = categories?.length ? categories : [{ name: "", motions: motions.map((m) => m.name) }];
+    // The cards scroll in a box of their own under the category buttons: the page stays short, Render
+    // stays near, and a button brings its section to the top of the box (the address is not touched:
+    // it holds the character's id).
     const nav = el("nav", { class: "categories", "aria-label": "Motion categories" });
+    const scroller = el("div", { class: "motion-scroll", "data-testid": "picker-scroll", tabindex: "0",
+      "aria-label": "Motions: tick the ones to render" });
     for (const group of groups) {
       const names = group.motions.filter((n) => byName.has(n));
       if (!names.length) continue;
@@ -153,11 +165,26 @@ export class MotionPicker {
         this.cards.set(m.name, { box, img, frame, reference: m.preview || null });
         this.observer.observe(li);
       }
-      if (group.name) nav.append(el("a", { href: `#${id}`, "data-testid": `category-${group.name}`, text: title }));
-      this.list.append(el("section", { class: "category", id, "data-category": group.name },
-        group.name ? el("h3", { text: title }) : "", ul));
+      const section = el("section", { class: "category", id, "data-category": group.name },
+        group.name ? el("h3", { text: title }) : "", ul);
+      if (group.name) {
+        const chip = el("button", { type: "button", class: "chip", "data-testid": `category-${group.name}`, "aria-controls": id, text: title });
+        chip.addEventListener("click", () => {
+          scroller.scrollTop += section.getBoundingClientRect().top - scroller.getBoundingClientRect().top;
+          for (const c of nav.children) c.setAttribute("aria-current", String(c === chip));
+        });
+        nav.append(chip);
+      }
+      scroller.append(section);
     }
+    this.list.append(scroller);
     if (nav.children.length > 1) this.list.prepend(nav);
+    this.list.dispatchEvent(new Event("change", { bubbles: true })); // the chosen motions are new
+  }
+
+  /** The title of motion `name` as its card shows it. */
+  title(name) {
+    return this.cards.get(name)?.box.closest("label").querySelector(".name").textContent || name.replaceAll("_", " ");
   }
 
   selected() {
@@ -280,7 +307,7 @@ export class Gallery {
    * Ask the API for `motions` of `doc` in `format` (at `size` px, or the server's default) and show
    * them; `onState` gets the render's progress (jobs.js).
    */
-  async render(doc, motions, format, size, onState = () => {}, { sync = false } = {}) {
+  async render(doc, motions, format, size, onState = () => {}, { sync = false, title = (n) => n.replaceAll("_", " ") } = {}) {
     const body = { motions, format };
     if (size) body.size = size;
     const urls = urlsOf(await renderJob(animationsPath(doc), body, onState, { sync }));
@@ -296,7 +323,7 @@ export class Gallery {
       if (media.tagName === "VIDEO") media.muted = true; // the attribute alone does not mute in every browser
       const file = `${doc.id}-${name}.${EXTENSIONS[format] || format}`;
       this.root.append(el("figure", { class: "animation", "data-testid": `animation-${name}` }, media,
-        el("figcaption", {}, el("span", { text: name.replaceAll("_", " ") }),
+        el("figcaption", {}, el("span", { text: title(name) }),
           el("a", { href: url, download: file, class: "button", text: "Download" }))));
     }
     return urls;

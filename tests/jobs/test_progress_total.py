@@ -1,0 +1,77 @@
+"""A job's progress total is known from its first report (issue 33 item 12): it grew mid-run
+(325 -> 358 frames) as each motion's render posed its clip, so a progress bar stepped back.
+
+Real parts: Redis (Valkey), the app under gunicorn and a render worker process sharing its runtime
+folder, the render process pool, HTTP on loopback. No model is called (the character's joints and
+box are the client's; TorchServe serves the fake models only so the worker takes jobs). The job's record is polled as a client does; every total it shows must be
+the final one.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import requests
+import yaml
+from PIL import Image
+
+from tests.conftest import CHAR1
+from tests.support import stack
+from tests.support.jobstack import RedisServer, app_and_worker
+
+pytestmark = [pytest.mark.redis, pytest.mark.timeout(600)]
+
+MOTIONS = ["jumping_jacks", "dab", "zombie", "wave_hello"]
+
+
+@pytest.fixture(scope="module")
+def server(torchserve):
+    """The worker takes jobs once the model server is ready: the fake-model TorchServe (never called)."""
+    redis = RedisServer().start()
+    workdir = stack.make_workdir("dp-progress-total-")
+    env = {"DOODLEPOD_REDIS_URL": redis.url, "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
+           "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"), "DOODLEPOD_RENDER_PROCESSES": "1",
+           "DOODLEPOD_MAX_INFLIGHT": "1", "DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
+           "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url}
+    try:
+        with app_and_worker(workdir, env) as app:
+            try:
+                yield app
+            finally:
+                print(app.worker.log_text()[-2000:])
+    finally:
+        redis.remove()
+        stack.remove(workdir)
+
+
+def test_the_total_frames_never_change_while_the_job_runs(server):
+    cfg = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())
+    joints = {j["name"]: j["loc"] for j in cfg["skeleton"]}
+    with Image.open(CHAR1 / "texture.png") as im:
+        box = [0, 0, im.width, im.height]
+    with open(CHAR1 / "texture.png", "rb") as fh:
+        r = requests.post(f"{server.url}/characters", files={"image": ("c.png", fh, "image/png")},
+                          data={"joints": json.dumps(joints), "bbox": json.dumps(box)}, timeout=120)
+    assert r.status_code == 201, r.text
+    cid = r.json()["id"]
+    r = requests.post(f"{server.url}/characters/{cid}/animations", json={"motions": MOTIONS, "size": 200},
+                      headers={"Prefer": "respond-async"}, timeout=60)
+    assert r.status_code == 202, r.text
+    job_url = f"{server.url}/jobs/{r.json()['id']}"
+    totals, fractions = [], []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        job = requests.get(job_url, timeout=30).json()
+        p = job.get("progress") or {}
+        if p.get("frames_total"):
+            totals.append(p["frames_total"])
+            fractions.append(p["frames_done"] / p["frames_total"])
+        if job["status"] in ("succeeded", "failed"):
+            break
+        time.sleep(0.05)
+    assert job["status"] == "succeeded", job
+    final = job["progress"]["frames_total"]
+    assert len(totals) >= 3, totals
+    assert set(totals) == {final}, f"the total changed mid-run: {totals}"
+    assert fractions == sorted(fractions), "the bar stepped back"
