@@ -23,7 +23,6 @@ lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyprojec
 	$(BIN)/ruff check . && $(BIN)/lint-imports
 
 test: venv lint ## install what is needed, lint, and run every test
-	@scripts/install_podman.sh  # the container engine of tests/pod (as root; else they skip, saying so)
 	$(PY) -m pytest -q tests
 
 FAST_TESTS := not e2e and not model_stack and not browser and not redis and not pod
