@@ -183,3 +183,9 @@ def pod(images: Built) -> Iterator[Pod]:
         down = subprocess.run(["scripts/pod.sh", "down"], cwd=images.checkout, env=env, capture_output=True,
                               text=True, timeout=180)
         assert down.returncode == 0, down.stdout + down.stderr
+        # `make pod-down` leaves nothing of the pod: no pod, volume or network of its name.
+        listings = {"pod": ("pod", "ls", "--format", "{{.Name}}"), "volume": ("volume", "ls", "--quiet"),
+                    "network": ("network", "ls", "--quiet")}
+        left = {what: [n for n in images.engine.run(*argv).stdout.split() if n.startswith(name)]
+                for what, argv in listings.items()}
+        assert not any(left.values()), f"left behind by scripts/pod.sh down: {left}"
