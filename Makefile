@@ -31,8 +31,8 @@ test-fast: venv ## only the tests that need no server, model stack, browser or R
 
 # --- run the whole kit locally ---
 .PHONY: run
-run: venv ## start TorchServe (CPU) + the app locally on embedded defaults; Ctrl-C stops both
-	@scripts/run_local.sh
+run: ## start the app, Redis, a render worker and TorchServe (CPU) locally on embedded defaults; a fresh machine gets the app first, the model server when its stack is built; Ctrl-C stops all
+	@DOODLEPOD_VENV=$(VENV) scripts/run_local.sh
 
 # --- the app: its servers and load benchmarks ---
 .PHONY: serve-app bench-load bench-soak

@@ -115,9 +115,10 @@ SETTINGS: tuple[Setting, ...] = (
             "peer outside these networks).", _csv),
     Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call needs the header 'Authorization: Bearer "
             "<token>'. Open without it: /ping, /healthz, /live, /metrics, the files of local storage (/files/...: "
-            "animation and character images, under keys that name no character), the studio page (/studio, and "
-            "GET /, which redirects to it; its API calls carry the person's token). Character documents are "
-            "API calls.", str),
+            "animation and character images, under keys that name no character; never documents, clients' own "
+            "motions or queued videos), the pages (/studio, /studio/credits, /docs, and GET /, which redirects to "
+            "the studio; their API calls carry the person's token), the document (/openapi.json, /openapi.yaml) "
+            "and the library's previews (/motions/{name}/preview.gif). Character documents are API calls.", str),
     # --- limits ---
     Setting("DOODLEPOD_REQUEST_DEADLINE_S", "120", "Longest time one request may take end to end; past "
             "it the app answers 504. A client may ask for less with the header X-Deadline-Seconds.",
@@ -135,6 +136,12 @@ SETTINGS: tuple[Setting, ...] = (
             "beyond them a few wait (DOODLEPOD_ADMISSION_WAIT_S), the others get 503 with Retry-After. 0: as "
             "many as the CPUs can run, one motion per CPU: ceil(CPUs / motions in DOODLEPOD_DEFAULT_MOTIONS), CPUs "
             "from the affinity mask and the cgroup quota (a Kubernetes CPU limit).", _non_negative_int),
+    Setting("DOODLEPOD_CLIENT_RENDER_SLOTS", "0", "Render slots one client's synchronous requests may hold at "
+            "once across the pod (see DOODLEPOD_CLIENT_STORAGE_MB for who a client is); one more answers 429 "
+            "render_share_used with Retry-After at once, so a client firing requests back to back cannot hold "
+            "every slot while others wait. 0: no such share (a backend or a studio sending for many people "
+            "through one address needs several slots); 1 suits clients that are people, each at its own "
+            "address.", _non_negative_int),
     Setting("DOODLEPOD_ADMISSION_WAIT_S", "10", "Longest a request waits for a render slot when all are taken, "
             "in seconds: one request per slot may wait (more get 503 at once), and only when a slot is expected "
             "to be free within this time and the pod turned nobody away within the last render time (else 503 "
@@ -218,6 +225,9 @@ SETTINGS: tuple[Setting, ...] = (
             "left to the request).", _positive_float),
     Setting("DOODLEPOD_TORCHSERVE_RETRIES", "2", "Retries of a TorchServe call that failed to connect or "
             "got 503/507 (with backoff).", _non_negative_int),
+    Setting("DOODLEPOD_MODELS_STATE_FILE", "", "A JSON file in which `make run` says how far the models' "
+            "preparation has got (the model stack building, TorchServe starting): /ping reports it, and requests "
+            "that need the models answer 503 models_unavailable meanwhile. Empty: TorchServe's own state only."),
     Setting("DOODLEPOD_PING_TIMEOUT_S", "1", "Timeout of each check /ping makes.", _positive_float),
     # --- storage ---
     Setting("DOODLEPOD_STORAGE", "local", "Where animations go: 'local' (a folder served by the app under "

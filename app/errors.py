@@ -225,6 +225,12 @@ class ModelServerUnavailable(Unavailable):
     status, code = 503, "model_server_unavailable"
 
 
+class ModelsUnavailable(Unavailable):
+    """The models are still being prepared or started (``make run`` on a fresh machine): known before
+    TorchServe is called, answered at once with an estimate in ``Retry-After``."""
+    status, code = 503, "models_unavailable"
+
+
 class Overloaded(Unavailable):
     """All render slots of the pod are busy: retry after ``retry_after`` seconds."""
     status, code = 503, "overloaded"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from flask import current_app
 
 if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (see create_app)
+    from .characters.preparation import ModelPreparation
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
     from .config import Settings
@@ -49,6 +50,7 @@ class Services:
     previews: MotionPreviews | None = None       # each motion on the reference character (GET /motions)
     own_motions: OwnMotions | None = None        # clients' motions made from their videos (POST /motions)
     scenes: Scenes | None = None                 # several characters of one photo together (POST /scenes)
+    preparation: ModelPreparation | None = None  # how far `make run` has got preparing the models
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
@@ -58,6 +60,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     arguments and results into ``spill_name`` in a scratch folder of this process's own. Call after
     :func:`app.runtime_dir`, which points the metrics at that folder before they are imported.
     """
+    from .characters.preparation import ModelPreparation
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
     from .motions.library import load_motions
@@ -76,8 +79,10 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     scratch = make_scratch()
     pool = RenderPool(settings.render_processes, scratch / spill_name, warm_up=warm)
     storage = from_settings(settings)
+    preparation = ModelPreparation(settings.models_state_file)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,
-                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries)
+                                  timeout_s=settings.torchserve_timeout_s, retries=settings.torchserve_retries,
+                                  gate=preparation.check)
     pipeline = Pipeline(settings, torchserve, storage, pool, scratch_dir=scratch)
     jobs, limiter, idempotency = redis_services(settings)
     own = None
@@ -93,7 +98,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
                     shares=Shares(settings, jobs.redis if jobs is not None else None),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
                     previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own,
-                    scenes=Scenes(settings, pipeline, storage, characters))
+                    scenes=Scenes(settings, pipeline, storage, characters), preparation=preparation)
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

@@ -14,6 +14,7 @@ bytes stored (last expiry period) DOODLEPOD_CLIENT_STORAGE_MB          429 ``sto
 jobs queued or running            DOODLEPOD_CLIENT_MAX_QUEUED          429 ``jobs_share_used``
 bytes of queued jobs' inputs      DOODLEPOD_CLIENT_QUEUED_MB           429 ``queued_bytes_share_used``
 videos queued or running          DOODLEPOD_CLIENT_MAX_VIDEOS          429 ``video_share_used``
+render slots held at once        DOODLEPOD_CLIENT_RENDER_SLOTS        429 ``render_share_used``
 callback name lookups at submit   one at a time per client            429 ``callback_dns_share_used``
 callbacks delivered at once       DOODLEPOD_CLIENT_WEBHOOK_LANES       waits its turn (never refused)
 ================================  ==================================  ===========================
@@ -69,6 +70,10 @@ class QueuedBytesShareUsed(ShareUsed):
 
 class VideoShareUsed(ShareUsed):
     code = "video_share_used"
+
+
+class RenderShareUsed(ShareUsed):
+    code = "render_share_used"
 
 
 class CallbackDnsShareUsed(ShareUsed):
@@ -219,6 +224,10 @@ class LocalStorageLedger(StorageLedger):
 
 # --- the shares of one deployment -----------------------------------------------------------------
 
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes < 10 * 2**20 else f"{nbytes / 2**20:.0f} MiB"
+
+
 def storage_share_bytes(settings: Any) -> int:
     """DOODLEPOD_CLIENT_STORAGE_MB in bytes; its default (0) is a tenth of DOODLEPOD_STORAGE_BUDGET_MB
     (no share when neither is set)."""
@@ -245,8 +254,8 @@ class Shares:
             return
         wait = self.ledger.retry_after_s(live, used - self.storage_bytes + 1)
         raise StorageShareUsed(
-            f"this client stored {used / 2**20:.0f} MiB within {self.settings.expiry_hours:g} h, its share of "
-            f"{self.storage_bytes / 2**20:.0f} MiB (DOODLEPOD_CLIENT_STORAGE_MB); files expire after "
+            f"this client stored {_mib(used)} within {self.settings.expiry_hours:g} h, its share of "
+            f"{_mib(self.storage_bytes)} (DOODLEPOD_CLIENT_STORAGE_MB); files expire after "
             f"{self.settings.expiry_hours:g} h and DELETE /characters/{{id}} gives room back: retry in "
             f"{max(1, math.ceil(wait))} s", wait)
 

@@ -27,6 +27,21 @@ callbacks refused with 422; every good callback arrived within 10 s of its job's
 tarpit; the flood limited to its bucket (429 beyond); each racing upload rendered its own clip.
 
     python bench/soak.py [--clients 16] [--duration 60]
+
+``--shares`` runs the per-client shares soak instead (app/shares.py): good clients alone for
+``--duration`` seconds (the quiet run), then the same good clients for as long beside hostile ones
+that each try to take a shared pool: a *storage filler* (POST /characters as fast as two connections
+go), a *video queuer* (POST /motions of 4 MiB files, back to back), a *slow callback client* (async
+jobs whose callbacks go to 4 receivers that answer one byte a second, on 4 ports) and a */64
+rotator* (each request from a fresh address of one IPv6 /64). Pass criteria: the good clients' p95
+within 2x of the quiet run's (same run, same machine); none of them refused for another client's use
+(no ``storage_full``, ``queue_full``, ``jobs_unavailable``, ``rate_limited`` or ``*_share_used``);
+no 5xx for anyone but 503/504 with Retry-After; every good callback within 10 s of its job's end;
+each hostile client held by its own share (or its bucket). Slow DNS is not played here: this machine's resolver
+answers at once and cannot be slowed without changing /etc/resolv.conf (the bound is tested with an
+injected slow lookup in tests/jobs/test_shares_callbacks.py).
+
+    python bench/soak.py --shares [--good 4] [--duration 60]
 """
 from __future__ import annotations
 
@@ -309,6 +324,182 @@ class Soak:
         while not self.stop.is_set():
             rng.choices(funcs, weights)[0]()
 
+    # -- the shares soak (--shares) -------------------------------------------------------------------
+    def post_shares(self, kind: str, path: str, **kw) -> requests.Response | None:
+        """:meth:`post`, noting also whether a 503/504 carried Retry-After."""
+        resp = self.post(kind, path, **kw)
+        if resp is not None and resp.status_code >= 500:
+            with self.lock:
+                self.retry_after_missing += int(resp.status_code in (503, 504)
+                                                and "Retry-After" not in resp.headers)
+        return resp
+
+    def shares_good(self, seed: int) -> None:
+        self.me.address = f"198.51.100.{seed + 1}"
+        while not self.stop.is_set():
+            resp = self.post_shares(f"good:{self.phase}", "/animate", **self.form(self.inputs.png, self.inputs.joints))
+            self.honour_retry_after(resp)
+            self.stop.wait(0.5)
+
+    def shares_good_callback(self, receiver_url: str) -> None:
+        self.me.address = "198.51.100.200"
+        while not self.stop.is_set():
+            resp = self.post_shares(f"good:{self.phase}:async", "/animate", headers={"Prefer": "respond-async"},
+                                    **self.form(self.inputs.png, self.inputs.joints, callback_url=receiver_url))
+            if resp is not None and resp.status_code == 202:
+                with self.lock:
+                    self.good_jobs.append(resp.json()["id"])
+            self.stop.wait(4.0)
+
+    def storage_filler(self) -> None:
+        self.me.address = "203.0.113.70"
+        while not self.stop.is_set():
+            self.post_shares("hostile:storage-filler", "/characters", **self.form(self.inputs.png, self.inputs.joints))
+
+    def video_queuer(self) -> None:
+        self.me.address = "203.0.113.71"
+        video = b"\x00\x00\x00\x18ftypisom" + os.urandom(4 * 2**20)
+        while not self.stop.is_set():
+            self.post_shares("hostile:video-queuer", "/motions", files={"video": ("v.mp4", video, "video/mp4")})
+
+    def slow_callbacks(self, urls: list[str]) -> None:
+        self.me.address = "203.0.113.72"
+        n = 0
+        while not self.stop.is_set():
+            self.post_shares("hostile:slow-callbacks", "/animate", headers={"Prefer": "respond-async"},
+                             **self.form(self.inputs.png, self.inputs.joints, callback_url=urls[n % len(urls)]))
+            n += 1
+            self.stop.wait(0.5)
+
+    def rotator(self) -> None:
+        rng = random.Random(64)
+        while not self.stop.is_set():
+            self.me.address = f"2001:db8:66:1:{rng.getrandbits(16):x}:{rng.getrandbits(16):x}::{rng.getrandbits(16):x}"
+            self.post_shares("hostile:64-rotator", "/animate", **self.form(self.inputs.png, self.inputs.joints))
+
+    def run_shares(self) -> int:
+        workdir = stack.make_workdir("dp-soak-shares-")
+        ts = stack.FakeTorchServe(workdir / "ts")
+        redis_server = RedisServer(workdir / "redis")
+        self.retry_after_missing = 0
+        self.phase = "quiet"
+
+        def note(body: bytes) -> None:
+            self.callbacks.setdefault(json.loads(body)["job"]["id"], time.time())
+
+        tarpits = [Tarpit(every=1.0) for _ in range(4)]
+        receiver = CallbackReceiver(on_arrival=note)
+        app = worker = None
+        try:
+            print("starting TorchServe (fake models), Redis, gunicorn and a render worker ...", flush=True)
+            ts.start()
+            redis_server.start()
+            env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url,
+                   "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
+                   "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_MAX_UPLOAD_MB": "2",
+                   "DOODLEPOD_WORKERS": str(self.args.workers),
+                   "DOODLEPOD_RENDER_PROCESSES": str(self.args.render_processes),
+                   "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"), "DOODLEPOD_REDIS_URL": redis_server.url,
+                   "DOODLEPOD_TRUSTED_PROXIES": "127.0.0.1/32", "DOODLEPOD_RATE_LIMIT_PER_MIN": str(RATE_PER_MIN),
+                   "DOODLEPOD_RATE_LIMIT_BURST": str(RATE_BURST), "DOODLEPOD_WEBHOOK_SECRET": WEBHOOK_SECRET,
+                   "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32", "DOODLEPOD_WEBHOOK_TIMEOUT_S": "5",
+                   "DOODLEPOD_WEBHOOK_ATTEMPTS": "5", "DOODLEPOD_STORAGE_BUDGET_MB": "400",
+                   "DOODLEPOD_CLIENT_STORAGE_MB": "12", "DOODLEPOD_MAX_INFLIGHT": "3",
+                   "DOODLEPOD_CLIENT_RENDER_SLOTS": "1",
+                   "DOODLEPOD_DEFAULT_MOTIONS": self.args.motions}
+            env.update({k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_")})
+            app = stack.Gunicorn(workdir / "app", env).start(timeout=120)
+            worker = WorkerProcess(workdir, {**app.env, "DOODLEPOD_WORKER_CONCURRENCY": "1"}).start()
+            self.url, self.port = app.url, app.port
+            booted = app.log_text().count("Booting worker")
+            good = [threading.Thread(target=self.shares_good, args=(n,), daemon=True) for n in range(self.args.good)]
+            good.append(threading.Thread(target=self.shares_good_callback, args=(receiver.url,), daemon=True))
+            print(f"shares soak: {self.args.good} good clients, {self.args.duration:.0f} s quiet, then "
+                  f"{self.args.duration:.0f} s beside the hostile ones, against {app.url}", flush=True)
+            for t in good:
+                t.start()
+            time.sleep(self.args.duration)
+            self.phase = "hostile"
+            hostile = [threading.Thread(target=f, args=a, daemon=True) for f, a in (
+                (self.storage_filler, ()), (self.storage_filler, ()), (self.video_queuer, ()),
+                (self.slow_callbacks, ([t.url for t in tarpits],)), (self.rotator, ()))]
+            for t in hostile:
+                t.start()
+            time.sleep(self.args.duration)
+            load = os.getloadavg()
+            self.stop.set()
+            for t in good + hostile:
+                t.join(90)
+            lags = self.callback_lags(app.url)
+            log = app.log_text()
+            restarts = log.count("Booting worker") - booted
+        finally:
+            if worker is not None:
+                worker.stop()
+            if app is not None:
+                app.stop()
+            ts.stop()
+            redis_server.stop()
+            for t in tarpits:
+                t.close()
+            receiver.close()
+        stack.remove(workdir)
+        return self.report_shares(restarts, load, lags)
+
+    def report_shares(self, restarts: int, load: tuple[float, float, float], lags: list[float | None]) -> int:
+        by_kind: dict[str, Counter] = defaultdict(Counter)
+        seconds: dict[str, list[float]] = defaultdict(list)
+        for kind, status, s, code in self.results:
+            by_kind[kind][f"{status}{' ' + code if code else ''}"] += 1
+            seconds[kind].append(s)
+        print(f"\n{len(self.results)} requests in {2 * self.args.duration:.0f} s")
+        for kind in sorted(by_kind):
+            answers = ", ".join(f"{k}: {v}" for k, v in by_kind[kind].most_common())
+            print(f"  {kind:28s} n={sum(by_kind[kind].values()):4d}  p50 {pct(seconds[kind], 50):6.2f} s  "
+                  f"p95 {pct(seconds[kind], 95):6.2f} s  {answers}")
+        ok = {k: [s for kind, st, s, _ in self.results if kind == f"good:{k}" and st == 200]
+              for k in ("quiet", "hostile")}
+        p95 = {k: pct(v, 95) if v else float("nan") for k, v in ok.items()}
+        others = ("storage_full", "queue_full", "jobs_unavailable", "rate_limited")
+        refused = [(k, st, c) for k, st, _, c in self.results
+                   if k.startswith("good") and (c in others or c.endswith("_share_used"))]
+        fives = [(k, st, c) for k, st, _, c in self.results
+                 if isinstance(st, int) and st >= 500 and st not in (503, 504)]
+        broken = [(k, st) for k, st, _, _ in self.results if isinstance(st, str)]
+        arrived = [v for v in lags if v is not None]
+
+        def held(kind: str, *codes: str) -> bool:
+            return any(c in codes for k, _, _, c in self.results if k == kind)
+
+        checks = [
+            ("good p95 within 2x of the quiet run", bool(ok["quiet"]) and bool(ok["hostile"])
+             and p95["hostile"] <= 2 * p95["quiet"],
+             f"quiet p95 {p95['quiet']:.2f} s (n={len(ok['quiet'])}), beside hostile clients "
+             f"{p95['hostile']:.2f} s (n={len(ok['hostile'])})"),
+            ("no good client refused for another's use", not refused, f"{Counter(refused).most_common(5)}"),
+            ("no 5xx but 503/504 with Retry-After", not fives and self.retry_after_missing == 0 and not broken,
+             f"other 5xx: {fives[:5]}; 503/504 without Retry-After: {self.retry_after_missing}; "
+             f"no answer: {Counter(broken).most_common(3)}"),
+            ("good callbacks within 10 s beside slow receivers", bool(lags) and len(arrived) == len(lags)
+             and max(arrived) < 10.0, f"{len(arrived)} of {len(lags)} arrived, max lag "
+             f"{max(arrived, default=float('nan')):.2f} s"),
+            ("storage filler held by its own shares and bucket, never the pod's budget",
+             held("hostile:storage-filler", "storage_share_used", "render_share_used", "rate_limited")
+             and not held("hostile:storage-filler", "storage_full"),
+             f"{sum(1 for k, st, _, _ in self.results if k == 'hostile:storage-filler' and st == 201)} stored"),
+            ("video queuer held by its video/queued-bytes share",
+             held("hostile:video-queuer", "video_share_used", "queued_bytes_share_used", "jobs_share_used"), ""),
+            ("/64 rotator held by one bucket", held("hostile:64-rotator", "rate_limited"), ""),
+            ("no worker restart", restarts == 0, f"{restarts} restarts"),
+        ]
+        print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (the machine is shared: other work ran "
+              f"meanwhile); uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+        failed = 0
+        for name, passed, detail in checks:
+            failed += not passed
+            print(f"  {'PASS' if passed else 'FAIL'}  {name}{': ' + detail if detail else ''}")
+        return 1 if failed else 0
+
     def prober(self) -> None:
         while not self.stop.is_set():
             t0 = time.monotonic()
@@ -476,9 +667,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--render-processes", type=int, default=1)
     parser.add_argument("--motions", default="dab", help="motions of the good requests")
+    parser.add_argument("--shares", action="store_true", help="the per-client shares soak (see above)")
+    parser.add_argument("--good", type=int, default=4, help="good clients of the shares soak")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    return Soak(args).run()
+    return Soak(args).run_shares() if args.shares else Soak(args).run()
 
 
 if __name__ == "__main__":

@@ -22,13 +22,16 @@
 # running app is not disturbed by it, and the app half never waits for it. Each half takes a lock, so
 # two checkouts preparing one cache at once take turns instead of racing pip.
 #
-# Usage: scripts/bootstrap.sh [--app | --models | --all]   (default --all: both halves, then this checkout)
+# Usage: scripts/bootstrap.sh [--app | --models | --all]   (default --all: the browser and Node tools the
+#        tests use, both halves, then this checkout)
 #   --app     the app half and this checkout's venv (what `make run` waits for)
-#   --models  the model half only (what `make run` builds in the background)
+#   --models  the model half, then this checkout (what `make run` builds in the background)
+#   --app-half, --checkout   one step of --app each (`make run` builds the model half between them)
+#   --models-ready           exit 0 when the model half is installed and up to date (changes nothing)
 #
 # Env: DOODLEPOD_CACHE (default ~/.cache/doodlepod), DOODLEPOD_VENV (default $DOODLEPOD_CACHE/venv),
 #      PYTHON (default python3.11, else python3),
-#      DOODLEPOD_MODELS_PROGRESS_FILE (optional: the model half writes its progress there as JSON,
+#      DOODLEPOD_MODELS_STATE_FILE (optional: the model half writes its progress there as JSON,
 #      read by the app's /ping; see scripts/install_model_stack.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +42,7 @@ case ${1:-} in
   ""|--all) ;;
   --app) MODE=app ;;
   --models) MODE=models ;;
+  --app-half|--checkout|--models-ready) MODE=${1#--} ;;
   -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
   *) echo "bootstrap.sh: unknown argument '$1'" >&2; exit 2 ;;
 esac
@@ -49,6 +53,8 @@ CHECKOUT_VENV=$ROOT/.venv
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
 export DOODLEPOD_CACHE=$CACHE
 
+# shellcheck source=scripts/models_state.sh
+source scripts/models_state.sh
 log() { printf '[bootstrap %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 quiet_pip() { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" \
                 2> >(grep -v 'is ignored: it is neither' >&2); }
@@ -80,18 +86,53 @@ with_lock() {  # with_lock LOCKFILE WHAT COMMAND...: run COMMAND holding LOCKFIL
   )
 }
 
+# --- this checkout's kernels (animator/_*.pyx), compiled in place --------------------------------------
+# Again whenever setup.py or a kernel's source changed (the stamp, in the ignored build/ folder) or a
+# compiled module is missing (a fresh clone: they are not committed); checkout_venv also checks that
+# they import. They need only the build tools, so a cold venv compiles them while pip installs the rest.
+KERNEL_STAMP=$ROOT/build/kernels-stamp
+kernel_key() { cat setup.py animator/_*.pyx | sha256sum | cut -c1-16; }
+kernels_built() {
+  [[ "$(cat "$KERNEL_STAMP" 2>/dev/null)" == "$(kernel_key)" ]] || return 1
+  local pyx
+  for pyx in animator/_*.pyx; do
+    compgen -G "${pyx%.pyx}.*.so" >/dev/null || return 1
+  done
+}
+compile_kernels() {  # compile_kernels PYTHON
+  log "compiling the animator's kernels in place (animator/_*.pyx)"
+  rm -f animator/_*.c animator/_*.so "$KERNEL_STAMP"  # built anew from the sources as they are now
+  local out t0=$SECONDS
+  if ! out=$("$1" setup.py --quiet build_ext --inplace -j "$(nproc)" 2>&1); then
+    printf '%s\n' "$out" >&2
+    log "ERROR: compiling the animator's kernels failed"
+    return 1
+  fi
+  mkdir -p "$(dirname "$KERNEL_STAMP")"
+  kernel_key > "$KERNEL_STAMP"
+  log "kernels compiled in $((SECONDS - t0)) s"
+}
+
 # --- the shared venv's app half ----------------------------------------------------------------------
 app_half() {
   [[ -f "$app_stamp" && "$(cat "$app_stamp")" == "$app_key" ]] && return 0
-  local start=$SECONDS
+  local start=$SECONDS kernels_pid=""
   if [[ ! -x "$VENV/bin/python" ]]; then
     log "creating virtualenv $VENV with $PYTHON"
     mkdir -p "$(dirname "$VENV")"
     "$PYTHON" -m venv "$VENV"
   fi
+  quiet_pip -r requirements/build.txt
+  if ! kernels_built; then  # meanwhile: they need only the build tools
+    with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" compile_kernels "$VENV/bin/python" &
+    kernels_pid=$!
+  fi
   log "installing requirements/app.txt, build.txt and the local Redis server into $VENV (the app's half)"
   # shellcheck disable=SC2086  # the pins are words
   quiet_pip -r requirements/app.txt -r requirements/build.txt $app_pins
+  if [[ -n $kernels_pid ]]; then
+    wait "$kernels_pid" || return 1
+  fi
   # Earlier versions of this script installed a checkout into the shared venv: take it out, or its
   # code would answer for another checkout's missing modules.
   if "$VENV/bin/python" -m pip show --quiet doodlepod >/dev/null 2>&1; then
@@ -105,7 +146,10 @@ app_half() {
 # --- the shared venv's model half --------------------------------------------------------------------
 model_half() {
   [[ -f "$full_stamp" && "$(cat "$full_stamp")" == "$full_key" ]] && return 0
-  local start=$SECONDS
+  local start=$SECONDS eta=780
+  compgen -G "$CACHE/wheels/mmcv-*/mmcv-*.whl" >/dev/null && eta=120
+  models_state preparing "Preparing the model server: installing torch and TorchServe. Photos can be animated once it is ready." \
+    "installing torch, TorchServe and the test tools (step 1 of 7)" 0 7 "$eta"
   log "installing requirements/test.txt (torch, TorchServe, the test tools)"
   quiet_pip -r requirements/test.txt
   if [[ -x scripts/install_model_stack.sh ]]; then
@@ -123,7 +167,10 @@ model_half() {
 # the editable install and the kernels whenever pyproject.toml, setup.py or a kernel's source changed,
 # or the checkout lacks a working compiled module (a fresh clone: they are not committed).
 checkout_venv() {
-  local shared_site overlay_key project_key kernels imports site f name
+  local shared_site overlay_key kernels imports site f name
+  kernels=(animator/_*.pyx)
+  kernels=("${kernels[@]#animator/}")
+  imports=$(printf ', animator.%s' "${kernels[@]%.pyx}")
   shared_site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
   if [[ "$(grep -E '^(home|version)' "$CHECKOUT_VENV/pyvenv.cfg" 2>/dev/null)" != \
         "$(grep -E '^(home|version)' "$VENV/pyvenv.cfg")" ]] || ! "$CHECKOUT_VENV/bin/python" -c '' 2>/dev/null; then
@@ -171,32 +218,30 @@ for name, target in tomllib.loads((root / "pyproject.toml").read_text())["projec
     script.write_text(f"#!{venv}/bin/python\nimport sys\n\nfrom {module} import {func}\n\nsys.exit({func}())\n")
     script.chmod(0o755)
 EOF
-  # The kernels, compiled in place whenever setup.py or a kernel's source changed, or the checkout
-  # lacks a working compiled module (a fresh clone: they are not committed).
-  kernels=(animator/_*.pyx)
-  kernels=("${kernels[@]#animator/}")
-  imports=$(printf ', animator.%s' "${kernels[@]%.pyx}")
-  project_key="$(cat setup.py animator/_*.pyx | sha256sum | cut -c1-16)"
-  if [[ "$(cat "$CHECKOUT_VENV/.doodlepod-kernels" 2>/dev/null)" != "$project_key" ]] ||
-     ! (cd / && "$CHECKOUT_VENV/bin/python" -c "import animator$imports" 2>/dev/null); then
-    log "compiling the animator's kernels in place (animator/_*.pyx)"
-    rm -f animator/_*.c animator/_*.so  # built anew from the sources as they are now
-    local out t0=$SECONDS
-    if ! out=$("$CHECKOUT_VENV/bin/python" setup.py --quiet build_ext --inplace -j "$(nproc)" 2>&1); then
-      printf '%s\n' "$out" >&2
-      log "ERROR: compiling the animator's kernels failed"
-      return 1
-    fi
-    echo "$project_key" > "$CHECKOUT_VENV/.doodlepod-kernels"
-    log "kernels compiled in $((SECONDS - t0)) s"
+  if ! kernels_built || ! (cd / && "$CHECKOUT_VENV/bin/python" -c "import animator$imports" 2>/dev/null); then
+    compile_kernels "$CHECKOUT_VENV/bin/python"
   fi
 }
 
 case $MODE in
+  models-ready)
+    [[ -f "$full_stamp" && "$(cat "$full_stamp")" == "$full_key" ]] ;;
+  app-half)
+    with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half ;;
+  checkout)
+    with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
   app)
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
-  models|all)
+  all)
+    # What only the tests need, outside the stamps (instant when present): the browser for the studio
+    # page's tests is a system package; the Node tools read our glTF files (npm ci from the lockfile).
+    scripts/install_browser.sh
+    scripts/install_node_tools.sh
+    with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
+    with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
+    with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
+  models)
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;

@@ -23,6 +23,8 @@
 #                         been built against the same torch/python; the import check verifies it)
 #   MAX_JOBS              parallel compile jobs for the mmcv build (default 2)
 #   DOODLEPOD_FORCE=1     reinstall even if everything looks installed
+#   DOODLEPOD_MODELS_STATE_FILE  where to say how far it has got (scripts/models_state.sh; steps 2-6 of
+#                         the 7 that `make run` counts, the mmcv compile by its compile units)
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -39,6 +41,13 @@ CACHE=${DOODLEPOD_CACHE:-$HOME/.cache/doodlepod}
 WHEELS="$CACHE/wheels"
 LOGS="$CACHE/logs"
 start=$SECONDS
+# shellcheck source=scripts/models_state.sh
+source scripts/models_state.sh
+STEPS=7  # of the models' preparation as `make run` counts it (bootstrap.sh: 1, run_local.sh: 7)
+step() {  # step N TEXT [ETA_S]: the state file says step N of $STEPS is under way
+  models_state preparing "Preparing the model server: $2. Photos can be animated once it is ready." \
+    "$2 (step $1 of $STEPS)" "$(($1 - 1))" "$STEPS" "${3:-60}"
+}
 
 log() { printf '[model-stack %(%H:%M:%S)T +%4ds] %s\n' -1 "$((SECONDS - start))" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -127,16 +136,25 @@ cached_wheel() {
 }
 
 # Run a long command in the background, logging a heartbeat every minute so the build is visibly alive.
+# Progress goes to the state file every 5 s (for mmcv: ninja's [done/total] compile units and an
+# estimate of the time left from the pace so far).
 with_heartbeat() {
   local what=$1 buildlog=$2; shift 2
   "$@" >"$buildlog" 2>&1 &
-  local pid=$! t0=$SECONDS
+  local pid=$! t0=$SECONDS next=$((SECONDS + 60)) step n_done n_total eta
   while kill -0 "$pid" 2>/dev/null; do
-    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    if kill -0 "$pid" 2>/dev/null; then
-      local step
-      step=$(grep -o -E '^[[:space:]]*\[[0-9]+/[0-9]+\]' "$buildlog" | tail -n 1 | tr -d '[:space:]' || true)
-      log "  still building $what ($(( (SECONDS - t0) / 60 )) min${step:+, compile step $step})"
+    sleep 5
+    kill -0 "$pid" 2>/dev/null || break
+    step=$(grep -o -E '^[[:space:]]*\[[0-9]+/[0-9]+\]' "$buildlog" | tail -n 1 | tr -d '[:space:][]' || true)
+    if [[ $what == mmcv* && $step =~ ^([0-9]+)/([0-9]+)$ ]]; then
+      n_done=${BASH_REMATCH[1]} n_total=${BASH_REMATCH[2]}
+      eta=$(( n_done > 0 ? (SECONDS - t0) * (n_total - n_done) / n_done + 60 : 720 ))
+      models_state preparing "Preparing the model server: compiling mmcv's C++ ops, once per machine ($(( (SECONDS - t0) / 60 )) min so far). Photos can be animated once it is ready." \
+        "compiling mmcv's C++ ops (step 3 of $STEPS)" "$n_done" "$n_total" "$eta"
+    fi
+    if (( SECONDS >= next )); then
+      log "  still building $what ($(( (SECONDS - t0) / 60 )) min${step:+, compile step [$step]})"
+      next=$((SECONDS + 60))
     fi
   done
   wait "$pid"
@@ -165,6 +183,13 @@ build_xtcocotools() {
 }
 
 t=$SECONDS
+MMCV_KEY="mmcv-${MMCV}_torch-${TORCH}_cpu_${PYTAG}"
+if find "$WHEELS/$MMCV_KEY" -maxdepth 1 -name "mmcv-${MMCV}-*.whl" 2>/dev/null | grep -q . || [[ -n ${DOODLEPOD_MMCV_WHEEL:-} ]]; then
+  mmcv_eta=90
+else
+  mmcv_eta=780
+fi
+step 2 "installing build tools and mmengine" "$mmcv_eta"
 pip_install "setuptools==$SETUPTOOLS" "wheel==$WHEEL" "ninja==$NINJA" "cython==$CYTHON"
 log "build tools ready ($((SECONDS - t)) s)"
 
@@ -172,7 +197,7 @@ t=$SECONDS
 pip_install "mmengine==$MMENGINE" "opencv-python==$OPENCV" "matplotlib==$MATPLOTLIB"
 log "mmengine $MMENGINE ready ($((SECONDS - t)) s)"
 
-MMCV_KEY="mmcv-${MMCV}_torch-${TORCH}_cpu_${PYTAG}"
+step 3 "installing mmcv" "$mmcv_eta"
 mmcv_whl=$(cached_wheel mmcv "$MMCV" "$MMCV_KEY" build_mmcv)
 t=$SECONDS
 pip_install --force-reinstall --no-deps "$mmcv_whl"
@@ -187,10 +212,12 @@ if ! mmcv_ops_ok; then
 fi
 log "mmcv $MMCV with ops ready ($((SECONDS - t)) s)"
 
+step 4 "installing mmdet" 60
 t=$SECONDS
 pip_install "mmdet==$MMDET"
 log "mmdet $MMDET ready ($((SECONDS - t)) s)"
 
+step 5 "building xtcocotools, installing mmpose's dependencies" 50
 NUMPY=$("$PY" -c 'import numpy; print(numpy.__version__)')
 xtcoco_whl=$(cached_wheel xtcocotools "$XTCOCO" "xtcocotools-${XTCOCO}_numpy-${NUMPY}_${PYTAG}" build_xtcocotools)
 t=$SECONDS
@@ -213,6 +240,7 @@ else
   log "installed doodlepod-cpu-torchvision-shim (models/torchvision-shim/README.md says why)"
 fi
 
+step 6 "installing mmpose" 30
 t=$SECONDS
 pip_install --no-deps "mmpose==$MMPOSE"
 log "mmpose $MMPOSE ready ($((SECONDS - t)) s)"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, Callable
 
 import requests
 
@@ -52,7 +52,8 @@ class TorchServeClient:
     """Calls ``POST {inference_url}/predictions/{model}`` with the image as the multipart field ``data``."""
 
     def __init__(self, inference_url: str, management_url: str, *, timeout_s: float = 30.0,
-                 retries: int = 2, backoff_s: float = 0.25) -> None:
+                 retries: int = 2, backoff_s: float = 0.25, gate: Callable[[], None] | None = None) -> None:
+        self.gate = gate  # raises before any call while the models are known not to be there yet
         self.inference_url = inference_url.rstrip("/")
         self.management_url = management_url.rstrip("/")
         self.timeout_s = timeout_s
@@ -74,10 +75,13 @@ class TorchServeClient:
     def predict(self, model: str, image: bytes, deadline: Deadline, stage: str) -> Any:
         """Post ``image`` (encoded PNG/JPEG bytes) to ``model`` and return its decoded JSON answer.
 
-        Raises :class:`ModelServerUnavailable` (down, not loaded, busy after retries),
+        Raises :class:`ModelsUnavailable` (the models are still being prepared: see ``gate``),
+        :class:`ModelServerUnavailable` (down, not loaded, busy after retries),
         :class:`ModelServerError` (an error answer or one that is not JSON) or
         :class:`DeadlineExceeded`.
         """
+        if self.gate is not None:
+            self.gate()
         url = f"{self.inference_url}/predictions/{model}"
         attempt = 0
         while True:

@@ -12,13 +12,25 @@ from __future__ import annotations
 
 from flask import Flask
 
-from . import animate, characters, files, health, jobs, motion_previews, motions, reference, scenes, studio
+from . import (
+    animate,
+    characters,
+    files,
+    health,
+    jobs,
+    motion_previews,
+    motions,
+    reference,
+    scene_page,
+    scenes,
+    studio,
+)
 from .api import api
 
 #: Children of ``api``: bearer auth applies.
 API_CHILDREN = (animate.bp, motions.bp, characters.bp, scenes.bp, jobs.bp)
 #: Registered on the app directly: no auth.
-PUBLIC = (health.bp, files.bp, motion_previews.bp, studio.bp, reference.bp)
+PUBLIC = (health.bp, files.bp, motion_previews.bp, studio.bp, scene_page.bp, reference.bp)
 
 for _child in API_CHILDREN:  # once, at import: a blueprint's children are fixed before its first use
     api.register_blueprint(_child)

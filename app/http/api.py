@@ -18,8 +18,9 @@ from typing import Any
 from flask import Blueprint, g, request
 
 from .. import metrics
+from ..clients import client_id
 from ..deadline import Deadline
-from ..errors import ApiError, BadRequest, Overloaded, Unauthorized
+from ..errors import ApiError, BadRequest, Overloaded, RequestTimeout, Unauthorized
 from ..intake import body
 from ..services import services
 
@@ -64,8 +65,13 @@ def read_body(deadline: Deadline) -> bytes:
     Call it before :func:`render_slot`: a slow upload must hold no slot while it trickles in.
     """
     settings = services().settings
-    return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20),
-                              min(settings.body_timeout_s, deadline.remaining()))
+    left = deadline.check("upload")  # a deadline already past (X-Deadline-Seconds: 2e-308) is 504, not 408
+    if left >= settings.body_timeout_s:
+        return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20), settings.body_timeout_s)
+    try:
+        return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20), left)
+    except RequestTimeout:  # the request's deadline ran out while the body came, not the body's own time
+        raise deadline.exceeded("upload") from None
 
 
 def json_body() -> Any:
@@ -101,20 +107,29 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     :data:`BACKGROUND`, from :func:`request_priority` where a route can give a slot up) never
     waits. Yields the :class:`app.render.admission.Slot`: background work calls its ``check()`` while
     it renders, to give the slot up when a request wants it."""
+    from ..clients import digest
     from ..render.admission import BACKGROUND, RENDER
 
     svc = services()
     priority = priority or RENDER
+    owner = digest(request_client())
+    share = svc.settings.client_render_slots
+    # the client's own share (0: none), not the pod's overload: 429 at once
+    if share and priority != BACKGROUND and svc.slots.held_by(owner) >= share:
+        from ..shares import RenderShareUsed
+        wait = max(1, math.ceil(svc.slots.mean_duration() or 2.0))
+        raise RenderShareUsed(f"this client holds {share} render slot{'s' if share > 1 else ''} already, its "
+                              f"share (DOODLEPOD_CLIENT_RENDER_SLOTS); retry in {wait} s", wait)
     wait_s = 0.0 if priority == BACKGROUND else min(svc.settings.admission_wait_s,
                                                    request_deadline().remaining() - 1.0)
     if wait_s > 0:
         metrics.RENDERS_WAITING.inc()
         try:
-            slot = svc.slots.acquire(priority, wait_s)
+            slot = svc.slots.acquire(priority, wait_s, owner=owner, fair=bool(share))
         finally:
             metrics.RENDERS_WAITING.dec()
     else:
-        slot = svc.slots.acquire(priority)
+        slot = svc.slots.acquire(priority, owner=owner)
     if slot is None:
         if priority == BACKGROUND:  # not a client turned away: it does not count in others' Retry-After
             wait = max(1, math.ceil(svc.slots.expected_wait()))
@@ -154,6 +169,19 @@ def client_address() -> str:
                                                   services().settings.trusted_proxies)
     return address
 
+
+def request_client() -> str:
+    """The client of the current request (:mod:`app.clients` says what names one); the bearer token
+    counts only when the server checks tokens. Computed once per request (``g.client_identity``)."""
+    cached = g.get("client_identity")
+    if cached is not None:
+        return cached
+    token = ""
+    if services().settings.auth_token:
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        token = value.strip() if scheme.lower() == "bearer" else ""
+    g.client_identity = who = client_id(token, client_address())
+    return who
 
 def forwarded_client(peer: str, forwarded: list[str], trusted: tuple[str, ...]) -> str:
     """The client behind ``peer`` given the X-Forwarded-For header lines and the trusted networks."""

@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from .. import metrics
+from ..characters.preparation import models_summary
 from ..services import services
 from ..storage.backends import free_disk_mb
 
@@ -35,6 +36,11 @@ def ping():
 
     ``components.jobs`` says whether async jobs can be taken (Redis reachable, the queue's state) and
     why not; it does not make the pod unready: synchronous requests work without Redis.
+
+    ``models`` says, for a person, where the models are: ``ready``, ``preparing`` (``make run`` is still
+    building the model stack; ``progress`` says how far), ``starting`` (TorchServe is loading them) or
+    ``absent`` (no model server answers), with ``retry_after_s`` an estimate of when to ask again
+    (:func:`app.characters.preparation.models_summary`).
     """
     import gevent
 
@@ -76,9 +82,13 @@ def ping():
     if svc.jobs is None:
         components["jobs"] = {"ok": False, "detail": "async jobs are off: DOODLEPOD_REDIS_URL is not set"}
     components["jobs"]["required"] = False
+    preparation = svc.preparation.read() if svc.preparation is not None else None
+    models = models_summary({k: components[k] for k in ("detector", "pose_estimator")}, preparation,
+                            settings.torchserve_management_url)
     ok = all(c["ok"] for c in components.values() if c.get("required", True))
     degraded = svc.jobs is not None and not components["jobs"]["ok"]
-    response = jsonify(status="unavailable" if not ok else "degraded" if degraded else "ok", components=components)
+    response = jsonify(status="unavailable" if not ok else "degraded" if degraded else "ok", components=components,
+                       models=models)
     response.status_code = 200 if ok else 503
     if not ok:
         log.warning("ping unavailable: %s", {k: v.get("detail", v) for k, v in components.items()

@@ -52,7 +52,8 @@ def make_motion():
     limit = int(svc.settings.video_max_mb * 2**20)
     # this route's body bound is DOODLEPOD_VIDEO_MAX_MB, not the app's DOODLEPOD_MAX_UPLOAD_MB
     request.max_content_length = limit + _FORM_OVERHEAD
-    body.buffer_body(request.environ, limit + _FORM_OVERHEAD, min(svc.settings.body_timeout_s, deadline.remaining()))
+    body.buffer_body(request.environ, limit + _FORM_OVERHEAD,
+                     min(svc.settings.body_timeout_s, deadline.check("upload")))
     fields = read(VideoForm, respond_async=True)
     # the part of the video to use (the job checks a start past its end): absent, its first seconds
     window = {k: v for k, v in (("start_s", fields.start), ("end_s", fields.end)) if v is not None}

@@ -95,6 +95,11 @@ def _json_value(raw: Any, name: str, settings: Any) -> Any:
     return raw
 
 
+def _is_number(value: Any) -> bool:
+    """A JSON number (not a boolean, not a numeric string)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _text(raw: Any, name: str) -> str:
     if not isinstance(raw, str):
         raise BadRequest(f"'{name}' must be text, got {type(raw).__name__}")
@@ -292,10 +297,11 @@ def parse_joint_moves(raw: Any, info: ValidationInfo) -> dict[str, tuple[float, 
         return skeleton_of(value)
     moves: dict[str, tuple[float, float]] = {}
     for name, xy in value.items():
-        try:
-            x, y = (float(v) for v in xy)
-        except (TypeError, ValueError):
-            raise BadRequest(f"'joints.{name}': expected [x, y] numbers, got {xy!r}"[:200]) from None
+        # exactly two JSON numbers: not "12" (two digits), ["1", "2"], [true, false] or [449, "278"],
+        # which float() would take and POST /animate refuses
+        if not (isinstance(xy, list) and len(xy) == 2 and all(_is_number(v) for v in xy)):
+            raise BadRequest(f"'joints.{name}': expected [x, y] numbers, got {xy!r}"[:200])
+        x, y = float(xy[0]), float(xy[1])
         if not (math.isfinite(x) and math.isfinite(y)):
             raise BadRequest(f"'joints.{name}': coordinates must be finite numbers")
         moves[str(name)] = (x, y)
@@ -320,7 +326,7 @@ def parse_bbox(raw: Any, info: ValidationInfo) -> list[float] | None:
         return None
     value = _json_value(raw, "bbox", _settings(info))
     try:
-        box = [float(v) for v in value] if isinstance(value, list) else []
+        box = [float(v) for v in value] if isinstance(value, list) and all(_is_number(v) for v in value) else []
     except (TypeError, ValueError, OverflowError):
         box = []
     if len(box) != 4 or not all(math.isfinite(v) for v in box):

@@ -71,9 +71,9 @@ class InflightSlots:
         for i in range(self.waiters):
             (self.folder / f"wait-{i}").touch(exist_ok=True)
 
-    def try_acquire(self, priority: str = RENDER) -> "Slot | None":
+    def try_acquire(self, priority: str = RENDER, owner: str = "") -> "Slot | None":
         """A held slot, or None at once when all ``count`` are taken (or, for background work,
-        while a request wants one)."""
+        while a request wants one). ``owner``: the client it is held for (:meth:`held_by`)."""
         if priority == BACKGROUND and self.wanted():
             return None
         start = os.getpid() % max(1, self.count)  # spread workers' first tries
@@ -81,20 +81,29 @@ class InflightSlots:
             index = (start + j) % self.count
             fd = _lock_nowait(self.folder / f"slot-{index}")
             if fd is not None:
-                return Slot(fd, self, index, priority)
+                return Slot(fd, self, index, priority, owner)
         return None
 
-    def acquire(self, priority: str = RENDER, wait_s: float = 0.0) -> "Slot | None":
+    def held_by(self, owner: str) -> int:
+        """Slots held now for ``owner`` (a client's digest), across the pod's processes."""
+        if not owner:
+            return 0
+        return sum(1 for i in range(self.count) if _read(self.folder / f"slot-{i}").split()[2:3] == [owner])
+
+    def acquire(self, priority: str = RENDER, wait_s: float = 0.0, owner: str = "",
+                fair: bool = False) -> "Slot | None":
         """A held slot: at once, or (a :data:`RENDER` request) after waiting at most ``wait_s`` in
         the waiting room while background holders give theirs up; None when refused. A request
         does not pass those already waiting: while the room is not empty, a freed slot is theirs."""
         if priority == BACKGROUND:
-            return self.try_acquire(priority)
-        slot = None if self.waiting() else self.try_acquire(priority)
+            return self.try_acquire(priority, owner)
+        slot = None if self.waiting() else self.try_acquire(priority, owner)
         if slot is not None:
             return slot
         self.want()
-        if wait_s <= 0 or self.overloaded() or self.expected_wait() > wait_s:
+        # ``fair``: the caller holds no slot (per-client render shares are on), so it may wait even on a pod
+        # that turned others away: otherwise under overload a freed slot goes to whoever retries fastest
+        if wait_s <= 0 or (self.overloaded() and not fair) or self.expected_wait() > wait_s:
             return None
         place = self._take_place()
         if place is None:
@@ -103,7 +112,7 @@ class InflightSlots:
             end = time.monotonic() + wait_s
             while time.monotonic() < end:
                 time.sleep(self.POLL_S)  # gevent's sleep in the web workers: the loop goes on
-                slot = self.try_acquire(priority)
+                slot = self.try_acquire(priority, owner)
                 if slot is not None:
                     return slot
                 self.want()
@@ -243,7 +252,7 @@ def _read(path: Path) -> str:
 
 class Slot:
     def __init__(self, fd: int, slots: InflightSlots | None = None, index: int = 0,
-                 priority: str = RENDER) -> None:
+                 priority: str = RENDER, owner: str = "") -> None:
         self._fd: int | None = fd
         self._slots = slots
         self.index = index
@@ -253,7 +262,7 @@ class Slot:
         if self._yield is not None:
             self._yield.unlink(missing_ok=True)  # a request for the previous holder
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{self.taken:.3f} {priority}".encode(), 0)  # read by InflightSlots
+        os.pwrite(fd, f"{self.taken:.3f} {priority} {owner}".strip().encode(), 0)  # read by InflightSlots
 
     def asked_to_yield(self) -> bool:
         """Background work: whether a request asked for this slot (see :meth:`InflightSlots.want`)."""

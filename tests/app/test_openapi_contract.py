@@ -204,6 +204,8 @@ NOT_REQUEST_CONSTANTS = {
     "app.render.pipeline:MAX_PROCESSES_PER_RENDER",   # CPUs a render uses
     "app.jobs.webhooks:MAX_ANSWER_HEAD",       # what a callback receiver's answer may hold
     "app.jobs.retry:MAX_DELAY_S",              # how long a retried job waits before its next attempt
+    "app.characters.preparation:MAX_STATE_BYTES",    # make run's models-state file
+    "app.characters.preparation:MAX_RETRY_AFTER_S",  # the longest Retry-After of models_unavailable
 }
 
 

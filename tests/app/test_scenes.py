@@ -148,6 +148,8 @@ def test_bounds_and_bad_requests_answer_clear_4xx(client, scene):
     _error(client.patch(f"/scenes/{sid}", json={"characters": [{"id": scene["characters"][0]["id"],
                                                                 "at": [1, "a"]}]}), 400, "bad_request")
     _error(client.post("/scenes", json={"characters": ["0" * 32]}), 404, "not_found")
+    twice = scene["characters"][0]["id"]
+    _error(client.post("/scenes", json={"characters": [twice, twice]}), 400, "bad_request")
 
 
 def test_delete(client):

@@ -4,6 +4,10 @@ the render worker and a Redis (Valkey), TorchServe with the fake models (no weig
 - A scene render as an async job: 202, then GET /jobs/{id} shows its frames moving, then the file.
 - A scene render that runs past the request's deadline answers 504 and frees its render slot and
   process: the next render is served at once (the render is stopped, not left running).
+- POST /animate with ``every_character`` as a job: every character of the photo, one file per motion.
+
+Faked, and why: the two models (no weights here): the detector answers the scene fixture photo's four
+boxes, the pose model char1's keypoints as fractions of each crop.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import requests
 from PIL import Image
 
 from tests.fixtures.scene_photo import answer_key, make_scene_photo
-from tests.support import make_run_pod
+from tests.support import make_run_pod, stack
 from tests.support.answers import assert_error
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(600)]
@@ -26,7 +30,12 @@ ASYNC = {"Prefer": "respond-async"}
 
 @pytest.fixture(scope="module")
 def pod(torchserve):
-    torchserve.set_control(detector={"mode": "nonwhite"}, pose={"mode": "people", "people": []})
+    key = answer_key(make_scene_photo()[1])
+    boxes = [{"bbox": k["box"], "score": 0.9, "category": "drawn_humanoid"} for k in key]
+    l, t, r, b = key[1]["box"]
+    fractions = [[(key[1]["joints"][j][0] - l) / (r - l), (key[1]["joints"][j][1] - t) / (b - t)]
+                 for j in stack.COCO_FROM_AD]
+    torchserve.set_control(detector={"mode": "boxes", "boxes": boxes}, pose={"mode": "fractions", "fractions": fractions})
     with make_run_pod.pod("dp-scenes-pod-", torchserve) as running:
         try:
             yield running
@@ -77,3 +86,22 @@ def test_a_render_past_its_deadline_is_stopped_and_frees_the_pod(pod, scene):
                           timeout=120)
     assert quick.status_code == 200, quick.text
     assert time.monotonic() - t < 60
+
+
+def test_animate_every_character_as_a_job(pod):
+    photo, _ = make_scene_photo()
+    buf = io.BytesIO()
+    Image.fromarray(photo).save(buf, "PNG")
+    r = requests.post(f"{pod.url}/animate", headers=ASYNC, files={"image": ("page.png", buf.getvalue(), "image/png")},
+                      data={"motions": "dab", "every_character": "true"}, timeout=60)
+    assert r.status_code == 202, r.text
+    t_end = time.monotonic() + 400
+    while time.monotonic() < t_end:
+        job = requests.get(f"{pod.url}/jobs/{r.json()['id']}", timeout=30).json()
+        if job["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.2)
+    assert job["status"] == "succeeded", job
+    assert len(job["characters"]) == 4 and set(job["animations"]) == {"dab"}
+    gif = Image.open(io.BytesIO(requests.get(job["animations"]["dab"], timeout=30).content))
+    assert gif.n_frames > 1

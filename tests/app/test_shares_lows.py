@@ -30,7 +30,7 @@ def app():
     env = lambda w: {"DOODLEPOD_TORCHSERVE_URL": "http://127.0.0.1:9",  # noqa: E731
                      "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": "http://127.0.0.1:9",
                      "DOODLEPOD_LOCAL_DIR": str(w / "files"), "DOODLEPOD_RENDER_PROCESSES": "1",
-                     "DOODLEPOD_FORWARDED_ALLOW_IPS": "127.0.0.1"}
+                     "DOODLEPOD_FORWARDED_ALLOW_IPS": "127.0.0.1", "DOODLEPOD_CLIENT_RENDER_SLOTS": "1"}
     with stack.app_server("dp-lows-", env) as server:
         yield server
 
@@ -79,3 +79,25 @@ def test_an_image_too_small_for_the_models_is_422_before_they_are_called(app):
         assert r.status_code == 422 and r.json()["error"] == "image_too_small", r.text[:300]
     raw = requests.post(f"{app.url}/characters", data=b"true", headers={"Content-Type": "image/png"}, timeout=30)
     assert raw.status_code == 400 and raw.json()["error"] == "unreadable_image", raw.text[:300]
+
+
+@pytest.mark.e2e
+def test_a_client_holding_its_render_slot_gets_429_at_once_not_another_slot(app):
+    """The slot is held from this process, in the pod's slot files, for the test's own client (loopback)."""
+    import json
+
+    from app.clients import digest
+    from app.render.admission import InflightSlots
+
+    image, joints = stack.page_with_character("char1", (800, 700), (150, 50))
+    form = {"files": {"image": ("d.png", stack.encode(image), "image/png")},
+            "data": {"joints": json.dumps({k: list(v) for k, v in joints.items()})}}
+    slots = InflightSlots(Path(app.env["DOODLEPOD_RUNTIME_DIR"]) / "slots", 1)
+    held = slots.acquire(owner=digest("a-127.0.0.1"))
+    try:
+        r = requests.post(f"{app.url}/characters", timeout=30, **form)
+        assert r.status_code == 429 and r.json()["error"] == "render_share_used", r.text[:300]
+        assert int(r.headers["Retry-After"]) >= 1
+    finally:
+        held.release()
+    assert requests.post(f"{app.url}/characters", timeout=60, **form).status_code == 201

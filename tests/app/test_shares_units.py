@@ -34,3 +34,35 @@ def test_the_local_ledger_counts_per_client_in_memory():
     assert ledger.usage("a")[0] == 10 and ledger.usage("b")[0] == 5
     now[0] += 3600
     assert ledger.usage("a")[0] == 0
+
+
+def test_render_slots_say_whose_they_are_across_processes(tmp_path):
+    from app.render.admission import InflightSlots
+
+    slots = InflightSlots(tmp_path / "slots", 3)
+    a = slots.acquire(owner="client-a")
+    other_process_view = InflightSlots(tmp_path / "slots", 3)     # the files are the truth
+    assert other_process_view.held_by("client-a") == 1 and other_process_view.held_by("client-b") == 0
+    b = slots.acquire(owner="client-a")
+    assert slots.held_by("client-a") == 2 and slots.held_by("") == 0
+    a.release()
+    b.release()
+    assert slots.held_by("client-a") == 0
+
+
+def test_a_client_holding_no_slot_may_wait_on_a_pod_that_turned_others_away(tmp_path):
+    import threading
+    import time
+
+    from app.render.admission import InflightSlots
+
+    slots = InflightSlots(tmp_path / "slots", 1)
+    held = slots.acquire(owner="hostile")
+    slots.retry_after()                                    # the pod turned someone away just now
+    assert slots.overloaded()
+    assert slots.acquire(wait_s=2.0, owner="good") is None  # the default: under overload nobody waits
+    threading.Timer(0.3, held.release).start()
+    t0 = time.monotonic()
+    got = slots.acquire(wait_s=2.0, owner="good", fair=True)
+    assert got is not None and 0.2 < time.monotonic() - t0 < 2.0 and slots.held_by("good") == 1
+    got.release()

@@ -223,6 +223,9 @@ def test_make_run_serves_the_readme_curl_line_and_stops_cleanly(make_run):
     base = f"http://127.0.0.1:{make_run.app}"
     command = client_joints_command().replace(README_BASE, base)
     assert command in re.sub(r"\\\n\s*", " ", out), "make run does not print the README's curl line"
+    # two phases: the app's block (studio URL, client-joints line) comes first, the models' READY after
+    app_up = out.index("the app is up at")
+    assert app_up < out.index(READY_LINE) and "/studio" in out[app_up:out.index(READY_LINE)], out[-5000:]
     assert "MEANINGLESS" in out, "the tiny models must come with a loud warning"
 
     # The probes the pod uses answer on the running stack.

@@ -26,7 +26,7 @@ function el(tag, attrs = {}, ...children) {
  * character in the page's editor. Returns {offer(file), open(sceneDoc)}: `offer` shows the button
  * that makes a scene of every character in the photo `file`.
  */
-export function mountScene(section, { onFix = null } = {}) {
+export function mountScene(section, { onFix = null, onOpen = null } = {}) {
   const state = { file: null, scene: null, motions: [], drawing: null, busy: false };
   const h2 = el("h2", { id: "h-scene" }, el("span", { className: "step", text: "★" }), " Every character together");
   const hint = el("p", { className: "hint", text: "Several figures on the page? Animate them all where they were drawn." });
@@ -148,23 +148,26 @@ export function mountScene(section, { onFix = null } = {}) {
     await loadMotions();
     state.scene = doc;
     img.src = doc.urls.page;
+    create.hidden = true;
     stage.hidden = false;
     editing.hidden = false;
     section.hidden = false;
     draw();
+    if (onOpen) onOpen(doc);
     const n = doc.characters.length;
     const skipped = (doc.skipped || []).length;
     say(`${n} character${n === 1 ? "" : "s"} on the page${skipped ? ` (${skipped} more box${skipped === 1 ? "" : "es"} left out)` : ""}.`);
   }
 
-  create.addEventListener("click", () => guarded(async () => {
+  const makeScene = () => guarded(async () => {
     if (!state.file) return;
     say("Uploading…");
     const doc = await upload("scenes", state.file, (f) =>
       say(f === null ? "Finding every character, its mask and joints…" : `Uploading ${Math.round(f * 100)} %`));
     await open(doc);
     editing.scrollIntoView({ block: "start" });
-  }));
+  });
+  create.addEventListener("click", makeScene);
 
   // "Add one": drag a box on the photo; the character is made from the same photo with that box.
   add.addEventListener("click", () => {
@@ -258,5 +261,8 @@ export function mountScene(section, { onFix = null } = {}) {
       create.hidden = false;
     },
     open,
+    /** Make the scene of the offered photo now (the scenes page does at once). */
+    create: makeScene,
+    fail,
   };
 }

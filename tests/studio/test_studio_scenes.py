@@ -1,0 +1,136 @@
+"""The studio's scenes page (GET /studio-scenes: studio/scenes.html, js/scene.js) in a real headless Chromium against the app
+as `make run` starts it on two CPUs (tests/support/make_run_pod.py: gunicorn, the render worker, Valkey).
+
+Faked, and why: the two models (no weights here): the detector answers the boxes of the scene fixture
+photo's four characters (tests/fixtures/scene_photo.py), the pose model char1's keypoints as fractions
+of each crop.
+
+A person's flow: upload the photo; every character found is shown numbered on it; give one another
+motion; drop one; add it back by drawing its box on the photo; choose a plain colour background; play
+the scene: its progress shows and the animation appears (more than one frame). The server's scene
+must hold what the page showed. Screenshots at 1280x800 and 390x844 go to build/studio-screenshots/.
+"""
+from __future__ import annotations
+
+import io
+
+import pytest
+import requests
+from PIL import Image
+
+from tests.fixtures.scene_photo import answer_key, make_scene_photo
+from tests.studio.conftest import SCREENSHOTS
+from tests.support import make_run_pod, stack
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def photo(tmp_path_factory):
+    image, pasted = make_scene_photo()
+    path = tmp_path_factory.mktemp("scene") / "family.png"
+    Image.fromarray(image).save(path)
+    return path, answer_key(pasted)
+
+
+@pytest.fixture(scope="module")
+def server(torchserve, photo):
+    _, key = photo
+    boxes = [{"bbox": k["box"], "score": round(0.95 - 0.05 * i, 2), "category": "drawn_humanoid"}
+             for i, k in enumerate(key)]
+    l, t, r, b = key[1]["box"]
+    c1 = key[1]
+    fractions = [[(c1["joints"][j][0] - l) / (r - l), (c1["joints"][j][1] - t) / (b - t)] for j in stack.COCO_FROM_AD]
+    torchserve.set_control(detector={"mode": "boxes", "boxes": boxes}, pose={"mode": "fractions", "fractions": fractions})
+    with make_run_pod.pod("dp-studio-scenes-", torchserve) as app:
+        try:
+            yield app
+        finally:
+            print(app.log_text()[-3000:])
+
+
+def _scene_id(page) -> str:
+    return page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('scene')")
+
+
+@pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)])
+def test_every_character_found_is_shown_fixed_and_played_together(server, photo, open_page, width, height):
+    path, key = photo
+    page = open_page(width, height, touch=width < 500)
+    page.goto(f"{server.url}/studio-scenes")
+    page.wait_for_selector("body[data-ready=true]")
+    page.get_by_test_id("scene-upload").set_input_files(str(path))
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4")
+    page.wait_for_function("() => document.querySelector('.scene-photo').naturalWidth > 0")
+    assert page.locator(".scene-box").count() == 4
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"scene-found-{width}x{height}.png"), full_page=True)
+
+    # a motion of its own for character 2; character 4 dropped, then drawn back by hand
+    page.get_by_test_id("scene-motion-1").select_option("zombie")
+    page.wait_for_function("() => document.querySelector('[data-testid=scene-status]').textContent.startsWith('Saved')")
+    page.get_by_test_id("scene-drop-3").click()
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 3")
+    page.get_by_test_id("scene-add").click()
+    box = page.locator("[data-testid=scene-stage] svg").bounding_box()
+    sx, sy = box["width"] / 1000, box["height"] / 750
+    l, t, r, b = key[3]["box"]
+    page.mouse.move(box["x"] + l * sx, box["y"] + t * sy)
+    page.mouse.down()
+    page.mouse.move(box["x"] + r * sx, box["y"] + b * sy, steps=6)
+    page.mouse.up()
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4",
+                           timeout=120_000)
+
+    # a plain colour behind them, then play
+    page.get_by_test_id("scene-bg-colour").check()
+    page.wait_for_function("() => document.querySelector('[data-testid=scene-status]').textContent.startsWith('Saved')")
+    page.get_by_test_id("scene-play").click()
+    page.wait_for_function("() => { const i = document.querySelector('[data-testid=scene-result]');"
+                           " return !i.hidden && i.complete && i.naturalWidth > 0; }", timeout=300_000)
+    assert page.get_by_test_id("scene-error").is_hidden()
+    page.screenshot(path=str(SCREENSHOTS / f"scene-playing-{width}x{height}.png"), full_page=True)
+
+    # what the server holds is what the page showed
+    scene = requests.get(f"{server.url}/scenes/{_scene_id(page)}", timeout=30).json()
+    assert len(scene["characters"]) == 4
+    assert scene["characters"][1]["motion"] == "zombie"
+    assert scene["background"] == {"kind": "colour", "colour": "#fdf6e3"}
+    added = scene["characters"][3]["bbox"]
+    assert abs(added[0] - l) < 12 and abs(added[3] - b) < 12, (added, key[3]["box"])
+    src = page.get_by_test_id("scene-result").get_attribute("src")
+    gif = Image.open(io.BytesIO(requests.get(requests.compat.urljoin(server.url + "/", src), timeout=30).content))
+    assert gif.n_frames > 1
+
+
+def test_the_studio_link_starts_from_a_characters_photo(server, photo, open_page):
+    """studio-scenes#from=<character id> (what the studio links to when its photo holds several drawings):
+    that character's photo, every character in it."""
+    path, key = photo
+    made = requests.post(f"{server.url}/characters", files={"image": ("p.png", path.read_bytes(), "image/png")},
+                         timeout=120)
+    assert made.status_code == 201, made.text
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio-scenes#from={made.json()['id']}")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4",
+                           timeout=120_000)
+    assert page.get_by_test_id("scene-error").is_hidden()
+    assert _scene_id(page)
+
+
+def test_the_studio_offers_all_the_drawings_it_found_together(server, photo, open_page):
+    """Uploading a photo of several drawings in the studio (one character, the best box) offers them all
+    together: the link opens the scenes page with every character found."""
+    path, _ = photo
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    page.get_by_test_id("upload").set_input_files(str(path))
+    link = page.get_by_test_id("animate-all")
+    link.wait_for(state="visible", timeout=120_000)
+    assert link.text_content() == "Animate all 4 together"
+    page.screenshot(path=str(SCREENSHOTS / "studio-animate-all-1280x800.png"))
+    link.click()
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4",
+                           timeout=120_000)
+    assert "/studio-scenes" in page.url
