@@ -13,20 +13,23 @@ not end on a clear screen, or a child fails, :func:`gif_in_processes` answers No
 renders in one process (a child's error is then raised there, as usual).
 
 Children never outlive the render: they are killed when the parent leaves, by an exception or a
-signal, and on Linux the kernel kills them if the parent dies (``PR_SET_PDEATHSIG``).
+signal, and on Linux the kernel kills them if the parent dies (:func:`animator.processes.die_with_parent`).
+A process that runs other threads does not fork (a child would inherit the locks they hold, held
+for ever): it renders in one process.
 """
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import signal
 import tempfile
+import threading
 from typing import Callable, Iterator
 
 import numpy as np
 
 from .formats.gif import GifWriter
+from .processes import die_with_parent
 
 log = logging.getLogger("animator")
 
@@ -60,6 +63,9 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
     parts = runs(n_frames, processes)
     if len(parts) < 2 or not hasattr(os, "fork"):
         return None
+    if threading.active_count() > 1:  # a forked child gets only this thread: locks others hold stay held
+        log.info("frames in one process instead: this process runs %d threads", threading.active_count())
+        return None
 
     def records(a: int, b: int, counted: bool = False) -> tuple[bytes, bool, tuple[int, int]]:
         after = next(frames_of(b, b + 1)) if b < n_frames else None
@@ -70,9 +76,6 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
 
     parent = os.getpid()
     children: list[tuple[int, object]] = []
-    # Objects made so far move out of the collector's sight: a child's collections would otherwise
-    # touch (so copy) every page holding one of them, which it shares with this process until then
-    gc.freeze()
     try:
         for a, b in parts[1:]:
             out = tempfile.TemporaryFile(prefix="animator-run-")
@@ -80,7 +83,7 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
             if pid == 0:  # the child: its run's records into the file, then leave at once
                 code = 1
                 try:
-                    _die_with_parent(parent)
+                    die_with_parent(parent)
                     data, clear, _ = records(a, b)
                     out.write(b"\x01" if clear else b"\x00")
                     out.write(data)
@@ -108,7 +111,6 @@ def gif_in_processes(gif: GifWriter, frames_of: Callable[[int, int], Iterator[np
                 on_frames(b - a)
         return gif.head(width, height) + b"".join(pieces) + GifWriter.TRAILER
     finally:
-        gc.unfreeze()
         for pid, out in children:  # left early: an error, a signal, or a run that cannot be joined
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -122,17 +124,3 @@ def _counted(frames: Iterator[np.ndarray], on_frames: Callable[[int], None]) -> 
     for frame in frames:
         yield frame
         on_frames(1)
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to kill this process when its parent (pid ``parent``) dies (nothing elsewhere),
-    and leave now if that already happened."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:
-        os._exit(1)

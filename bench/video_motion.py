@@ -17,7 +17,7 @@ from pathlib import Path
 from common import REPO, load_avg  # noqa: F401  (REPO: puts the repository on sys.path)
 from PIL import Image
 
-from tests.animator.test_pose_model import PHOTO, _frame, _placements, _write_video
+from tests.support.person_video import PHOTO, frame, placements, write_video
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     n = int(args.seconds * args.fps)
     photo = Image.open(PHOTO).convert("RGB")
     with tempfile.TemporaryDirectory() as tmp:
-        video = _write_video(Path(tmp) / "person.mp4", [_frame(photo, *pl) for pl in _placements(n)], fps=args.fps)
+        video = write_video(Path(tmp) / "person.mp4", [frame(photo, *pl) for pl in placements(n)], fps=args.fps)
         print(f"video: {n} frames, {args.seconds:g} s at {args.fps:g} fps, 640x480 H.264; load {load_avg()}")
 
         from animator.video.decode import read_frames

@@ -10,6 +10,7 @@ cannot be produced (one line on stderr), 2 bad command line, 3 the output file c
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -198,10 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar (it is drawn on stderr only when stderr is a terminal)")
     # the usage names every way in, each line written by argparse from its own parser
+    from animator.cli.scene import build_parser as scene_parser
     from animator.video.motion import build_parser as video_parser
 
-    video = video_parser(f"{prog} motion-from-video")
-    p.usage = "\n       ".join(part.format_usage().removeprefix("usage: ").rstrip() for part in (p, video)) \
+    parts = (p, video_parser(f"{prog} motion-from-video"), scene_parser())
+    p.usage = "\n       ".join(part.format_usage().removeprefix("usage: ").rstrip() for part in parts) \
         + f"\n       {prog} --list-motions"
     return p
 
@@ -479,8 +481,16 @@ def _print_retarget(motion: str) -> int:
 
 def run() -> None:
     """The command (``python -m animator``, ``doodlepod-animate``): :func:`main`, its return value the
-    process's exit code."""
-    sys.exit(main())
+    process's exit code, through the interpreter's normal exit (exit handlers run).
+
+    Before it, the objects left are frozen out of the collector's sight: the interpreter's last
+    collections would walk every one of them (numpy's, Pillow's, the render's) for nothing. Measured
+    in one run, whole CLI processes in turn (char1 + dab, 339 frames, 11 each): 0.624 s of CPU with
+    the freeze, 0.660 s without, 0.619 s leaving through os._exit; two identical trees 0.658 and
+    0.660 s. This is the program's own end, not a library call."""
+    code = main()
+    gc.freeze()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The render processes' side of the pool: what runs inside each spawned process.
 
 Each process is started by :class:`app.render.pool.RenderPool` with :func:`init_process`: it runs
-niced, dies with the worker that started it (``PR_SET_PDEATHSIG`` plus a watchdog thread), and a
+niced, dies with the worker that started it (``PR_SET_PDEATHSIG``), and a
 ``SIGUSR1`` makes its running task raise :class:`TaskCancelled`. Each task goes through
 :func:`call_spilled` (arguments and result in files), and may tell how far it got with
 :func:`report_progress`, which the pool's side reads (:meth:`app.render.pool.PoolTask.progress`).
@@ -13,16 +13,11 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import sys
-import threading
 import time
 from typing import Any, Callable
 
 from animator.files import write_atomic
-
-#: Seconds between a render process's checks that the worker that started it is still alive.
-WATCHDOG_PERIOD_S = 1.0
-_PR_SET_PDEATHSIG = 1
+from animator.processes import die_with_parent
 
 
 class TaskCancelled(Exception):
@@ -30,8 +25,8 @@ class TaskCancelled(Exception):
     (see :meth:`app.render.pool.PoolTask.cancel`)."""
 
 
-#: The cancel-marker path of the task running now (None between jobs).
-_running_job: list[str | None] = [None]
+#: The cancel-marker path of the task running now (None between tasks).
+_running_task: list[str | None] = [None]
 #: The progress file of the task running now, and when it was last written.
 _progress: list[Any] = [None, 0.0]
 #: Seconds between two writes of a task's progress file (the last frame is always written).
@@ -68,37 +63,12 @@ def init_process(niceness: int, parent_pid: int | None = None) -> None:
     except OSError:
         pass
     if parent_pid is not None:
-        _die_with(parent_pid)
+        die_with_parent(parent_pid)
     signal.signal(signal.SIGUSR1, _on_cancel_signal)
 
 
-def _die_with(parent_pid: int) -> None:
-    """End this process when ``parent_pid`` (the worker) dies, however it dies.
-
-    The kernel sends SIGKILL on the parent's death (``PR_SET_PDEATHSIG``, Linux); a watchdog thread
-    covers what that misses (the parent dying before the call, other kernels).
-    """
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent_pid:  # the parent died before prctl
-        os._exit(1)
-
-    def watch() -> None:
-        while True:
-            time.sleep(WATCHDOG_PERIOD_S)
-            if os.getppid() != parent_pid:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="doodlepod-parent-watchdog", daemon=True).start()
-
-
 def _on_cancel_signal(signum: int, frame: Any) -> None:
-    marker = _running_job[0]
+    marker = _running_task[0]
     if marker is not None and os.path.exists(marker):  # a late signal for a finished task is ignored
         raise TaskCancelled("the request abandoned this task")
 
@@ -113,7 +83,7 @@ def call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
     """
     stem = in_path[:-3]
     write_atomic(stem + ".pid", str(os.getpid()).encode(), mode=0o600)
-    _running_job[0] = stem + ".cancel"
+    _running_task[0] = stem + ".cancel"
     _progress[:] = [stem + ".progress", 0.0]
     try:
         if os.path.exists(stem + ".cancel"):
@@ -123,7 +93,7 @@ def call_spilled(fn: Callable[..., Any], in_path: str, out_path: str) -> str:
         os.unlink(in_path)
         result = fn(*args)
     finally:
-        _running_job[0] = None
+        _running_task[0] = None
         _progress[0] = None
     # No temporary name needed: the parent opens the file only after this function has returned,
     # and removes it, complete or not, whatever happened.

@@ -1,26 +1,13 @@
 """The command line: --help, a real run, --dump-joints, and one-line errors with stable exit codes."""
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import AD_ROOT, REPO
-
-CHAR = "examples/characters/char1"
-DAB = "examples/config/motion/dab.yaml"
-JJ = "examples/config/motion/jumping_jacks.yaml"
-FAIR = "examples/config/retarget/fair1_ppf.yaml"
-CMU = "examples/config/retarget/cmu1_pfp.yaml"
-
-
-def run(*args, cwd=AD_ROOT):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "animator", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+from tests.conftest import AD_ROOT
+from tests.support.animator_cli import CHAR, CMU, DAB, FAIR, JJ, run
 
 
 def test_help_explains_options_defaults_coordinates_and_exit_codes():

@@ -155,3 +155,29 @@ def test_render_in_processes_is_the_same_file(name, motion, retarget, size):
 def test_processes_is_checked():
     with pytest.raises(animator.ConfigError, match="processes"):
         RenderOptions(processes=0)
+
+
+def test_a_process_with_other_threads_does_not_fork(monkeypatch):
+    """A forked child keeps only the forking thread: locks the others hold would stay held in it."""
+    import threading
+
+    from animator import parallel
+
+    forks = []
+
+    def fork():
+        forks.append(1)
+        raise OSError("this test forks nothing")
+
+    monkeypatch.setattr(parallel.os, "fork", fork)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=True)
+    other.start()
+    try:
+        gif = GifWriter(np.zeros((2, 3), np.uint8), 0, gif_delays(48, 0.04))
+        frames = lambda a, b: iter([np.zeros((4, 4), np.uint8)] * (b - a))  # noqa: E731
+        assert parallel.gif_in_processes(gif, frames, 48, processes=2) is None
+    finally:
+        stop.set()
+        other.join()
+    assert forks == []

@@ -23,9 +23,9 @@ from animator.video.decode import VideoLimits, read_frames
 from animator.video.landmarks import INDEX
 from animator.video.motion import motion_from_video
 from animator.video.pose_model import MODEL_PATH, track_frames
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import REPO
+from tests.support.person_video import CANVAS, PHOTO, frame, placements, write_video
 
-PHOTO = FIXTURES / "people" / "astronaut.jpg"
 #: Her outline in the 512 x 512 photo (hair, face, suit, the helmet held in front of her), x right, y down.
 SILHOUETTE = [(225, 12), (275, 22), (298, 60), (300, 110), (292, 150), (300, 175), (310, 220), (335, 262),
               (352, 300), (360, 340), (420, 342), (480, 375), (511, 430), (511, 511), (25, 511), (18, 420),
@@ -33,7 +33,6 @@ SILHOUETTE = [(225, 12), (275, 22), (298, 60), (300, 110), (292, 150), (300, 175
 #: Her face (a box round it), for the nose.
 FACE = (170, 60, 280, 170)
 CHECKED = ("nose", "left_shoulder", "right_shoulder", "left_elbow", "right_elbow")
-CANVAS = (640, 480)
 
 
 def _silhouette() -> np.ndarray:
@@ -42,36 +41,12 @@ def _silhouette() -> np.ndarray:
     return np.asarray(mask, dtype=bool)
 
 
-def _placements(n: int) -> list[tuple[float, float, float]]:
-    """(scale, x offset, y offset) of the photo on the canvas per frame: she drifts right and grows."""
-    t = np.linspace(0, 1, n)
-    return [(0.6 + 0.2 * k, 30 + 150 * k, 50 - 30 * k) for k in t]
-
-
-def _frame(photo: Image.Image, scale: float, dx: float, dy: float) -> np.ndarray:
-    canvas = Image.new("RGB", CANVAS, (128, 128, 128))
-    size = int(round(512 * scale))
-    canvas.paste(photo.resize((size, size), Image.BILINEAR), (int(round(dx)), int(round(dy))))
-    return np.asarray(canvas)
-
-
-def _write_video(path: Path, frames: list[np.ndarray], fps: float = 15.0) -> Path:
-    h, w = frames[0].shape[:2]
-    gen = imageio_ffmpeg.write_frames(str(path), (w, h), fps=fps, codec="libx264", quality=8,
-                                      macro_block_size=16, ffmpeg_log_level="error")
-    gen.send(None)
-    for f in frames:
-        gen.send(np.ascontiguousarray(f))
-    gen.close()
-    return path
-
-
 @pytest.fixture(scope="module")
 def person_video(tmp_path_factory) -> tuple[Path, list[tuple[float, float, float]]]:
     photo = Image.open(PHOTO).convert("RGB")
-    places = _placements(24)
-    frames = [_frame(photo, *p) for p in places]
-    return _write_video(tmp_path_factory.mktemp("video") / "astronaut.mp4", frames), places
+    places = placements(24)
+    frames = [frame(photo, *p) for p in places]
+    return write_video(tmp_path_factory.mktemp("video") / "astronaut.mp4", frames), places
 
 
 def _inside(mask: np.ndarray, x: float, y: float) -> bool:
@@ -125,7 +100,7 @@ def test_a_video_of_her_makes_a_clip_a_drawing_can_play(person_video):
 
 
 def test_a_blank_video_has_no_person(tmp_path):
-    blank = _write_video(tmp_path / "blank.mp4", [np.full((240, 320, 3), 128, np.uint8)] * 8)
+    blank = write_video(tmp_path / "blank.mp4", [np.full((240, 320, 3), 128, np.uint8)] * 8)
     with pytest.raises(NoPersonError, match="no person"):
         motion_from_video(blank)
 
@@ -162,7 +137,7 @@ def test_a_playlist_cannot_make_ffmpeg_open_another_file(tmp_path, person_video)
 
 
 def test_frames_are_scaled_down_to_the_model_size(tmp_path):
-    big = _write_video(tmp_path / "big.mp4", [np.full((720, 1280, 3), 90, np.uint8)] * 3, fps=60.0)
+    big = write_video(tmp_path / "big.mp4", [np.full((720, 1280, 3), 90, np.uint8)] * 3, fps=60.0)
     info, fps, frames = read_frames(big, VideoLimits(max_side=320, max_fps=30.0))
     out = list(frames)
     assert info.size == (1280, 720) and fps == 30.0
@@ -176,7 +151,7 @@ def test_cli_writes_a_clip_and_names_a_blank_video(tmp_path, person_video):
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert parse_bvh(out.read_text()).n_frames == 24
-    blank = _write_video(tmp_path / "blank.mp4", [np.zeros((240, 320, 3), np.uint8)] * 4)
+    blank = write_video(tmp_path / "blank.mp4", [np.zeros((240, 320, 3), np.uint8)] * 4)
     run = subprocess.run(env_py + [str(blank), "-o", str(tmp_path / "none.bvh")], cwd=REPO, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 1 and "no person" in run.stderr

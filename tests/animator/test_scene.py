@@ -10,10 +10,6 @@ import io
 import json
 import logging
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,51 +20,8 @@ import animator
 from animator.errors import ConfigError
 from animator.scene import load_scene, render_scene
 from tests.conftest import REPO
-
-EX = REPO / "tests" / "fixtures" / "animated_drawings" / "examples"
-W, H = 400, 300
-CAM_POS, CAM_FWD = (0.1, 1.3, 2.7), (0.0, 0.5, 2.0)
-
-
-def _tinted(src: str, dst: Path, channel: int) -> Path:
-    """A copy of a character whose drawing is shades of one primary colour (0 red, 1 green)."""
-    dst.mkdir(parents=True)
-    folder = EX / "characters" / src
-    rgba = np.asarray(Image.open(folder / "texture.png").convert("RGBA")).copy()
-    grey = rgba[..., :3].mean(axis=2)
-    out = np.zeros_like(rgba[..., :3])
-    out[..., channel] = 140 + grey * 115 / 255
-    Image.fromarray(np.dstack([out, rgba[..., 3]]).astype(np.uint8), "RGBA").save(dst / "texture.png")
-    (dst / "mask.png").write_bytes((folder / "mask.png").read_bytes())
-    (dst / "char_cfg.yaml").write_text((folder / "char_cfg.yaml").read_text())
-    return dst / "char_cfg.yaml"
-
-
-def _retarget(src: str, dst: Path, start: tuple[float, float, float]) -> Path:
-    text = (EX / "config" / "retarget" / src).read_text()
-    dst.write_text(text.replace("char_starting_location: [0.0, 0.0, -0.5]", f"char_starting_location: {list(start)}"))
-    return dst
-
-
-def _scene(tmp: Path, starts=((-0.45, 0.0, -0.5), (0.45, 0.0, -0.5)), **extra) -> Path:
-    y, x = np.mgrid[0:150, 0:200]
-    Image.fromarray(np.dstack([x * 0, y * 0 + 30, 120 + x * 0.5]).astype(np.uint8)).save(tmp / "sky.png")
-    cfg = {
-        "scene": {"ANIMATED_CHARACTERS": [
-            {"character_cfg": str(_tinted("char1", tmp / "red", 0)), "motion_cfg": str(EX / "config/motion/dab.yaml"),
-             "retarget_cfg": str(_retarget("fair1_ppf.yaml", tmp / "a.yaml", starts[0]))},
-            {"character_cfg": str(_tinted("char2", tmp / "green", 1)),
-             "motion_cfg": str(EX / "config/motion/jumping_jacks.yaml"),
-             "retarget_cfg": str(_retarget("cmu1_pfp.yaml", tmp / "b.yaml", starts[1]))},
-        ]},
-        "view": {"WINDOW_DIMENSIONS": [W, H], "BACKGROUND_IMAGE": "sky.png", "CAMERA_POS": list(CAM_POS),
-                 "CAMERA_FWD": list(CAM_FWD)},
-        "controller": {"MODE": "video_render", "OUTPUT_VIDEO_PATH": "video.gif"},
-    }
-    for section, fields in extra.items():
-        cfg.setdefault(section, {}).update(fields)
-    (tmp / "scene.yaml").write_text(yaml.safe_dump(cfg))
-    return tmp / "scene.yaml"
+from tests.support.animator_cli import run
+from tests.support.scenes import CAM_FWD, CAM_POS, EX, H, W, scene_file
 
 
 def _expected_canvas(world: np.ndarray, pos=CAM_POS, fwd=CAM_FWD, w: int = W, h: int = H) -> np.ndarray:
@@ -110,7 +63,7 @@ def _colour_near(rgb: np.ndarray, p: np.ndarray, channel: int, r: int = 2) -> bo
 
 def test_two_characters_on_a_background_are_placed_as_animated_drawings_places_them(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    scene = load_scene(_scene(tmp_path))
+    scene = load_scene(scene_file(tmp_path))
     res = render_scene(scene, animator.RenderOptions(max_frames=30))
     frames = _frames(res.data)
     assert len(frames) == res.frame_count == 30 and frames[0].shape == (H, W, 3)
@@ -129,7 +82,7 @@ def test_two_characters_on_a_background_are_placed_as_animated_drawings_places_t
 
 def test_shorter_clip_holds_its_last_pose_and_time_runs_at_the_first_characters_frame_time(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    scene = load_scene(_scene(tmp_path))
+    scene = load_scene(scene_file(tmp_path))
     res = render_scene(scene, animator.RenderOptions(fps="native"))
     dab, jj = res.motion
     assert res.frame_count == 339 and dab.frame_time_s == pytest.approx(0.0333333)  # dab: 339 frames at 30 fps
@@ -139,7 +92,7 @@ def test_shorter_clip_holds_its_last_pose_and_time_runs_at_the_first_characters_
 
 def test_nearer_character_is_drawn_over_the_farther_one_whatever_the_file_order(tmp_path):
     # the red character stands behind the green one, at the same x; red is listed first
-    scene = load_scene(_scene(tmp_path, starts=((0.0, 0.0, -1.2), (0.0, 0.0, -0.5))))
+    scene = load_scene(scene_file(tmp_path, starts=((0.0, 0.0, -1.2), (0.0, 0.0, -0.5))))
     res = render_scene(scene, animator.RenderOptions(max_frames=5))
     rgb = _frames(res.data)[0]
     green_root = _expected_canvas(_joint_world(res.motion[1], scene.characters[1].character, (0.0, 0.0, -0.5)))[0]
@@ -148,7 +101,7 @@ def test_nearer_character_is_drawn_over_the_farther_one_whatever_the_file_order(
     # and the other way round when the file order is swapped in depth
     swap = tmp_path / "swap"
     swap.mkdir()
-    scene = load_scene(_scene(swap, starts=((0.0, 0.0, -0.5), (0.0, 0.0, -1.2))))
+    scene = load_scene(scene_file(swap, starts=((0.0, 0.0, -0.5), (0.0, 0.0, -1.2))))
     res = render_scene(scene, animator.RenderOptions(max_frames=5))
     rgb = _frames(res.data)[0]
     red = _expected_canvas(_joint_world(res.motion[0], scene.characters[0].character, (0.0, 0.0, -0.5)))[0]
@@ -157,7 +110,7 @@ def test_nearer_character_is_drawn_over_the_farther_one_whatever_the_file_order(
 
 def test_not_applicable_fields_are_logged_as_ignored_and_unknown_fields_name_themselves(tmp_path, monkeypatch, caplog):
     monkeypatch.chdir(tmp_path)
-    path = _scene(tmp_path, view={"USE_MESA": True, "DRAW_AD_RIG": True}, scene={"ADD_FLOOR": True},
+    path = scene_file(tmp_path, view={"USE_MESA": True, "DRAW_AD_RIG": True}, scene={"ADD_FLOOR": True},
                   controller={"KEYBOARD_TIMESTEP": 0.05, "OUTPUT_VIDEO_CODEC": "avc1"})
     with caplog.at_level(logging.WARNING, logger="animator"):
         scene = load_scene(path)
@@ -193,7 +146,7 @@ def test_not_applicable_fields_are_logged_as_ignored_and_unknown_fields_name_the
 
 def test_a_character_without_retarget_cfg_gets_a_derived_one(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    path = _scene(tmp_path)
+    path = scene_file(tmp_path)
     cfg = yaml.safe_load(path.read_text())
     del cfg["scene"]["ANIMATED_CHARACTERS"][1]["retarget_cfg"]
     path.write_text(yaml.safe_dump(cfg))
@@ -202,38 +155,32 @@ def test_a_character_without_retarget_cfg_gets_a_derived_one(tmp_path, monkeypat
     assert "Hips" in dict(scene.characters[1].retarget_cfg.char_joint_bvh_joints_mapping)["torso"]
 
 
-def _cli(*args, cwd):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "animator", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def test_cli_renders_a_scene_file_to_its_output_path(tmp_path):
-    _scene(tmp_path, view={"USE_MESA": True})
-    r = _cli("scene.yaml", "--max-frames", "8", cwd=tmp_path)
+    scene_file(tmp_path, view={"USE_MESA": True})
+    r = run("scene.yaml", "--max-frames", "8", cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "view.USE_MESA ignored" in r.stderr
     with Image.open(tmp_path / "video.gif") as im:
         assert im.size == (W, H) and im.n_frames == 8
-    r = _cli("scene.yaml", "--max-frames", "4", "-o", "other.webp", "--dump-joints", "joints.json", cwd=tmp_path)
+    r = run("scene.yaml", "--max-frames", "4", "-o", "other.webp", "--dump-joints", "joints.json", cwd=tmp_path, timeout=300)
     assert r.returncode == 0 and (tmp_path / "other.webp").stat().st_size > 0
     doc = json.loads((tmp_path / "joints.json").read_text())
     assert [c["character"].split("/")[-2] for c in doc["characters"]] == ["red", "green"]
     assert all(len(c["frames"]) == 4 and len(c["frames"][0]) == 16 for c in doc["characters"])
-    r = _cli("scene.yaml", "--size", "100x100", cwd=tmp_path)
+    r = run("scene.yaml", "--size", "100x100", cwd=tmp_path, timeout=300)
     assert r.returncode == 2 and "WINDOW_DIMENSIONS" in r.stderr
-    r = _cli("scene.yaml", "--background", "white", cwd=tmp_path)
+    r = run("scene.yaml", "--background", "white", cwd=tmp_path, timeout=300)
     assert r.returncode == 2 and "CLEAR_COLOR" in r.stderr
 
 
 def test_cli_interactive_scene_needs_an_output(tmp_path):
-    path = _scene(tmp_path)
+    path = scene_file(tmp_path)
     cfg = yaml.safe_load(path.read_text())
     cfg["controller"] = {"MODE": "interactive"}
     path.write_text(yaml.safe_dump(cfg))
-    r = _cli("scene.yaml", cwd=tmp_path)
+    r = run("scene.yaml", cwd=tmp_path, timeout=300)
     assert r.returncode == 1 and "controller.MODE" in r.stderr and "-o" in r.stderr
-    r = _cli("scene.yaml", "-o", "x.gif", "--max-frames", "3", cwd=tmp_path)
+    r = run("scene.yaml", "-o", "x.gif", "--max-frames", "3", cwd=tmp_path, timeout=300)
     assert r.returncode == 0, r.stderr
 
 
@@ -246,7 +193,7 @@ def test_animated_drawings_example_scene_as_written_renders_from_its_folder(tmp_
                      "      retarget_cfg: examples/config/retarget/fair1_ppf.yaml\n"
                      "controller:\n  MODE: video_render\n  OUTPUT_VIDEO_PATH: ./video.gif")
     out = tmp_path / "out.gif"
-    r = _cli(scene, "--max-frames", "5", "-o", out, cwd=REPO / "tests" / "fixtures" / "animated_drawings")
+    r = run(scene, "--max-frames", "5", "-o", out, cwd=REPO / "tests" / "fixtures" / "animated_drawings", timeout=300)
     assert r.returncode == 0, r.stderr
     with Image.open(out) as im:
         assert im.size == (500, 500) and im.n_frames == 5
@@ -273,7 +220,7 @@ def test_a_character_outside_the_window_leaves_no_trace_on_its_edge(tmp_path, mo
     """A fixed camera lets characters walk out of view: nothing of them is drawn then, not even
     squeezed against the window's edge."""
     monkeypatch.chdir(tmp_path)
-    scene = load_scene(_scene(tmp_path, starts=((-0.45, 0.0, -0.5), (3.0, 0.0, -0.5))))  # green: far right
+    scene = load_scene(scene_file(tmp_path, starts=((-0.45, 0.0, -0.5), (3.0, 0.0, -0.5))))  # green: far right
     rgb = _frames(render_scene(scene, animator.RenderOptions(max_frames=3)).data)[0]
     green = (rgb[..., 1] > 120) & (rgb[..., 0] < 60) & (rgb[..., 2] < 60)
     red = (rgb[..., 0] > 120) & (rgb[..., 1] < 60) & (rgb[..., 2] < 60)
@@ -281,7 +228,7 @@ def test_a_character_outside_the_window_leaves_no_trace_on_its_edge(tmp_path, mo
     # half out of view: drawn up to the edge, no thicker there than just inside it
     half = tmp_path / "half"
     half.mkdir()
-    scene = load_scene(_scene(half, starts=((-0.45, 0.0, -0.5), (1.4, 0.0, -0.5))))
+    scene = load_scene(scene_file(half, starts=((-0.45, 0.0, -0.5), (1.4, 0.0, -0.5))))
     rgb = _frames(render_scene(scene, animator.RenderOptions(max_frames=3)).data)[0]
     green = (rgb[..., 1] > 120) & (rgb[..., 0] < 60) & (rgb[..., 2] < 60)
     assert green[:, -1].sum() > 0 and green[:, -1].sum() <= green[:, -8].sum() + 10

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from app.config import available_cpus, default_max_inflight
-from tests.support import stack
+from tests.support import stack, wait
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -74,10 +74,8 @@ def test_admits_what_the_cpus_can_run_and_retry_after_is_measured(app, page):
         stack.wait_for(lambda: _in_flight(app) == slots, 60, f"{slots} renders in flight")
         t1 = time.monotonic()
         busy += [pool.submit(_post, app, page, SLOW) for _ in range(waiters)]
-        t_end = time.monotonic() + 30
-        while _gauge(app, "doodlepod_renders_waiting") != waiters:
-            assert time.monotonic() < t_end, f"{waiters} requests not waiting"
-            time.sleep(0.02)
+        wait.until(lambda: _gauge(app, "doodlepod_renders_waiting") == waiters, 30, f"{waiters} requests waiting",
+                   every=0.02)
         t2 = time.monotonic()
         resp = _post(app, page, "dab")
         answered = time.monotonic() - t2

@@ -25,7 +25,7 @@ import pytest
 import requests
 
 from tests.conftest import REPO
-from tests.support import make_run_pod, stack
+from tests.support import make_run_pod, stack, wait
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(600)]
 
@@ -101,10 +101,7 @@ def test_studio_and_mobile_client_at_once_both_get_their_animations(pod, drawing
 
     with ThreadPoolExecutor(2) as pool:
         running = pool.submit(preview_loop)
-        t_end = time.monotonic() + 60
-        while _in_flight(pod) != 1:                          # a preview holds the only render slot
-            assert time.monotonic() < t_end, "no preview rendering"
-            time.sleep(0.01)
+        wait.until(lambda: _in_flight(pod) == 1, 60, "a preview holding the only render slot", every=0.01)
         mobile = pool.submit(_mobile, pod, drawing)          # the other person, while a preview runs
         time.sleep(0.3)
         stop.set()
@@ -114,11 +111,11 @@ def test_studio_and_mobile_client_at_once_both_get_their_animations(pod, drawing
         running.result(timeout=300)
     assert answer.status_code == 200, answer.text
     assert set(answer.json()) >= {"dab", "jumping", "zombie"}
-    t_end = time.monotonic() + 300
-    job = _job(pod, asked.json()["id"])
-    while job["status"] in ("queued", "running") and time.monotonic() < t_end:
-        time.sleep(0.2)
+    def ended() -> dict | None:
         job = _job(pod, asked.json()["id"])
+        return job if job["status"] not in ("queued", "running") else None
+
+    job = wait.until(ended, 300, "the async job ended", every=0.2)
     assert job["status"] == "succeeded", job
     assert requests.get(f"{pod.url}{job['animations']['dab']}" if job["animations"]["dab"].startswith("/")
                         else job["animations"]["dab"], timeout=30).status_code == 200
@@ -132,10 +129,7 @@ def test_a_second_request_waits_the_few_seconds_the_first_takes(pod, drawing):
     studio = f"{pod.url}/characters/{doc['id']}/animations"
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(requests.post, studio, json={"motions": ["zombie"], "size": 1024}, timeout=120)
-        t_end = time.monotonic() + 60
-        while _in_flight(pod) != 1:                          # the first holds the only render slot
-            assert time.monotonic() < t_end, "no render in flight"
-            time.sleep(0.01)
+        wait.until(lambda: _in_flight(pod) == 1, 60, "the first render holding the only slot", every=0.01)
         t0 = time.monotonic()
         second = _mobile(pod, drawing)
         waited = time.monotonic() - t0
@@ -163,13 +157,12 @@ def test_job_progress_moves_frames_per_motion_and_stage(pod, drawing):
     job_id = r.json()["id"]
     assert r.json()["progress"] == {"stage": "queued"}
     seen: list[dict] = []
-    t_end = time.monotonic() + 300
-    while time.monotonic() < t_end:
-        job = _job(pod, job_id)
-        seen.append(job)
-        if job["status"] not in ("queued", "running"):
-            break
-        time.sleep(0.05)
+
+    def ended() -> dict | None:
+        seen.append(_job(pod, job_id))
+        return seen[-1] if seen[-1]["status"] not in ("queued", "running") else None
+
+    job = wait.until(ended, 300, "the job ended")
     assert job["status"] == "succeeded", job
     rendering = [j["progress"] for j in seen if j["status"] == "running" and j["progress"].get("motions")]
     assert rendering, [j.get("progress") for j in seen]

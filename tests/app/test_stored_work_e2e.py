@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support import stack
+from tests.support import stack, wait
 from tests.support.answers import assert_error
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -72,7 +72,9 @@ def test_forwarded_addresses_from_an_untrusted_peer_are_ignored(page):
 
 
 def test_the_storage_budget_turns_work_away_before_the_volume_fills(page):
-    with stack.app_server("dp-budget-", lambda w: _env(w, DOODLEPOD_STORAGE_BUDGET_MB="3")) as server:
+    # the pod's budget alone: this one client's share (a tenth of the budget by default) set out of the way
+    with stack.app_server("dp-budget-", lambda w: _env(w, DOODLEPOD_STORAGE_BUDGET_MB="3",
+                                                        DOODLEPOD_CLIENT_STORAGE_MB="100")) as server:
         first = _create(server, page)
         assert first.status_code == 201, first.text
         files = Path(server.env["DOODLEPOD_LOCAL_DIR"])
@@ -124,7 +126,6 @@ def test_file_urls_do_not_reveal_the_character_and_its_document_is_not_served(pl
 
 def test_a_delete_during_a_render_stops_it_and_leaves_nothing(page):
     import threading
-    import time
 
     env = lambda w: _env(w, DOODLEPOD_RENDER_SIZE="400", DOODLEPOD_RENDER_MAX_FRAMES="0")  # noqa: E731
     with stack.app_server("dp-delete-", env) as server:
@@ -142,15 +143,14 @@ def test_a_delete_during_a_render_stops_it_and_leaves_nothing(page):
 
         thread = threading.Thread(target=render)
         thread.start()
-        t_end = time.monotonic() + 60
-        while "stage=animate" not in server.log_text() and time.monotonic() < t_end and thread.is_alive():
-            time.sleep(0.05)
+        wait.until(lambda: "stage=animate" in server.log_text() or not thread.is_alive(), 60, "a render started")
         assert thread.is_alive(), answer["resp"].text[:300]   # still rendering when the DELETE comes
         assert requests.delete(f"{server.url}/characters/{cid}", timeout=30).status_code == 204
         thread.join(300)
         assert_error(answer["resp"], 404, "not_found")
         assert "deleted while this render ran" in answer["resp"].json()["message"]
-        time.sleep(0.5)
-        left = [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
-        assert left == [], left
+        def left() -> list[Path]:
+            return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
+
+        wait.until(lambda: not left(), 10, lambda: f"the character's files gone: {left()}")
         assert not (files_root / "characters" / cid).exists()

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.conftest import REPO
-from tests.deploy.test_manifests import (
+from tests.support.manifests import (
     DEPLOY_DIR,
     app_config,
     containers,

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 from PIL import Image
 
-from tests.animator.test_cli import CHAR, DAB, FAIR, run
+from tests.support.animator_cli import CHAR, DAB, FAIR, run
 
 SMALL = ("--size", "96x80", "--max-frames", "4")
 
@@ -37,12 +37,12 @@ def test_a_zip_output_without_format_is_a_usage_error(tmp_path):
 
 
 def test_a_scene_cannot_be_exported_as_one_rig(tmp_path):
-    from tests.animator.test_scene import _cli, _scene
+    from tests.support.scenes import scene_file
 
-    _scene(tmp_path)
-    r = _cli("scene.yaml", "--max-frames", "2", "-o", "scene.glb", cwd=tmp_path)
+    scene_file(tmp_path)
+    r = run("scene.yaml", "--max-frames", "2", "-o", "scene.glb", cwd=tmp_path, timeout=300)
     assert r.returncode == 1 and "--dump-joints" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    r = _cli("scene.yaml", "--max-frames", "2", "-o", "scene.png", cwd=tmp_path)   # frame formats do work
+    r = run("scene.yaml", "--max-frames", "2", "-o", "scene.png", cwd=tmp_path, timeout=300)   # frame formats do work
     assert r.returncode == 0, r.stderr
     assert Image.open(tmp_path / "scene.png").n_frames == 2
 

@@ -10,7 +10,7 @@ import pytest
 
 from animator.formats.gltf import gltf_frame
 from animator.formats.skin import local_transforms, skin_weights
-from tests.conftest import CHAR1, FAIR
+from tests.conftest import CHAR1, FAIR, MOTION_CONFIGS
 from tests.exports.conftest import node_tools
 
 
@@ -35,7 +35,7 @@ def test_joints_json_has_names_parents_frames_and_the_canvas_placement(render_as
 
 
 def test_cli_dump_joints_writes_the_joints_format(tmp_path):
-    from tests.animator.test_cli import CHAR, DAB, FAIR, run
+    from tests.support.animator_cli import CHAR, DAB, FAIR, run
 
     r = run(CHAR, "--motion", DAB, "--retarget", FAIR, "-o", tmp_path / "a.json", "--format", "joints",
             "--size", "160x144", "--max-frames", "12", "--dump-joints", tmp_path / "d.json")
@@ -132,7 +132,6 @@ def test_weights_fitted_to_arap_follow_the_animators_mesh_closer_than_nearest_bo
     import animator
     from animator.api import Rig, pose_clip
     from animator.formats.skin import blend, fit_weights
-    from tests.conftest import MOTION_CONFIGS
 
     motion = pose_clip(char1, animator.load_motion_config(MOTION_CONFIGS / "dab.yaml"),
                        animator.load_retarget_config(FAIR), fps=25)
@@ -176,10 +175,10 @@ def test_draw_ranks_follow_the_motions_part_order(render_as, char1):
 
 def test_a_skeleton_other_than_the_humanoid_exports_a_valid_glb(tmp_path):
     import animator
-    from tests.animator.test_any_skeleton import DAB, three_arm_retarget, three_armed_char1
+    from tests.support.three_arms import three_arm_retarget, three_armed_char1
 
     char = animator.load_character(three_armed_char1(tmp_path / "three_arms"))
-    r = animator.render(char, animator.load_motion_config(DAB),
+    r = animator.render(char, animator.load_motion_config(MOTION_CONFIGS / "dab.yaml"),
                         animator.load_retarget_config(three_arm_retarget(tmp_path / "r.yaml")),
                         animator.RenderOptions(format="glb", max_frames=20))
     path = tmp_path / "three_arms.glb"

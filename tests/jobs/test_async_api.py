@@ -85,13 +85,13 @@ ASYNC = {"Prefer": "respond-async"}
 
 
 def _wait_ended(server, location: str, timeout: float = 120) -> dict:
-    t_end = time.monotonic() + timeout
-    while time.monotonic() < t_end:
-        job = requests.get(server.url + location, timeout=10).json()
-        if job["status"] in ("succeeded", "failed"):
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"{location} not ended after {timeout} s: {job}")
+    seen: list[dict] = []
+
+    def ended() -> dict | None:
+        seen.append(requests.get(server.url + location, timeout=10).json())
+        return seen[-1] if seen[-1]["status"] in ("succeeded", "failed") else None
+
+    return wait.until(ended, timeout, lambda: f"{location} ended: {seen[-1:]}", every=0.2)
 
 
 
@@ -184,12 +184,11 @@ def test_the_webhook_arrives_signed_and_is_retried_with_backoff(pod, page):
         forged = receiver.received[0][1].replace(b"succeeded", b"failed", 1)
         assert not hmac.compare_digest(receiver.received[0][0]["X-Doodlepod-Signature"],
                                        "sha256=" + hmac.new(SECRET.encode(), forged, hashlib.sha256).hexdigest())
-        t_end = time.monotonic() + 20
-        while time.monotonic() < t_end:
+        def settled() -> dict | None:
             job = requests.get(f"{pod.url}/jobs/{job_id}", timeout=10).json()
-            if job["webhook"]["status"] != "pending":
-                break
-            time.sleep(0.2)
+            return job if job["webhook"]["status"] != "pending" else None
+
+        job = wait.until(settled, 20, "the webhook's delivery settled", every=0.2)
         assert job["webhook"] == {"url": receiver.url, "status": "delivered", "attempts": 3}
     finally:
         receiver.close()

@@ -14,7 +14,7 @@ import requests
 
 from app.jobs.egress import Allowance, CallbackRefused, check_callback
 from app.jobs.webhooks import deliver
-from tests.support import stack
+from tests.support import stack, wait
 from tests.support.jobstack import app_and_worker
 from tests.support.rawhttp import Tarpit
 from tests.support.receiver import CallbackReceiver
@@ -151,24 +151,18 @@ def test_a_tarpit_receiver_does_not_delay_another_clients_callback(pod, page):
     try:
         for _ in range(4):   # more slow callbacks than the old worker had delivery threads
             assert _submit(pod, page, tarpit.url).status_code == 202
-        t_end = time.monotonic() + 60
-        while tarpit.connections < 2 and time.monotonic() < t_end:
-            time.sleep(0.1)
-        assert tarpit.connections >= 2, "the tarpit's callbacks never started"
+        wait.until(lambda: tarpit.connections >= 2, 60, "the tarpit's callbacks started", every=0.1)
         resp = _submit(pod, page, normal.url, client="198.51.100.20")    # another client
         assert resp.status_code == 202, resp.text
         location = resp.headers["Location"]
-        t_end = time.monotonic() + 90
-        while time.monotonic() < t_end:
+        def job_ended() -> dict | None:
             job = requests.get(pod.url + location, timeout=10).json()
-            if job["status"] in ("succeeded", "failed"):
-                break
-            time.sleep(0.1)
+            return job if job["status"] in ("succeeded", "failed") else None
+
+        job = wait.until(job_ended, 90, f"{location} ended", every=0.1)
         ended = time.monotonic()
         assert job["status"] == "succeeded", job
-        while not normal.arrived and time.monotonic() < ended + 20:
-            time.sleep(0.1)
-        assert normal.arrived, "the normal receiver's callback did not arrive within 20 s"
+        wait.until(lambda: normal.arrived, 20, "the normal receiver's callback", every=0.1)
         assert normal.arrived[0][0] - ended < 5, normal.arrived[0][0] - ended
     finally:
         tarpit.close()

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import io
 import re
-import time
 
 import numpy as np
 import pytest
 import requests
 from PIL import Image
 
-from tests.animator.test_pose_model import PHOTO, _frame, _placements, _write_video
-from tests.support import stack
+from tests.support import stack, wait
 from tests.support.jobstack import app_and_worker
+from tests.support.person_video import PHOTO, frame, placements, write_video
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -60,8 +59,8 @@ def pod(redis_server, torchserve, workdir):
 @pytest.fixture(scope="module")
 def person_mp4(tmp_path_factory) -> bytes:
     photo = Image.open(PHOTO).convert("RGB")
-    frames = [_frame(photo, *p) for p in _placements(45)]  # 3 s at 15 fps
-    return _write_video(tmp_path_factory.mktemp("v") / "person.mp4", frames).read_bytes()
+    frames = [frame(photo, *p) for p in placements(45)]  # 3 s at 15 fps
+    return write_video(tmp_path_factory.mktemp("v") / "person.mp4", frames).read_bytes()
 
 
 def _upload(pod, data: bytes, name: str = "dance.mp4") -> requests.Response:
@@ -70,15 +69,13 @@ def _upload(pod, data: bytes, name: str = "dance.mp4") -> requests.Response:
 
 def _follow(pod, location: str, timeout: float = 180) -> tuple[dict, list[dict]]:
     """Poll the job until it ends: (last answer, every answer seen)."""
-    seen = []
-    t_end = time.monotonic() + timeout
-    while time.monotonic() < t_end:
-        job = requests.get(pod.url + location, timeout=10).json()
-        seen.append(job)
-        if job["status"] in ("succeeded", "failed"):
-            return job, seen
-        time.sleep(0.1)
-    raise AssertionError(f"{location} not ended after {timeout} s: {seen[-1]}")
+    seen: list[dict] = []
+
+    def ended() -> dict | None:
+        seen.append(requests.get(pod.url + location, timeout=10).json())
+        return seen[-1] if seen[-1]["status"] in ("succeeded", "failed") else None
+
+    return wait.until(ended, timeout, lambda: f"{location} ended: {seen[-1:]}", every=0.1), seen
 
 
 def test_a_video_becomes_a_motion_the_client_renders_by_name(pod, page, person_mp4):
@@ -120,7 +117,7 @@ def test_a_video_becomes_a_motion_the_client_renders_by_name(pod, page, person_m
 
 def test_a_blank_video_fails_the_job_with_no_person(pod, tmp_path):
     blank = [np.full((240, 320, 3), 128, np.uint8)] * 10
-    with_nobody = _write_video(tmp_path / "blank.mp4", blank).read_bytes()
+    with_nobody = write_video(tmp_path / "blank.mp4", blank).read_bytes()
     resp = _upload(pod, with_nobody)
     assert resp.status_code == 202, resp.text
     job, _ = _follow(pod, resp.headers["Location"])
@@ -130,7 +127,7 @@ def test_a_blank_video_fails_the_job_with_no_person(pod, tmp_path):
 
 def test_a_video_too_long_fails_before_decoding(pod, tmp_path):
     still = np.asarray(Image.open(PHOTO).convert("RGB").resize((160, 160)))
-    long_video = _write_video(tmp_path / "long.mp4", [still] * 12, fps=1.0).read_bytes()  # 12 s
+    long_video = write_video(tmp_path / "long.mp4", [still] * 12, fps=1.0).read_bytes()  # 12 s
     job, seen = _follow(pod, _upload(pod, long_video).headers["Location"])
     assert job["status"] == "failed" and job["error"]["code"] == "invalid_video", job
     assert "at most 10 s" in job["error"]["message"]

@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from app.jobs.queue import JobQueue, JobsUnavailable, QueueFull
+from tests.support import wait
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(120)]
 
@@ -58,9 +59,8 @@ def test_a_stopped_workers_job_is_redelivered_and_the_old_owner_is_fenced(queue)
     first = queue.take("w1", 100)
     a = queue.start(first, "w1")
     assert queue.take("w2", 50) is None           # not yet idle for the visibility timeout
-    time.sleep(0.7)
-    again = queue.take("w2", 50)
-    assert again is not None and again.redelivered and again.job_id == job_id
+    again = wait.until(lambda: queue.take("w2", 50), 10, "the job redelivered after the visibility timeout")
+    assert again.redelivered and again.job_id == job_id
     b = queue.start(again, "w2")
     assert b.verdict == "run" and queue.get(job_id)["attempts"] == 2
     assert not queue.succeed(first, a.owner, {"by": "w1"})   # w1 lost the job: its result is refused
@@ -82,13 +82,9 @@ def test_a_heartbeat_keeps_the_job(queue):
 def test_attempts_used_up_by_dead_workers_end_failed_and_dead_lettered(queue):
     job_id = queue.submit("animate", {}, b"x", callback_url="http://127.0.0.1:9/hook").job["id"]
     for worker in ("w1", "w2"):
-        taken = queue.take(worker, 100) if worker == "w1" else None
-        if taken is None:
-            time.sleep(0.7)
-            taken = queue.take(worker, 100)
+        taken = wait.until(lambda: queue.take(worker, 100), 10, f"the job delivered to {worker}")
         assert queue.start(taken, worker).verdict == "run"
-    time.sleep(0.7)
-    taken = queue.take("w3", 100)
+    taken = wait.until(lambda: queue.take("w3", 100), 10, "the job delivered to w3")
     assert queue.start(taken, "w3").verdict == "dead"
     job = queue.get(job_id)
     assert job["status"] == "failed" and job["attempts"] == 2 and job["error"]["code"] == "attempts_exhausted"
@@ -127,8 +123,7 @@ def test_has_work_sees_new_and_abandoned_entries_and_consumes_nothing(queue):
     taken = queue.take("w1", 100)
     assert taken is not None and taken.job_id == job_id
     assert not queue.has_work()                           # delivered, its worker still within the timeout
-    time.sleep(queue.visibility_s + 0.2)
-    assert queue.has_work()                               # its worker stopped: it can be taken over
+    wait.until(queue.has_work, queue.visibility_s + 10, "the job up for taking over")  # its worker stopped
     assert queue.take("w2", 0).job_id == job_id
 
 

@@ -62,13 +62,11 @@ def _submit(q: JobQueue, image: Image.Image) -> str:
 
 
 def _wait_status(q: JobQueue, job_id: str, statuses: set[str], timeout: float) -> dict:
-    t_end = time.monotonic() + timeout
-    while time.monotonic() < t_end:
+    def reached() -> dict | None:
         job = q.get(job_id)
-        if job and job["status"] in statuses:
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} not {statuses} after {timeout} s: {q.get(job_id)}")
+        return job if job and job["status"] in statuses else None
+
+    return wait.until(reached, timeout, lambda: f"job {job_id} {statuses}: {q.get(job_id)}", every=0.2)
 
 
 def _wait_log(worker: WorkerProcess, text: str, timeout: float) -> None:

@@ -14,9 +14,7 @@ what the models see. No GPU on this machine: the handlers run on CPU; the same c
 from __future__ import annotations
 
 import concurrent.futures as cf
-import io
 import json
-import math
 import re
 import socket
 import subprocess
@@ -26,13 +24,13 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import numpy as np
 import pytest
-from PIL import Image, ImageDraw
+from PIL import Image
 
 from handlers import readiness
 from handlers.torchserve_local import LocalTorchServe
 from tests.conftest import REPO
+from tests.support.model_answers import assert_detections, assert_pose, drawing, encoded
 
 pytestmark = [pytest.mark.e2e, pytest.mark.model_stack]
 
@@ -62,27 +60,6 @@ def torchserve(model_store, tmp_path_factory):
 
 
 # -- helpers ------------------------------------------------------------------------------------------------
-def drawing(width: int, height: int, seed: int = 0) -> Image.Image:
-    """A child's-drawing stand-in: a dark stick figure on off-white paper, in image pixels."""
-    rng = np.random.default_rng(seed)
-    img = Image.new("RGB", (width, height), (245, 242, 235))
-    d = ImageDraw.Draw(img)
-    cx, top, s = width / 2, height * 0.15, min(width, height) / 10
-    d.ellipse([cx - s, top, cx + s, top + 2 * s], outline=(20, 20, 30), width=3)
-    hip = (cx, top + 6 * s)
-    d.line([(cx, top + 2 * s), hip], fill=(20, 20, 30), width=3)
-    for dx in (-1, 1):
-        d.line([(cx, top + 3 * s), (cx + dx * 2.5 * s, top + (2 + rng.random()) * s)], fill=(20, 20, 30), width=3)
-        d.line([hip, (cx + dx * 1.5 * s, top + 8.5 * s)], fill=(20, 20, 30), width=3)
-    return img
-
-
-def encoded(img: Image.Image, fmt: str) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, format=fmt, **({"quality": 92} if fmt == "JPEG" else {}))
-    return buf.getvalue()
-
-
 def post(url: str, data: bytes | None = None, content_type: str | None = None, multipart: bool = False,
          timeout: float = 120.0) -> tuple[int, object, dict]:
     """POST raw bytes or a multipart form with the bytes in field ``data``; return (status, json, headers)."""
@@ -110,31 +87,6 @@ def post(url: str, data: bytes | None = None, content_type: str | None = None, m
 
 def predict_url(server: LocalTorchServe, model: str) -> str:
     return f"{server.inference_url}/predictions/{model}"
-
-
-def assert_detections(answer: object, width: int, height: int) -> None:
-    assert isinstance(answer, list) and 0 < len(answer) <= 10, answer   # tiny detector: biased to report boxes
-    scores = [d["score"] for d in answer]
-    assert scores == sorted(scores, reverse=True)
-    for det in answer:
-        assert set(det) == {"bbox", "score", "category"}
-        l, t, r, b = det["bbox"]
-        assert 0 <= l <= r <= width and 0 <= t <= b <= height, (det["bbox"], width, height)
-        assert 0.5 <= det["score"] <= 1.0
-        assert det["category"] == "drawn_humanoid"
-
-
-def assert_pose(answer: object, width: int, height: int) -> None:
-    assert isinstance(answer, list) and len(answer) == 1, answer
-    person = answer[0]
-    assert set(person) == {"keypoints", "bbox", "score"}
-    assert person["bbox"] == [0.0, 0.0, float(width), float(height)]
-    kps = person["keypoints"]
-    assert len(kps) == 17 and all(len(k) == 3 for k in kps)
-    for x, y, s in kps:
-        assert 0 <= x <= width - 1 and 0 <= y <= height - 1, (x, y, width, height)
-        assert math.isfinite(s)
-    assert person["score"] == pytest.approx(float(np.mean([k[2] for k in kps])), abs=1e-4)
 
 
 # -- readiness and configuration ---------------------------------------------------------------------------

@@ -25,8 +25,8 @@ import yaml
 from handlers.drawn_humanoid_detector import DrawnHumanoidDetectorHandler
 from handlers.drawn_humanoid_pose_estimator import DrawnHumanoidPoseEstimatorHandler
 from tests.conftest import REPO
-from tests.model.test_checkpoint_convert import LEGACY_DETECTOR_CONFIG, LEGACY_POSE_CONFIG, save_legacy
-from tests.model.test_handlers import assert_detections, assert_pose, drawing, encoded
+from tests.support.legacy_checkpoints import LEGACY_DETECTOR_CONFIG, LEGACY_POSE_CONFIG, save_legacy
+from tests.support.model_answers import assert_detections, assert_pose, drawing, encoded
 
 pytestmark = pytest.mark.model_stack
 

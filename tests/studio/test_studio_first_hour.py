@@ -12,7 +12,6 @@ import requests
 
 from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.studio.test_studio_page import char1_pose
 from tests.support import make_run_pod, stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -20,7 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(600)]
 
 @pytest.fixture(scope="module")
 def server(torchserve):
-    torchserve.set_control(pose=char1_pose())
+    torchserve.set_control(pose=stack.char1_pose())
     with make_run_pod.pod("dp-studio-hour-", torchserve, redis=False) as app:
         try:
             yield app

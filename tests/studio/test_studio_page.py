@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import math
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urljoin
 
@@ -31,7 +30,7 @@ from PIL import Image
 
 from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.support import make_run_pod, stack
+from tests.support import make_run_pod, stack, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -42,16 +41,10 @@ JOINT = "left_elbow"
 DRAG = (-14, 10)  # CSS pixels the test drags JOINT by (towards the body: it stays on the drawing)
 
 
-def char1_pose() -> dict:
-    """The fake pose model's control: char1's joints, as fractions of whatever crop it is sent."""
-    texture, joints = stack.load_fixture_character("char1")
-    return {"mode": "fractions", "fractions": stack.pose_fractions(Image.fromarray(texture), joints)}
-
-
 @pytest.fixture(scope="module")
 def torchserve(torchserve):
     """The shared fake-model TorchServe (tests/conftest.py), its pose model placing char1's joints."""
-    torchserve.set_control(pose=char1_pose())
+    torchserve.set_control(pose=stack.char1_pose())
     return torchserve
 
 
@@ -343,15 +336,12 @@ def _open_with_only_jumping(open_page, server, doc):
 
 
 def _wait_in_flight(server, n: int, timeout: float = 60) -> None:
-    t_end = time.monotonic() + timeout
-    while True:
+    def in_flight() -> float:
         text = requests.get(f"{server.url}/metrics", timeout=10).text
-        got = sum(float(line.split()[-1]) for line in text.splitlines()
-                  if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
-        if got >= n:
-            return
-        assert time.monotonic() < t_end, f"{n} renders not in flight after {timeout} s"
-        time.sleep(0.05)
+        return sum(float(line.split()[-1]) for line in text.splitlines()
+                   if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
+
+    wait.until(lambda: in_flight() >= n, timeout, f"{n} renders in flight")
 
 
 def test_phone_touch_drag_and_save(server, open_page):
@@ -426,7 +416,7 @@ def test_another_detection_becomes_the_box(server, torchserve, open_page):
     page_image.paste(small, (550, 300))
     boxes = [{"bbox": [50, 100, 355, 461], "score": 0.9, "category": "drawn_humanoid"},
              {"bbox": [550, 300, 855, 661], "score": 0.5, "category": "drawn_humanoid"}]
-    torchserve.set_control(detector={"mode": "boxes", "boxes": boxes}, pose=char1_pose())
+    torchserve.set_control(detector={"mode": "boxes", "boxes": boxes}, pose=stack.char1_pose())
     try:
         page = open_page(1280, 800)
         page.goto(f"{server.url}/studio")
@@ -441,7 +431,7 @@ def test_another_detection_becomes_the_box(server, torchserve, open_page):
         page.get_by_test_id("save").click()
         page.wait_for_function("() => window.studio.timings.length > 0", timeout=120_000)
     finally:
-        torchserve.set_control(pose=char1_pose())
+        torchserve.set_control(pose=stack.char1_pose())
     assert get_doc(server, cid)["bbox"] == [550, 300, 855, 661]
 
 
@@ -494,7 +484,7 @@ def test_models_miss_so_the_person_places_box_and_joints(server, torchserve, ope
         cid = page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('character')")
         doc = get_doc(server, cid)
     finally:
-        torchserve.set_control(pose=char1_pose())
+        torchserve.set_control(pose=stack.char1_pose())
     assert torchserve.calls()[calls_before:] == [], "the manual character went through the models"
     assert doc["detections"] == []
     ink = stack.ink_box(page_image)  # where the drawing's paper lies on the white page

@@ -17,19 +17,18 @@ import pytest
 import requests
 from PIL import Image
 
-from tests.animator.test_pose_model import PHOTO, _frame, _placements, _write_video
 from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.studio.test_studio_page import char1_pose
 from tests.support import stack
 from tests.support.jobstack import RedisServer, app_and_worker
+from tests.support.person_video import PHOTO, frame, placements, write_video
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
 def torchserve(torchserve):
-    torchserve.set_control(pose=char1_pose())
+    torchserve.set_control(pose=stack.char1_pose())
     return torchserve
 
 
@@ -53,7 +52,7 @@ def server(torchserve, tmp_path_factory):
 
 def test_a_video_becomes_a_motion_in_the_picker_and_renders(server, open_page, tmp_path):
     photo = Image.open(PHOTO).convert("RGB")
-    video = _write_video(tmp_path / "me.mp4", [_frame(photo, *p) for p in _placements(30)])  # 2 s at 15 fps
+    video = write_video(tmp_path / "me.mp4", [frame(photo, *p) for p in placements(30)])  # 2 s at 15 fps
     page = open_page(1280, 800)
     page.goto(f"{server.url}/studio")
     page.wait_for_selector("body[data-ready=true]")
@@ -95,7 +94,7 @@ def test_a_video_becomes_a_motion_in_the_picker_and_renders(server, open_page, t
 def test_a_video_with_nobody_says_so(server, open_page, tmp_path):
     import numpy as np
 
-    blank = _write_video(tmp_path / "empty.mp4", [np.full((240, 320, 3), 200, np.uint8)] * 8)
+    blank = write_video(tmp_path / "empty.mp4", [np.full((240, 320, 3), 200, np.uint8)] * 8)
     page = open_page(1280, 800)
     page.goto(f"{server.url}/studio")
     page.wait_for_selector("body[data-ready=true]")

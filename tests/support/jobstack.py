@@ -20,13 +20,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import procs
+from . import procs, wait
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,14 +61,13 @@ class RedisServer:
         log = open(self.folder / "server.log", "ab")
         self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        t_end = time.monotonic() + timeout
-        while time.monotonic() < t_end:
+        def answering() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"redis server exited: {(self.folder / 'server.log').read_text()[-2000:]}")
-            if self.answers():
-                return self
-            time.sleep(0.05)
-        raise RuntimeError(f"redis server not answering on {self.port} after {timeout} s")
+            return self.answers()
+
+        wait.until(answering, timeout, f"the redis server answering on {self.port}")
+        return self
 
     def answers(self) -> bool:
         try:
@@ -122,14 +120,13 @@ class WorkerProcess:
             self.proc = subprocess.Popen([sys.executable, "-m", "app.jobs.worker"], cwd=REPO, env=self.env, stdout=fh,
                                          preexec_fn=pin,
                                          stderr=subprocess.STDOUT, start_new_session=True)
-        t_end = time.monotonic() + timeout
-        while time.monotonic() < t_end:
+        def started() -> bool:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited with {self.proc.returncode}: {self.log_text()[-3000:]}")
-            if " started: " in self.log_text()[offset:]:
-                return self
-            time.sleep(0.1)
-        raise RuntimeError(f"worker did not start in {timeout} s: {self.log_text()[-3000:]}")
+            return " started: " in self.log_text()[offset:]
+
+        wait.until(started, timeout, lambda: f"the worker started: {self.log_text()[-3000:]}", every=0.1)
+        return self
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""

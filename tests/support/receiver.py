@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from . import wait
+
 
 class CallbackReceiver:
     """Takes POSTed callbacks at :attr:`url`: the first ``fail_first`` are answered 500, the rest 204 at once.
@@ -38,10 +40,7 @@ class CallbackReceiver:
 
     def wait(self, n: int, timeout: float = 60) -> None:
         """Until ``n`` callbacks arrived (fails after ``timeout`` seconds)."""
-        t_end = time.monotonic() + timeout
-        while len(self.received) < n and time.monotonic() < t_end:
-            time.sleep(0.05)
-        assert len(self.received) >= n, f"{len(self.received)} of {n} callbacks arrived"
+        wait.until(lambda: len(self.received) >= n, timeout, lambda: f"{n} callbacks ({len(self.received)} arrived)")
 
     def close(self) -> None:
         self.server.shutdown()

@@ -8,13 +8,17 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def until(condition: Callable[[], T], timeout: float, what: str = "", every: float = 0.05) -> T:
-    """Call ``condition`` until it answers something true (returned), or fail after ``timeout`` seconds."""
+def until(condition: Callable[[], T], timeout: float, what: str | Callable[[], str] = "", every: float = 0.05) -> T:
+    """Call ``condition`` until it answers something true (returned), or fail after ``timeout`` seconds.
+
+    ``what`` names what is awaited in the failure's message; a function is called then, so the
+    message can show the last state seen. What ``condition`` raises propagates at once."""
     end = time.monotonic() + timeout
     while True:
         found = condition()
         if found:
             return found
         if time.monotonic() >= end:
-            raise AssertionError(f"not true after {timeout:g} s: {what or condition}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"not true after {timeout:g} s: {said or condition}")
         time.sleep(every)
