@@ -52,19 +52,9 @@ def digest(client: str) -> str:
     return hashlib.sha256(client.encode()).hexdigest()[:24]
 
 
-def request_client() -> str:
-    """The client of the current Flask request (the token counts only when the server checks tokens)."""
-    from flask import g, request
+def current() -> str:
+    """The client of the current Flask request, as :func:`app.http.api.request_client` set it when the
+    request began (empty outside a request)."""
+    from flask import g, has_request_context
 
-    cached = g.get("client_identity")
-    if cached is not None:
-        return cached
-    from .http.api import client_address
-    from .services import services
-
-    token = ""
-    if services().settings.auth_token:
-        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-        token = value.strip() if scheme.lower() == "bearer" else ""
-    g.client_identity = who = client_id(token, client_address())
-    return who
+    return g.get("client_identity", "") if has_request_context() else ""

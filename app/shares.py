@@ -224,6 +224,10 @@ class LocalStorageLedger(StorageLedger):
 
 # --- the shares of one deployment -----------------------------------------------------------------
 
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes < 10 * 2**20 else f"{nbytes / 2**20:.0f} MiB"
+
+
 def storage_share_bytes(settings: Any) -> int:
     """DOODLEPOD_CLIENT_STORAGE_MB in bytes; its default (0) is a tenth of DOODLEPOD_STORAGE_BUDGET_MB
     (no share when neither is set)."""
@@ -250,8 +254,8 @@ class Shares:
             return
         wait = self.ledger.retry_after_s(live, used - self.storage_bytes + 1)
         raise StorageShareUsed(
-            f"this client stored {used / 2**20:.0f} MiB within {self.settings.expiry_hours:g} h, its share of "
-            f"{self.storage_bytes / 2**20:.0f} MiB (DOODLEPOD_CLIENT_STORAGE_MB); files expire after "
+            f"this client stored {_mib(used)} within {self.settings.expiry_hours:g} h, its share of "
+            f"{_mib(self.storage_bytes)} (DOODLEPOD_CLIENT_STORAGE_MB); files expire after "
             f"{self.settings.expiry_hours:g} h and DELETE /characters/{{id}} gives room back: retry in "
             f"{max(1, math.ceil(wait))} s", wait)
 

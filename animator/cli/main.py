@@ -199,10 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar (it is drawn on stderr only when stderr is a terminal)")
     # the usage names every way in, each line written by argparse from its own parser
+    from animator.cli.scene import build_parser as scene_parser
     from animator.video.motion import build_parser as video_parser
 
-    video = video_parser(f"{prog} motion-from-video")
-    p.usage = "\n       ".join(part.format_usage().removeprefix("usage: ").rstrip() for part in (p, video)) \
+    parts = (p, video_parser(f"{prog} motion-from-video"), scene_parser())
+    p.usage = "\n       ".join(part.format_usage().removeprefix("usage: ").rstrip() for part in parts) \
         + f"\n       {prog} --list-motions"
     return p
 

@@ -50,8 +50,8 @@ def _animate_async(fields: AnimateForm):
     motions = motion_list(fields.motions)
     check_image_header(fields.image)
     if fields.every_character:   # every character of the photo together (a scene, app/scenes/)
-        payload = {"motions": [m.name for m in motions], "format": fields.format, "every_character": True,
-                   "base_url": base_url()}
+        payload = {"motions": [m.name for m in motions], "format": fields.format, "size": fields.size,
+                   "every_character": True, "base_url": base_url()}
         return submit("animate", payload, fields.image, fields.callback_url)
     payload = {"motions": [m.name for m in motions], "format": fields.format, "size": fields.size,
                "joints": skeleton_json(fields.joints), "bbox": fields.bbox, "base_url": base_url()}
@@ -76,10 +76,11 @@ def check_image_header(data: bytes) -> None:
 def _animate(fields: AnimateForm, deadline: Deadline):
     if fields.every_character:   # every character of the photo together (a scene, app/scenes/)
         named = motion_list(fields.motions)
+        check_image_header(fields.image)
         with render_slot():
             timings: dict[str, float] = {}
             answer = services().scenes.animate_photo(fields.image, services().motions, [m.name for m in named],
-                                                     fields.format, deadline, timings, base_url())
+                                                     fields.format, deadline, timings, base_url(), size=fields.size)
         return jsonify(**answer, timings_ms=timings)
     clip = uploaded_clip(fields, deadline)
     named: list = []

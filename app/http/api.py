@@ -18,6 +18,7 @@ from typing import Any
 from flask import Blueprint, g, request
 
 from .. import metrics
+from ..clients import client_id
 from ..deadline import Deadline
 from ..errors import ApiError, BadRequest, Overloaded, RequestTimeout, Unauthorized
 from ..intake import body
@@ -106,7 +107,7 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     :data:`BACKGROUND`, from :func:`request_priority` where a route can give a slot up) never
     waits. Yields the :class:`app.render.admission.Slot`: background work calls its ``check()`` while
     it renders, to give the slot up when a request wants it."""
-    from ..clients import digest, request_client
+    from ..clients import digest
     from ..render.admission import BACKGROUND, RENDER
 
     svc = services()
@@ -124,7 +125,7 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     if wait_s > 0:
         metrics.RENDERS_WAITING.inc()
         try:
-            slot = svc.slots.acquire(priority, wait_s, owner=owner)
+            slot = svc.slots.acquire(priority, wait_s, owner=owner, fair=bool(share))
         finally:
             metrics.RENDERS_WAITING.dec()
     else:
@@ -168,6 +169,19 @@ def client_address() -> str:
                                                   services().settings.trusted_proxies)
     return address
 
+
+def request_client() -> str:
+    """The client of the current request (:mod:`app.clients` says what names one); the bearer token
+    counts only when the server checks tokens. Computed once per request (``g.client_identity``)."""
+    cached = g.get("client_identity")
+    if cached is not None:
+        return cached
+    token = ""
+    if services().settings.auth_token:
+        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
+        token = value.strip() if scheme.lower() == "bearer" else ""
+    g.client_identity = who = client_id(token, client_address())
+    return who
 
 def forwarded_client(peer: str, forwarded: list[str], trusted: tuple[str, ...]) -> str:
     """The client behind ``peer`` given the X-Forwarded-For header lines and the trusted networks."""

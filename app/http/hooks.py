@@ -30,6 +30,8 @@ def _begin() -> None:
     g.t0 = time.perf_counter()
     incoming = request.headers.get("X-Request-ID", "")
     g.request_id = incoming if _REQUEST_ID.match(incoming) else new_request_id()
+    from .api import request_client
+    request_client()  # who is asking, once, before any room needs it (app.clients.current)
 
 
 def _finish(response: Response) -> Response:

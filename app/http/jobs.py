@@ -24,13 +24,12 @@ from typing import Any
 from flask import Blueprint, Response, g, jsonify, request
 
 from .. import metrics, shares
-from ..clients import request_client
 from ..errors import ApiError, NotFound
 from ..jobs.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ..jobs.idempotency import check_record, fingerprint, redis_key, validate_key
 from ..jobs.queue import REDIS_ERRORS, JobsUnavailable
 from ..services import services
-from .api import json_body
+from .api import json_body, request_client
 
 log = logging.getLogger("doodlepod.http")
 

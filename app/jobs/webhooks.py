@@ -92,11 +92,8 @@ def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver | No
         check_callback(url, allow, resolve)
         return url
     if not client:
-        from flask import has_request_context
-
-        if has_request_context():
-            from ..clients import request_client
-            client = request_client()
+        from ..clients import current
+        client = current()
     if _LOOKING_UP.get(client, 0) >= 1:
         from ..shares import CallbackDnsShareUsed
         raise CallbackDnsShareUsed("this client has a callback_url being looked up already; one at a time per "

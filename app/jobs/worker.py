@@ -81,7 +81,7 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
     if payload.get("every_character"):
         timings: dict[str, float] = {}
         answer = ctx.scenes.animate_photo(image or b"", ctx.motions, payload["motions"], payload["format"], deadline,
-                                          timings, payload["base_url"], progress=progress)
+                                          timings, payload["base_url"], progress=progress, size=payload.get("size"))
         return {**answer, "timings_ms": timings}
     joints = None
     if payload.get("joints") is not None:

@@ -90,7 +90,8 @@ class InflightSlots:
             return 0
         return sum(1 for i in range(self.count) if _read(self.folder / f"slot-{i}").split()[2:3] == [owner])
 
-    def acquire(self, priority: str = RENDER, wait_s: float = 0.0, owner: str = "") -> "Slot | None":
+    def acquire(self, priority: str = RENDER, wait_s: float = 0.0, owner: str = "",
+                fair: bool = False) -> "Slot | None":
         """A held slot: at once, or (a :data:`RENDER` request) after waiting at most ``wait_s`` in
         the waiting room while background holders give theirs up; None when refused. A request
         does not pass those already waiting: while the room is not empty, a freed slot is theirs."""
@@ -100,7 +101,9 @@ class InflightSlots:
         if slot is not None:
             return slot
         self.want()
-        if wait_s <= 0 or self.overloaded() or self.expected_wait() > wait_s:
+        # ``fair``: the caller holds no slot (per-client render shares are on), so it may wait even on a pod
+        # that turned others away: otherwise under overload a freed slot goes to whoever retries fastest
+        if wait_s <= 0 or (self.overloaded() and not fair) or self.expected_wait() > wait_s:
             return None
         place = self._take_place()
         if place is None:

@@ -427,9 +427,11 @@ class Scenes:
     # -- the mobile contract's opt-in ---------------------------------------------------------
     def animate_photo(self, image: bytes, library: dict[str, Any], motions: list[str], fmt: str,
                       deadline: Deadline, timings: dict[str, float], base_url: str,
-                      progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                      progress: Callable[[dict[str, Any]], None] | None = None,
+                      size: int | None = None) -> dict[str, Any]:
         """POST /animate with ``every_character``: a scene of every character in the photo, rendered once
-        per motion with every character doing it (the caller holds the render slot). Returns the
+        per motion with every character doing it, ``size`` its longer side (default DOODLEPOD_RENDER_SIZE; the
+        caller holds the render slot). Returns the
         answer's fields: ``id`` (the scene's), ``animations`` {motion: URL}, ``character`` (the best
         detection's box and joints, as without the opt-in), ``scene`` and ``skipped``."""
         from contextlib import nullcontext
@@ -437,8 +439,8 @@ class Scenes:
         record, skipped = self.from_photo(image, None, motions[:1], {"kind": "page"}, None, deadline, timings)
         animations: dict[str, str] = {}
         for name in motions:
-            _, out = self.render(record.id, library, fmt, self.settings.render_size, None, None, deadline, timings,
-                                 base_url, nullcontext, progress=progress, motion=name)
+            _, out = self.render(record.id, library, fmt, size or self.settings.render_size, None, None, deadline,
+                                 timings, base_url, nullcontext, progress=progress, motion=name)
             animations[name] = out["url"]
         best, _ = self.characters.load(record.characters[0]["id"], deadline)
         public = best.public(lambda key: key)

@@ -116,3 +116,21 @@ def test_the_studio_link_starts_from_a_characters_photo(server, photo, open_page
                            timeout=120_000)
     assert page.get_by_test_id("scene-error").is_hidden()
     assert _scene_id(page)
+
+
+def test_the_studio_offers_all_the_drawings_it_found_together(server, photo, open_page):
+    """Uploading a photo of several drawings in the studio (one character, the best box) offers them all
+    together: the link opens the scenes page with every character found."""
+    path, _ = photo
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio")
+    page.wait_for_selector("body[data-ready=true]")
+    page.get_by_test_id("upload").set_input_files(str(path))
+    link = page.get_by_test_id("animate-all")
+    link.wait_for(state="visible", timeout=120_000)
+    assert link.text_content() == "Animate all 4 together"
+    page.screenshot(path=str(SCREENSHOTS / "studio-animate-all-1280x800.png"))
+    link.click()
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4",
+                           timeout=120_000)
+    assert "/studio-scenes" in page.url

@@ -72,7 +72,9 @@ def test_forwarded_addresses_from_an_untrusted_peer_are_ignored(page):
 
 
 def test_the_storage_budget_turns_work_away_before_the_volume_fills(page):
-    with stack.app_server("dp-budget-", lambda w: _env(w, DOODLEPOD_STORAGE_BUDGET_MB="3")) as server:
+    # the pod's budget alone: this one client's share (a tenth of the budget by default) set out of the way
+    with stack.app_server("dp-budget-", lambda w: _env(w, DOODLEPOD_STORAGE_BUDGET_MB="3",
+                                                        DOODLEPOD_CLIENT_STORAGE_MB="100")) as server:
         first = _create(server, page)
         assert first.status_code == 201, first.text
         files = Path(server.env["DOODLEPOD_LOCAL_DIR"])

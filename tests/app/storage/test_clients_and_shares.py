@@ -48,3 +48,21 @@ def test_render_slots_say_whose_they_are_across_processes(tmp_path):
     a.release()
     b.release()
     assert slots.held_by("client-a") == 0
+
+
+def test_a_client_holding_no_slot_may_wait_on_a_pod_that_turned_others_away(tmp_path):
+    import threading
+    import time
+
+    from app.render.admission import InflightSlots
+
+    slots = InflightSlots(tmp_path / "slots", 1)
+    held = slots.acquire(owner="hostile")
+    slots.retry_after()                                    # the pod turned someone away just now
+    assert slots.overloaded()
+    assert slots.acquire(wait_s=2.0, owner="good") is None  # the default: under overload nobody waits
+    threading.Timer(0.3, held.release).start()
+    t0 = time.monotonic()
+    got = slots.acquire(wait_s=2.0, owner="good", fair=True)
+    assert got is not None and 0.2 < time.monotonic() - t0 < 2.0 and slots.held_by("good") == 1
+    got.release()

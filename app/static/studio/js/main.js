@@ -253,6 +253,12 @@ function showDetections(doc) {
     button.addEventListener("click", () => editor.setBox(d.bbox));
     ui.detections.append(button);
   });
+  // several drawings on one page: all of them together, where they were drawn (the scenes page)
+  const all = document.createElement("a");
+  all.href = `studio-scenes#from=${encodeURIComponent(doc.id)}`;
+  all.dataset.testid = "animate-all";
+  all.textContent = `Animate all ${found.length} together`;
+  ui.detections.append(all);
 }
 
 function showOverlay(doc) {
