@@ -238,6 +238,7 @@ case $MODE in
     # page's tests is a system package; the Node tools read our glTF files (npm ci from the lockfile).
     scripts/install_browser.sh
     scripts/install_node_tools.sh
+    scripts/install_podman.sh  # the container engine of tests/pod and `make images`/`make pod`
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
