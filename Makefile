@@ -16,7 +16,7 @@ help: ## list targets
 venv: ## create/update the dev virtualenv: the shared one (outside the repo, reused while requirements are unchanged) and this checkout's .venv/
 	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh
 
-venv-app: ## only what the app needs (no torch, no model stack: seconds on a warm machine, about a minute cold)
+venv-app: ## only what the app needs: its requirements, this checkout's .venv and kernels (no torch, no model stack; make run starts with it)
 	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh --app
 
 lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyproject.toml)

@@ -159,3 +159,17 @@ def test_motion_from_video_refuses_a_window_too_long_in_one_line(tmp_path):
                  "--max-seconds", "1")
     assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
     assert "at most 1 s" in r.stderr
+
+
+def test_motion_from_video_of_a_person_says_one_line(tmp_path):
+    """Item 9 on the real pose model: the one useful line came after about 45 lines of MediaPipe's logs."""
+    pytest.importorskip("mediapipe")
+    from tests.support.person_video import PHOTO, frame, placements, write_video
+
+    photo = Image.open(PHOTO).convert("RGB")
+    video = write_video(tmp_path / "her.mp4", [frame(photo, *p) for p in placements(30)])  # 2 s at 15 fps
+    r = animator("motion-from-video", str(video), "-o", str(tmp_path / "her.bvh"), "--start", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert "her.bvh" in r.stderr and "0.5-2 s of the 2.0 s video" in r.stderr
+    assert (tmp_path / "her.bvh").read_text().startswith("HIERARCHY")

@@ -125,12 +125,30 @@ def test_a_blank_video_fails_the_job_with_no_person(pod, tmp_path):
     assert job["error"]["code"] == "no_person" and job["error"]["status"] == 422, job
 
 
-def test_a_video_too_long_fails_before_decoding(pod, tmp_path):
+def test_a_longer_video_uses_its_first_seconds_or_the_window_asked_for(pod, tmp_path):
+    """Issue 33 item 10: a video over DOODLEPOD_VIDEO_MAX_SECONDS was refused outright; now its first
+    seconds are used and the job says which part, or the part `start`/`end` choose."""
     still = np.asarray(Image.open(PHOTO).convert("RGB").resize((160, 160)))
     long_video = write_video(tmp_path / "long.mp4", [still] * 12, fps=1.0).read_bytes()  # 12 s
-    job, seen = _follow(pod, _upload(pod, long_video).headers["Location"])
+    job, _ = _follow(pod, _upload(pod, long_video).headers["Location"])
+    assert job["status"] == "succeeded", job
+    window = job["motion"]["window"]
+    assert (window["start_s"], window["end_s"], window["video_s"]) == (0.0, 10.0, 12.0), window
+    assert "the first 10 s" in window["note"] and job["motion"]["frames"] <= 11
+
+    r = requests.post(f"{pod.url}/motions", files={"video": ("long.mp4", long_video, "video/mp4")},
+                      data={"start": "8"}, timeout=60)
+    job, _ = _follow(pod, r.headers["Location"])
+    assert job["status"] == "succeeded", job
+    assert (job["motion"]["window"]["start_s"], job["motion"]["window"]["end_s"]) == (8.0, 12.0)
+    assert job["motion"]["window"]["note"] == "8-12 s of the 12.0 s video"
+
+    # a start after the video's end: refused before decoding
+    r = requests.post(f"{pod.url}/motions", files={"video": ("long.mp4", long_video, "video/mp4")},
+                      data={"start": "13"}, timeout=60)
+    job, _ = _follow(pod, r.headers["Location"])
     assert job["status"] == "failed" and job["error"]["code"] == "invalid_video", job
-    assert "at most 10 s" in job["error"]["message"]
+    assert "only 12.00 s long" in job["error"]["message"]
     assert job["progress"] == {"stage": "failed"}, job  # not one frame read
 
 
