@@ -1,9 +1,16 @@
 # doodlepod app container: the Flask API under gunicorn with gevent workers, plus the animator.
 # CPU only; talks to the model container (TorchServe) over localhost in the pod.
 #   docker build -f Dockerfile.app -t doodlepod-app .
+#   docker build -f Dockerfile.app --build-arg ROLE=worker -t doodlepod-worker .
 #   docker run -p 8000:8000 -e DOODLEPOD_TORCHSERVE_URL=http://host:8080 doodlepod-app
+# ROLE=worker: the same image plus the pose model that turns a video into a motion (mediapipe,
+# OpenCV, matplotlib: 370 MB), for the render worker (python -m app.jobs.worker), the only process
+# that runs it (the motion_from_video job); the API's image (ROLE=app, the default) leaves it out.
 # Settings: DOODLEPOD_* environment variables (app/config.py; `python -m app.config` lists them).
 # No HEALTHCHECK: Kubernetes probes /healthz (liveness) and /ping (readiness) itself.
+
+# Which image the last stage is: app (the API) or worker (the API's image + the video pose model).
+ARG ROLE=app
 
 # The animator's kernels (animator/_*.pyx) are compiled in a stage of their own: the runtime image
 # below gets the built modules and holds no compiler.
@@ -19,7 +26,7 @@ COPY setup.py ./
 COPY animator/_*.pyx animator/
 RUN python setup.py build_ext --inplace
 
-FROM python:3.11.11-slim-bookworm
+FROM python:3.11.11-slim-bookworm AS deps-app
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -31,10 +38,18 @@ WORKDIR /srv/doodlepod
 # Dependencies first (pinned), so code changes do not reinstall them.
 COPY requirements/animator.txt requirements/app.txt requirements/pose.txt requirements/
 RUN pip install --no-cache-dir -r requirements/app.txt
+
 # The pose model (a motion from a video): mediapipe without its declared dependencies (see pose.txt),
 # with the OpenCV and matplotlib builds it imports.
+FROM deps-app AS deps-worker
 RUN pip install --no-cache-dir opencv-python-headless==5.0.0.93 matplotlib==3.11.2 \
     && pip install --no-cache-dir --no-deps -r requirements/pose.txt
+
+# hadolint ignore=DL3006
+FROM deps-${ROLE}
+# (DL3006 ignored: deps-${ROLE} names one of the stages above, deps-app or deps-worker, not an image
+# from a registry, so there is no tag to pin.)
+WORKDIR /srv/doodlepod
 
 COPY animator/ animator/
 COPY --from=kernel /src/animator/*.so animator/

@@ -16,7 +16,7 @@ help: ## list targets
 venv: ## create/update the dev virtualenv: the shared one (outside the repo, reused while requirements are unchanged) and this checkout's .venv/
 	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh
 
-venv-app: ## only what the app needs (no torch, no model stack: seconds on a warm machine, about a minute cold)
+venv-app: ## only what the app needs: its requirements, this checkout's .venv and kernels (no torch, no model stack; make run starts with it)
 	@DOODLEPOD_VENV=$(VENV) scripts/bootstrap.sh --app
 
 lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyproject.toml)
@@ -25,7 +25,7 @@ lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyprojec
 test: venv lint ## install what is needed, lint, and run every test
 	$(PY) -m pytest -q tests
 
-FAST_TESTS := not e2e and not model_stack and not browser and not redis
+FAST_TESTS := not e2e and not model_stack and not browser and not redis and not pod
 test-fast: venv ## only the tests that need no server, model stack, browser or Redis (under a minute)
 	$(PY) -m pytest -q -n auto -m "$(FAST_TESTS)" tests
 
@@ -80,3 +80,14 @@ example-gif: venv ## re-render docs/example.gif from the fixtures
 	cd tests/fixtures/animated_drawings && PYTHONPATH=$(CURDIR) $(PY) -m animator examples/characters/char1 \
 	  --motion examples/config/motion/jumping_jacks.yaml --retarget examples/config/retarget/cmu1_pfp.yaml \
 	  -o $(CURDIR)/docs/example.gif --size 280x280 -v
+
+# --- containers: the two images and pod.yaml run by a container engine ---
+.PHONY: images pod pod-down
+images: ## build doodlepod-app:0.1.0, doodlepod-worker:0.1.0 and the CPU model image doodlepod-model:0.1.0-cpu with podman or docker (docs/deployment.md)
+	@scripts/images.sh
+
+pod: images ## run pod.yaml with podman play kube (CPU overlay) + deploy/redis.yaml's Redis; waits for /ping 200; Ctrl-C removes it
+	@scripts/pod.sh up
+
+pod-down: ## remove everything `make pod` started (pods, volumes, network)
+	@scripts/pod.sh down

@@ -148,8 +148,8 @@ model_half() {
   [[ -f "$full_stamp" && "$(cat "$full_stamp")" == "$full_key" ]] && return 0
   local start=$SECONDS eta=780
   compgen -G "$CACHE/wheels/mmcv-*/mmcv-*.whl" >/dev/null && eta=120
-  models_state preparing "Preparing the model server: installing torch and TorchServe. Photos can be animated once it is ready." \
-    "installing torch, TorchServe and the test tools (step 1 of 7)" 0 7 "$eta"
+  models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
+    "step 1 of 7, installing torch, TorchServe and the test tools" 0 7 "$eta"
   log "installing requirements/test.txt (torch, TorchServe, the test tools)"
   quiet_pip -r requirements/test.txt
   if [[ -x scripts/install_model_stack.sh ]]; then
@@ -238,6 +238,7 @@ case $MODE in
     # page's tests is a system package; the Node tools read our glTF files (npm ci from the lockfile).
     scripts/install_browser.sh
     scripts/install_node_tools.sh
+    scripts/install_podman.sh  # the container engine of tests/pod and `make images`/`make pod`
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;

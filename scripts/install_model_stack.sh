@@ -45,8 +45,8 @@ start=$SECONDS
 source scripts/models_state.sh
 STEPS=7  # of the models' preparation as `make run` counts it (bootstrap.sh: 1, run_local.sh: 7)
 step() {  # step N TEXT [ETA_S]: the state file says step N of $STEPS is under way
-  models_state preparing "Preparing the model server: $2. Photos can be animated once it is ready." \
-    "$2 (step $1 of $STEPS)" "$(($1 - 1))" "$STEPS" "${3:-60}"
+  models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
+    "step $1 of $STEPS, $2" "$(($1 - 1))" "$STEPS" "${3:-60}"
 }
 
 log() { printf '[model-stack %(%H:%M:%S)T +%4ds] %s\n' -1 "$((SECONDS - start))" "$*" >&2; }
@@ -149,8 +149,8 @@ with_heartbeat() {
     if [[ $what == mmcv* && $step =~ ^([0-9]+)/([0-9]+)$ ]]; then
       n_done=${BASH_REMATCH[1]} n_total=${BASH_REMATCH[2]}
       eta=$(( n_done > 0 ? (SECONDS - t0) * (n_total - n_done) / n_done + 60 : 720 ))
-      models_state preparing "Preparing the model server: compiling mmcv's C++ ops, once per machine ($(( (SECONDS - t0) / 60 )) min so far). Photos can be animated once it is ready." \
-        "compiling mmcv's C++ ops (step 3 of $STEPS)" "$n_done" "$n_total" "$eta"
+      models_state preparing "The model server is being prepared: mmcv compiles once per machine ($(( (SECONDS - t0) / 60 )) min so far); photos can be animated once it is ready." \
+        "step 3 of $STEPS, compiling mmcv's C++ ops" "$n_done" "$n_total" "$eta"
     fi
     if (( SECONDS >= next )); then
       log "  still building $what ($(( (SECONDS - t0) / 60 )) min${step:+, compile step [$step]})"

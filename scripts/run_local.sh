@@ -187,8 +187,8 @@ else
   log "the model stack is not installed yet: building it in the background (torch, TorchServe, the OpenMMLab"
   log "  stack; mmcv compiles from source once, ~11 min on 2 cores); progress below, in GET /ping's \"models\","
   log "  and in $MODEL_LOG"
-  models_state preparing "Preparing the model server: the model stack is being installed. Photos can be animated once it is ready." \
-    "installing the model stack (step 1 of 7)" 0 7 780
+  models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
+    "step 1 of 7, installing the model stack" 0 7 780
   (
     exec setsid bash -c 'nice -n 10 scripts/bootstrap.sh --models 2>&1 | tee "$1" \
       | grep --line-buffered -E "^\[(bootstrap|model-stack) |ERROR|rror:" | sed -u "s/^/  (background) /" >&2
@@ -241,8 +241,8 @@ models_failed() {  # models_failed MESSAGE: the app keeps running without models
 
 # build_archives, then start TorchServe in the background; 1 (and models_failed) when it cannot
 start_model_server() {
-  models_state preparing "Preparing the model server: building the model archives. Photos can be animated once it is ready." \
-    "building the model archives (step 7 of 7)" 6 7 40
+  models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
+    "step 7 of 7, building the model archives" 6 7 40
   command -v java >/dev/null || { models_failed "java not found (TorchServe needs Java 17, e.g. apt-get install openjdk-17-jre-headless)"; return 1; }
   [[ -x "$BIN/torchserve" ]] || { models_failed "torchserve is not installed in $VENV (run \`make venv\`)"; return 1; }
   if [[ $WEIGHTS != tiny ]] && fetch_and_build_released; then

@@ -2,7 +2,7 @@
 
 The document is ``openapi.yaml`` beside this module (every route, header, answer and error code,
 written by hand) plus the request schemas, generated from the request models
-(:mod:`app.intake.models`) when it is first served; tests/app/test_openapi_contract.py holds it to
+(:mod:`app.intake.models`) when it is first served; tests/app/http/test_openapi_contract.py holds it to
 the code. Its bounds are written as the settings' defaults and marked ``x-bounds: {keyword:
 SOURCE}`` (:mod:`app.intake.bounds`); :func:`spec` answers the document with each marked value
 taken from the running settings (or the Python constant named), so a deployment that raises

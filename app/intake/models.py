@@ -68,6 +68,11 @@ def _frames_need_a_clip(fields: AnimateForm | RenderRequest) -> None:
         raise BadRequest("'start_frame' and 'end_frame' select frames of an uploaded 'bvh' clip; none was sent")
 
 
+def _mp4_needs_an_even_size(fields: AnimateForm | SceneRenderRequest | RenderRequest) -> None:
+    if fields.format == "mp4" and fields.size % 2:  # H.264 in yuv420p: whole 2x2 chroma blocks
+        raise BadRequest(f"MP4 needs an even size, got {fields.size}")
+
+
 class AnimateForm(RequestModel):
     """POST /animate: the drawing and what to make of it (a multipart form, or the bare image);
     ``every_character`` opts in to every character of the photo together (a scene)."""
@@ -101,8 +106,7 @@ class AnimateForm(RequestModel):
 
     @model_validator(mode="after")
     def _mp4_is_even(self) -> AnimateForm:
-        if self.format == "mp4" and self.size % 2:
-            raise BadRequest(f"MP4 needs an even size, got {self.size}")
+        _mp4_needs_an_even_size(self)
         return self
 
 
@@ -167,9 +171,8 @@ class SceneRenderRequest(RequestModel):
         return self
 
     @model_validator(mode="after")
-    def _mp4_is_even(self) -> AnimateForm:
-        if self.format == "mp4" and self.size % 2:
-            raise BadRequest(f"MP4 needs an even size, got {self.size}")
+    def _mp4_is_even(self) -> SceneRenderRequest:
+        _mp4_needs_an_even_size(self)
         return self
 
 
@@ -252,8 +255,7 @@ class RenderRequest(RequestModel):
     @model_validator(mode="after")
     def _checks(self) -> RenderRequest:
         _frames_need_a_clip(self)
-        if self.format == "mp4" and self.size % 2:
-            raise BadRequest(f"MP4 needs an even size, got {self.size}")
+        _mp4_needs_an_even_size(self)
         return self
 
 

@@ -82,12 +82,12 @@ def test_absent_model_server(app_without_models) -> None:
 def test_models_being_prepared(app_without_models) -> None:
     app, state_file = app_without_models
     write_state(state_file, {"state": "preparing", "detail": "Compiling mmcv's C++ ops for the model server.",
-                             "progress": {"step": "compiling mmcv (step 4 of 8)", "done": 38, "total": 77},
+                             "progress": {"step": "step 4 of 8, compiling mmcv", "done": 38, "total": 77},
                              "retry_after_s": 420})
     status, body = ping(app)
     assert status == 503
     assert body["models"] == {"state": "preparing", "detail": "Compiling mmcv's C++ ops for the model server.",
-                              "progress": {"step": "compiling mmcv (step 4 of 8)", "done": 38, "total": 77},
+                              "progress": {"step": "step 4 of 8, compiling mmcv", "done": 38, "total": 77},
                               "retry_after_s": MAX_RETRY_AFTER_S}
     t0 = time.monotonic()
     resp = photo(app)

@@ -1,6 +1,6 @@
 """A render's progress on its way to GET /jobs/{id}: written by the render process (throttled), read by
 the parent, written into the job record by the worker (throttled, only while the job runs), shown by
-the queue. (End to end over HTTP: tests/app/test_small_pod.py.)"""
+the queue. (End to end over HTTP: tests/app/render/test_one_slot_shared.py.)"""
 from __future__ import annotations
 
 import json

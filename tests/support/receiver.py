@@ -10,11 +10,12 @@ from . import wait
 
 
 class CallbackReceiver:
-    """Takes POSTed callbacks at :attr:`url`: the first ``fail_first`` are answered 500, the rest 204 at once.
+    """Takes POSTed callbacks at :attr:`url` (on ``host``, loopback unless told): the first ``fail_first`` are answered 500, the rest 204 at once.
     Keeps ``received`` (headers, body) and ``arrived`` (``time.monotonic()`` at arrival, body) in order, and
     calls ``on_arrival(body)`` for each."""
 
-    def __init__(self, fail_first: int = 0, on_arrival: Callable[[bytes], None] | None = None) -> None:
+    def __init__(self, fail_first: int = 0, on_arrival: Callable[[bytes], None] | None = None,
+                 host: str = "127.0.0.1") -> None:
         self.received: list[tuple[dict, bytes]] = []
         self.arrived: list[tuple[float, bytes]] = []
         self.fail_first = fail_first
@@ -34,8 +35,8 @@ class CallbackReceiver:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.url = f"http://{host}:{self.server.server_address[1]}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def wait(self, n: int, timeout: float = 60) -> None:

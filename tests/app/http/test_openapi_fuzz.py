@@ -8,7 +8,7 @@ examples, boundary coverage, random fuzzing, stateful sequences through Location
 and negative data, bounded in examples per operation and in total time.
 
 The run fails on: a 5xx other than capacity 503s (overloaded, queue_full) and a 504 the client's own
-short X-Deadline-Seconds asked for (tests/app/openapi_fuzz_hooks.py); a status, content type, header
+short X-Deadline-Seconds asked for (tests/app/http/openapi_fuzz_hooks.py); a status, content type, header
 or body the document does not describe for that operation; a 405 without Allow; a resource still
 found after DELETE; an answer slower than the request deadline plus a margin (no hang); a request
 the client gave up on (schemathesis' own timeout). Afterwards no worker may have restarted and the
@@ -34,7 +34,7 @@ from tests.support.jobstack import RedisServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis, pytest.mark.timeout(600)]
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 #: The server's request deadline; answers slower than it plus MARGIN_S fail the run (a hang).
 DEADLINE_S = 15
 MARGIN_S = 10
@@ -135,7 +135,7 @@ def write_config(folder: Path, ids: dict[str, list[str]]) -> Path:
 
 
 def run_schemathesis(url: str, config: Path, report_dir: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.app.openapi_fuzz_hooks",
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.app.http.openapi_fuzz_hooks",
            "DOODLEPOD_FUZZ_DEADLINE_S": str(DEADLINE_S),
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     args = [sys.executable, "-m", "schemathesis.cli", "--no-color", "--config-file", str(config), "run",

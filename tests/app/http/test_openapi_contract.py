@@ -16,7 +16,7 @@ code and the document disagree, in either direction:
 * headers: every header the routes read (found in their source) is a header parameter of the
   document, and every one the document has is read somewhere.
 
-tests/app/test_openapi_fuzz.py sends the live app what the document allows (and what it does not).
+tests/app/http/test_openapi_fuzz.py sends the live app what the document allows (and what it does not).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from app.errors import ApiError
 from app.http import reference
 from app.intake import bounds
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ROUTES = REPO / "app" / "http"
 SPEC = reference.written()
 METHODS = {"get", "post", "put", "patch", "delete"}

@@ -11,7 +11,7 @@ from app.config import available_cpus, default_max_inflight, load_settings
 from app.render import admission
 from app.render.admission import InflightSlots
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("cpus,motions,want", [(2, 3, 1), (3, 3, 1), (4, 3, 2), (8, 3, 3), (16, 1, 16), (1, 5, 1)])

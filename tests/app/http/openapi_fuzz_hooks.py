@@ -1,4 +1,4 @@
-"""schemathesis checks of tests/app/test_openapi_fuzz.py (loaded through SCHEMATHESIS_HOOKS).
+"""schemathesis checks of tests/app/http/test_openapi_fuzz.py (loaded through SCHEMATHESIS_HOOKS).
 
 ``no_unexpected_server_error`` replaces schemathesis' ``not_a_server_error``: a 5xx fails the run
 unless it is one the app is meant to answer on a healthy stack: 503 ``overloaded`` or ``queue_full``
