@@ -227,6 +227,7 @@ def test_correct_save_and_render_in_the_browser(server, open_page):
     page.evaluate(RECORD_RENDER)
     page.get_by_test_id("save").click()
     page.wait_for_function("() => !document.body.classList.contains('busy')", timeout=120_000)  # PATCH answered
+    assert page.get_by_test_id("fix-error").is_hidden(), page.get_by_test_id("fix-error").inner_text()
     page.get_by_test_id("render").click()
     shown = page.get_by_test_id("animation-dab")
     shown.wait_for(state="visible", timeout=300_000)

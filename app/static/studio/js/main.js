@@ -1,7 +1,7 @@
 // The studio page's flow: photo -> character (box, mask, skeleton) -> edits saved -> motions -> render.
 // Every step is a call of the public character API (docs/api.md); nothing here is private to it.
 
-import { ApiError, call, describe, fetchBitmap, getToken, modelsState, setToken, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, modelsState, retrySeconds, setToken, sleep, upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
 import { draftFrom, skeletonIn } from "./manual.js";
@@ -325,13 +325,13 @@ async function save() {
       form.append("mask", await editor.maskPng(), "mask.png");
       if (edits.joints) form.append("joints", JSON.stringify(edits.joints));
       sent = performance.now();
-      doc = await call("PATCH", path, { form, ifMatch: etagOf(doc) });
+      doc = await waitingOutBusy(() => call("PATCH", path, { form, ifMatch: etagOf(doc) }));
     } else {
       const body = {};
       if (edits.bbox) body.bbox = edits.bbox;
       if (edits.joints) body.joints = edits.joints;
       sent = performance.now();
-      doc = await call("PATCH", path, { json: body, ifMatch: etagOf(doc) });
+      doc = await waitingOutBusy(() => call("PATCH", path, { json: body, ifMatch: etagOf(doc) }));
     }
     const saved = { sent, answered: performance.now() };
     const previewing = startPreviews(doc);
@@ -354,6 +354,27 @@ async function save() {
     console.info(`studio: save -> first preview frame ${figure.ms} ms`, JSON.stringify(figure));
     if (state.doc.version === result.version && !Object.keys(editor.edits()).length) {
       ui.saveState.textContent = `Saved (version ${result.version}) · preview in ${(figure.ms / 1000).toFixed(2)} s`;
+    }
+  }
+}
+
+/**
+ * `request()`, again after the Retry-After of a busy server (503 overloaded, 429): a person never
+ * has to press Save twice because the pod's render slot was taken at that moment. Other errors, and
+ * a server still busy after a minute, are the caller's.
+ */
+async function waitingOutBusy(request) {
+  const until = performance.now() + 60_000;
+  for (;;) {
+    try {
+      return await request();
+    } catch (err) {
+      const busyNow = err instanceof ApiError && ((err.status === 503 && err.code === "overloaded") || err.status === 429);
+      if (!busyNow || performance.now() > until) throw err;
+      const wait = retrySeconds(err, 1);
+      ui.saveState.textContent = `The server is busy: saving again in ${Math.ceil(wait)} s`;
+      await sleep(wait);
+      ui.saveState.textContent = "Saving…";
     }
   }
 }
