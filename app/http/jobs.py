@@ -145,6 +145,7 @@ def _replay(record: dict[str, Any]) -> Response:
     stored = record["response"]
     response = jsonify(stored["body"])
     response.status_code = stored["status"]
+    response.headers.update(stored.get("headers", {}))
     response.headers["Idempotent-Replayed"] = "true"
     return response
 
@@ -197,13 +198,18 @@ def idempotent(work: Callable[[], Response]) -> Response:
     except BaseException:
         _settle(claim, 500, None)
         raise
-    _settle(claim, response.status_code, response.get_json(silent=True))
+    _settle(claim, response.status_code, response.get_json(silent=True),
+            {name: response.headers[name] for name in _REPLAYED_HEADERS if name in response.headers})
     return response
 
 
-def _settle(claim, status: int, body: Any) -> None:
+#: The headers of a stored answer that its replay carries too (the document's version, where it lives).
+_REPLAYED_HEADERS = ("ETag", "Location")
+
+
+def _settle(claim, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
     try:
-        services().idempotency.complete(claim, status, body)
+        services().idempotency.complete(claim, status, body, headers)
     except REDIS_ERRORS as exc:
         log.warning("could not store the response for %s: %s", IDEMPOTENCY_HEADER, type(exc).__name__)
 

@@ -120,12 +120,14 @@ class SyncIdempotency:
                                         "has finished", self.retry_after_s)
         return None, record
 
-    def complete(self, claim: Claim, status: int, body: Any) -> None:
-        """Store the final response for ``ttl_s`` (only 2xx and 4xx: a 5xx may be retried)."""
+    def complete(self, claim: Claim, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        """Store the final response for ``ttl_s`` (only 2xx and 4xx: a 5xx may be retried); ``headers``:
+        the ones a replay must carry too (ETag, Location)."""
         if 500 <= status:
             self.abandon(claim)
             return
-        record = json.dumps({"fp": claim.fp, "response": {"status": status, "body": body}}, separators=(",", ":"))
+        response = {"status": status, "body": body, **({"headers": headers} if headers else {})}
+        record = json.dumps({"fp": claim.fp, "response": response}, separators=(",", ":"))
         self.redis.set(claim.redis_key, record, ex=self.ttl_s)
 
     def abandon(self, claim: Claim) -> None:

@@ -51,6 +51,7 @@ def test_a_synchronous_character_render_honours_idempotency_key(app):
     assert first.status_code == 200, first.text[:300]
     assert again.status_code == 200 and again.headers.get("Idempotent-Replayed") == "true"
     assert again.json() == first.json()
+    assert again.headers["ETag"] == first.headers["ETag"]   # the replay carries the documented header too
     other = requests.post(url, data={"motions": "zombie"}, headers={"Idempotency-Key": "k-render-1"}, timeout=120)
     assert other.status_code == 422 and other.json()["error"] == "idempotency_key_reused"
 

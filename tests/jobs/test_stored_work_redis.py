@@ -48,6 +48,8 @@ def test_one_idempotency_key_makes_one_character(server, page):
     again = _create(server, page, key)
     assert again.status_code == 201 and again.headers.get("Idempotent-Replayed") == "true"
     assert again.json()["id"] == first.json()["id"]
+    # the replay is the first answer whole: the document's version and place too, as the contract says
+    assert again.headers["ETag"] == first.headers["ETag"] and again.headers["Location"] == first.headers["Location"]
     files = Path(server.env["DOODLEPOD_LOCAL_DIR"]) / "characters"
     assert [p.name for p in files.iterdir()] == [first.json()["id"]]
 
