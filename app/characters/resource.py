@@ -27,19 +27,18 @@ y down). The app works in *work pixels* (``work = image * work.scale``) and the 
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
 
-from .. import coordinates, metrics
+from .. import coordinates, documents, metrics
 from ..deadline import Deadline
+from ..documents import JsonDocument
 from ..errors import (
     BadRequest,
     EditConflict,
@@ -73,7 +72,7 @@ def valid_id(text: str) -> bool:
 
 
 @dataclass
-class Record:
+class Record(JsonDocument):
     """The stored document (the public one is :meth:`public`)."""
 
     id: str
@@ -101,8 +100,8 @@ class Record:
         return {
             "id": self.id,
             "version": self.version,
-            "created_at": _iso(self.created_at),
-            "expires_at": _iso(self.expires_at),
+            "created_at": documents.iso(self.created_at),
+            "expires_at": documents.iso(self.expires_at),
             "image": dict(self.image),
             "texture": {"width": self.texture_size[0], "height": self.texture_size[1],
                         "offset": [round(self.box[0] / k, 2), round(self.box[1] / k, 2)],
@@ -118,19 +117,6 @@ class Record:
 
     def joints(self) -> list[tuple[str, tuple[float, float], str | None]]:
         return [(n, (float(loc[0]), float(loc[1])), p) for n, loc, p in self.skeleton]
-
-    def to_json(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> Record:
-        """Read a stored document (fields a newer version of the app added are ignored)."""
-        values = json.loads(data)
-        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _folder(kind: str, version: int) -> str:
@@ -173,13 +159,8 @@ class Characters:
 
     def load(self, cid: str, deadline: Deadline) -> tuple[Record, str]:
         """The current document and its storage tag; :class:`NotFound` if unknown or expired."""
-        got = self.storage.get_tagged(self._key(cid, DOCUMENT), deadline) if valid_id(cid) else None
-        if got is None:
-            raise NotFound(f"no character {cid[:64]}: unknown, deleted, or expired")
-        record = Record.from_json(got[0])
-        if record.expires_at <= time.time():
-            raise NotFound(f"character {cid} expired at {_iso(record.expires_at)} and is being deleted")
-        return record, got[1]
+        key = self._key(cid, DOCUMENT) if valid_id(cid) else None
+        return documents.load(self.storage, key, Record, f"character {cid[:64]}", deadline)
 
     def _put(self, key: str, data: bytes, deadline: Deadline, content_type: str = "image/png") -> None:
         self.storage.put(key, data, content_type, deadline)

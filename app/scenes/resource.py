@@ -23,13 +23,14 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .. import documents
 from ..characters.resource import Record as CharacterRecord
 from ..characters.resource import new_id, valid_id, version_matches
 from ..deadline import Deadline
+from ..documents import JsonDocument
 from ..errors import (
     ApiError,
     BadRequest,
@@ -52,16 +53,12 @@ DOCUMENT = "scene.json"
 EDIT_TRIES = 3
 
 
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def colour_text(rgb: list[int]) -> str:
     return "#" + "".join(f"{int(c):02x}" for c in rgb)
 
 
 @dataclass
-class SceneRecord:
+class SceneRecord(JsonDocument):
     """The stored document (the public one is :meth:`Scenes.public`)."""
 
     id: str
@@ -76,14 +73,6 @@ class SceneRecord:
     files_key: str
     rev: str                              # this version's renders folder
     detections: list[dict[str, Any]] = field(default_factory=list)  # [{"bbox" (image px), "score", "kept"}]
-
-    def to_json(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode()
-
-    @classmethod
-    def from_json(cls, data: bytes) -> SceneRecord:
-        values = json.loads(data)
-        return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 
 @dataclass
@@ -125,13 +114,8 @@ class Scenes:
         return f"{FILES_PREFIX}{record.files_key}/{name}"
 
     def load(self, sid: str, deadline: Deadline) -> tuple[SceneRecord, str]:
-        got = self.storage.get_tagged(self._key(sid), deadline) if valid_id(sid) else None
-        if got is None:
-            raise NotFound(f"no scene {sid[:64]}: unknown, deleted, or expired")
-        record = SceneRecord.from_json(got[0])
-        if record.expires_at <= time.time():
-            raise NotFound(f"scene {sid} expired at {_iso(record.expires_at)} and is being deleted")
-        return record, got[1]
+        key = self._key(sid) if valid_id(sid) else None
+        return documents.load(self.storage, key, SceneRecord, f"scene {sid[:64]}", deadline)
 
     def _new(self, img: Any, page_png: bytes, characters: list[dict[str, Any]], background: dict[str, Any],
              background_png: bytes | None, detections: list[dict[str, Any]], deadline: Deadline) -> SceneRecord:
@@ -238,8 +222,8 @@ class Scenes:
             bg["colour"] = colour_text(bg["colour"])
         if "background" in record.files and bg["kind"] == "image":
             bg["url"] = url(record.files["background"])
-        return {"id": record.id, "version": record.version, "created_at": _iso(record.created_at),
-                "expires_at": _iso(record.expires_at), "image": dict(record.image), "characters": chars,
+        return {"id": record.id, "version": record.version, "created_at": documents.iso(record.created_at),
+                "expires_at": documents.iso(record.expires_at), "image": dict(record.image), "characters": chars,
                 "background": bg, "detections": list(record.detections), "urls": {"page": url(record.files["page"])}}
 
     # -- edit ---------------------------------------------------------------------------------
