@@ -91,21 +91,13 @@ class AnimateForm(RequestModel):
     every_character: EveryCharacter = False
 
     @model_validator(mode="after")
-    def _every_character_finds_them_itself(self) -> AnimateForm:
+    def _checks(self) -> AnimateForm:
         if self.every_character and (self.joints is not None or self.bbox is not None or self.bvh is not None):
             raise BadRequest("every_character finds every character itself: send no joints, bbox or bvh with it "
                              "(POST /scenes takes the boxes and joints of several characters)")
         if self.every_character and self.format == "glb":
             raise BadRequest("glb holds one character's rig: it cannot hold every character of the photo")
-        return self
-
-    @model_validator(mode="after")
-    def _clip(self) -> AnimateForm:
         _frames_need_a_clip(self)
-        return self
-
-    @model_validator(mode="after")
-    def _mp4_is_even(self) -> AnimateForm:
         _mp4_needs_an_even_size(self)
         return self
 
@@ -164,14 +156,10 @@ class SceneRenderRequest(RequestModel):
     callback_url: CallbackUrl = ""
 
     @model_validator(mode="after")
-    def _not_glb(self) -> SceneRenderRequest:
+    def _checks(self) -> SceneRenderRequest:
         if self.format == "glb":
             raise BadRequest("glb holds one character's rigged mesh, not a scene: animate each character as glb "
                              "(POST /characters/{id}/animations), or ask for joints")
-        return self
-
-    @model_validator(mode="after")
-    def _mp4_is_even(self) -> SceneRenderRequest:
         _mp4_needs_an_even_size(self)
         return self
 
