@@ -41,7 +41,7 @@ from ..errors import (
     TooManyCharacters,
     VersionMismatch,
 )
-from ..render.pipeline import file_suffix, progress_report
+from ..render.pipeline import expected_frames, file_suffix, progress_report
 from ..storage.backends import Conflict
 from .detections import keep
 
@@ -385,15 +385,19 @@ class Scenes:
             job = self.pipeline.pool.submit(scene_steps.render_scene, payload, page_png, page_size, bg, bg_png, options)
             interrupt = getattr(held, "check", None)
 
+            # the scene lasts as long as its longest clip: a total known before the render reports its own
+            clips = [expected_frames(library[c["motion"]], options) for c in record.characters]
+            expected = {"scene": None if None in clips else max(clips, default=None)}
+
             def tick() -> None:
                 if interrupt is not None:
                     interrupt()
                 if progress is not None:
-                    progress(progress_report("rendering", [("scene", None, job)]))
+                    progress(progress_report("rendering", [("scene", None, job)], expected))
 
             try:
                 if progress is not None:
-                    progress(progress_report("rendering", [("scene", None, job)]))
+                    progress(progress_report("rendering", [("scene", None, job)], expected))
                 out = self.pipeline.pool.wait(job, deadline, "animate:scene",
                                               tick if progress is not None or interrupt is not None else None)
             except BaseException:

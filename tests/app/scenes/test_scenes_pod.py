@@ -56,7 +56,8 @@ def scene(pod):
 
 
 def test_a_scene_render_as_a_job_shows_its_frames_moving(pod, scene):
-    r = requests.post(f"{pod.url}/scenes/{scene['id']}/animations", headers=ASYNC, json={"size": 500}, timeout=60)
+    # 1000 px: long enough on an idle machine for the poll to see the frames move (at 500 px it saw one step)
+    r = requests.post(f"{pod.url}/scenes/{scene['id']}/animations", headers=ASYNC, json={"size": 1000}, timeout=60)
     assert r.status_code == 202, r.text
     job_id = r.json()["id"]
     seen = []
@@ -72,9 +73,12 @@ def test_a_scene_render_as_a_job_shows_its_frames_moving(pod, scene):
     moving = sorted({j["progress"]["frames_done"] for j in seen if j["status"] == "running"
                      and j["progress"].get("frames_total") and 0 < j["progress"]["frames_done"] < j["progress"]["frames_total"]})
     assert len(moving) >= 2, [j.get("progress") for j in seen]
+    # the total is known from the first report on, so a progress bar never steps back
+    totals = [j["progress"]["frames_total"] for j in seen if j["status"] == "running" and "frames_total" in j["progress"]]
+    assert totals and totals[0] > 0, [j.get("progress") for j in seen]
     assert job["progress"]["frames_done"] == job["progress"]["frames_total"] > 0
     gif = Image.open(io.BytesIO(requests.get(job["animation"], timeout=30).content))
-    assert gif.size == (job["width"], job["height"]) == (500, 376)
+    assert gif.size == (job["width"], job["height"]) == (1000, 750)
 
 
 def test_a_render_past_its_deadline_is_stopped_and_frees_the_pod(pod, scene):
