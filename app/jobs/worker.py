@@ -266,6 +266,7 @@ class Worker:
 
         period = max(0.2, self.queue.visibility_s / 3)
         alive = self.run_dir / HEARTBEAT_FILE
+        alive.touch()  # at once: the liveness probe may ask before the first period ends
         while not self._stopped.wait(period):
             alive.touch()  # liveness: this process' loops run (Redis being down is not a reason to restart)
             with self._lock:
