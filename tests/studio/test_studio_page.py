@@ -500,11 +500,22 @@ def test_the_picker_groups_the_library_and_previews_only_what_is_on_screen(serve
     doc = _upload(server)
     page = open_page(1280, 800)
     asked: list[str] = []
+    busy: list[str] = []   # previews answered 503 overloaded: their slot went to a render; the page asks again
 
     def on_request(req) -> None:
         if req.method == "POST" and req.url.endswith(f"/characters/{doc['id']}/animations"):
             asked.append(req.post_data_json["motions"][0])
+
+    def on_response(resp) -> None:
+        req = resp.request
+        if req.method == "POST" and req.url.endswith(f"/characters/{doc['id']}/animations") and resp.status == 503:
+            busy.append(req.post_data_json["motions"][0])
     page.on("request", on_request)
+    page.on("response", on_response)
+
+    def asked_once(names: list[str]) -> bool:
+        """Each motion asked for once, but for one ask again per 503 it was answered."""
+        return all(names.count(n) <= 1 + busy.count(n) for n in set(names))
     open_character(page, server, doc)
     page.wait_for_function("() => document.querySelector('[data-testid=motion-dab] ~ .preview')?"
                            ".dataset.state === 'playing'", timeout=120_000)
@@ -519,9 +530,9 @@ def test_the_picker_groups_the_library_and_previews_only_what_is_on_screen(serve
                            timeout=120_000)
     page.wait_for_function("() => !document.querySelector('.motion .preview[data-state=loading]')", timeout=120_000)
     first_round = list(asked)
-    assert first_round[0] == "dab" and 1 < len(first_round) < 36 and len(set(first_round)) == len(first_round)
+    assert first_round[0] == "dab" and 1 < len(set(first_round)) < 36 and asked_once(first_round), (first_round, busy)
     reference = page.locator(".motion .preview[data-state=reference] img")
-    assert reference.count() >= 36 - len(first_round) - 1
+    assert reference.count() >= 36 - len(set(first_round)) - 1
     shown = page.evaluate("() => [...document.querySelectorAll('.motion .preview[data-state=reference] img')]"
                           ".filter(i => i.complete && i.naturalWidth > 0).map(i => i.src)")
     assert shown and all("/motions/" in u or "/files/motions/previews/" in u for u in shown)
@@ -531,7 +542,7 @@ def test_the_picker_groups_the_library_and_previews_only_what_is_on_screen(serve
     page.wait_for_function("() => document.querySelector('[data-testid=motion-hoop_walk] ~ .preview')?"
                            ".dataset.state === 'playing'", timeout=120_000)
     assert "hoop_walk" in asked and "hoop_walk" not in first_round
-    assert len(asked) < 36 and len(set(asked)) == len(asked)
+    assert len(set(asked)) < 36 and asked_once(asked), (asked, busy)
     page.screenshot(path=str(SCREENSHOTS / "studio-1280x800-motions.png"))
     assert page.get_by_test_id("error").is_hidden()
 
