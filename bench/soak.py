@@ -446,17 +446,21 @@ class Soak:
         stack.remove(workdir)
         return self.report_shares(restarts, load, lags)
 
-    def report_shares(self, restarts: int, load: tuple[float, float, float], lags: list[float | None]) -> int:
+    def print_kinds(self, duration_s: float, width: int, tail: int) -> None:
+        """One line per kind of client: how many answers, p50 and p``tail`` seconds, each status's count."""
         by_kind: dict[str, Counter] = defaultdict(Counter)
         seconds: dict[str, list[float]] = defaultdict(list)
         for kind, status, s, code in self.results:
             by_kind[kind][f"{status}{' ' + code if code else ''}"] += 1
             seconds[kind].append(s)
-        print(f"\n{len(self.results)} requests in {2 * self.args.duration:.0f} s")
+        print(f"\n{len(self.results)} requests in {duration_s:.0f} s")
         for kind in sorted(by_kind):
             answers = ", ".join(f"{k}: {v}" for k, v in by_kind[kind].most_common())
-            print(f"  {kind:28s} n={sum(by_kind[kind].values()):4d}  p50 {pct(seconds[kind], 50):6.2f} s  "
-                  f"p95 {pct(seconds[kind], 95):6.2f} s  {answers}")
+            print(f"  {kind:{width}s} n={sum(by_kind[kind].values()):4d}  p50 {pct(seconds[kind], 50):6.2f} s  "
+                  f"p{tail} {pct(seconds[kind], tail):6.2f} s  {answers}")
+
+    def report_shares(self, restarts: int, load: tuple[float, float, float], lags: list[float | None]) -> int:
+        self.print_kinds(2 * self.args.duration, width=28, tail=95)
         ok = {k: [s for kind, st, s, _ in self.results if kind == f"good:{k}" and st == 200]
               for k in ("quiet", "hostile")}
         p95 = {k: pct(v, 95) if v else float("nan") for k, v in ok.items()}
@@ -604,16 +608,7 @@ class Soak:
 
     def report(self, restarts: int, timeouts: int, left: list[int], load: tuple[float, float, float],
                lags: list[float | None]) -> int:
-        by_kind: dict[str, Counter] = defaultdict(Counter)
-        seconds: dict[str, list[float]] = defaultdict(list)
-        for kind, status, s, code in self.results:
-            by_kind[kind][f"{status}{' ' + code if code else ''}"] += 1
-            seconds[kind].append(s)
-        print(f"\n{len(self.results)} requests in {self.args.duration:.0f} s")
-        for kind in sorted(by_kind):
-            answers = ", ".join(f"{k}: {v}" for k, v in by_kind[kind].most_common())
-            print(f"  {kind:26s} n={sum(by_kind[kind].values()):4d}  p50 {pct(seconds[kind], 50):6.2f} s  "
-                  f"p99 {pct(seconds[kind], 99):6.2f} s  {answers}")
+        self.print_kinds(self.args.duration, width=26, tail=99)
         good = [(st, s) for kind, st, s, _ in self.results if kind == "good"]
         bad_good = [(st, round(s, 2)) for st, s in good if not (st == 200 or (st == 503 and s <= 1.0))]
         five_hundreds = [(k, c) for k, st, _, c in self.results if st == 500]
