@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import redis
 
 from tests.support.jobstack import RedisServer
 
@@ -18,3 +19,11 @@ def redis_server():
         yield server.start()
     finally:
         server.remove()
+
+
+@pytest.fixture
+def r(redis_server):
+    """A client of the module's server, its database emptied for each test."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushdb()
+    return client

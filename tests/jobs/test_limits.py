@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-import redis
 
 from app.errors import BadRequest
 from app.jobs.idempotency import (
@@ -16,13 +15,6 @@ from app.jobs.ratelimit import RateLimiter, client_id
 from tests.support import wait
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(60)]
-
-
-@pytest.fixture
-def r(redis_server):
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushdb()
-    return client
 
 
 def test_token_bucket_allows_the_burst_then_refuses_until_a_token_is_back(r):

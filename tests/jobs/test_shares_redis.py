@@ -2,19 +2,11 @@
 from __future__ import annotations
 
 import pytest
-import redis
 
 from app.config import load_settings
 from app.shares import Shares, StorageLedger, StorageShareUsed
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(60)]
-
-
-@pytest.fixture
-def r(redis_server):
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushdb()
-    return client
 
 
 def test_the_ledger_counts_per_client_and_forgets_what_expired(r):
