@@ -136,10 +136,11 @@ SETTINGS: tuple[Setting, ...] = (
             "beyond them a few wait (DOODLEPOD_ADMISSION_WAIT_S), the others get 503 with Retry-After. 0: as "
             "many as the CPUs can run, one motion per CPU: ceil(CPUs / motions in DOODLEPOD_DEFAULT_MOTIONS), CPUs "
             "from the affinity mask and the cgroup quota (a Kubernetes CPU limit).", _non_negative_int),
-    Setting("DOODLEPOD_CLIENT_RENDER_SLOTS", "0", "Render slots one client's synchronous requests may hold at "
-            "once across the pod (see DOODLEPOD_CLIENT_STORAGE_MB for who a client is); one more answers 429 "
-            "render_share_used with Retry-After at once, so a client firing requests back to back cannot hold "
-            "every slot while others wait. 0: no such share (a backend or a studio sending for many people "
+    Setting("DOODLEPOD_CLIENT_RENDER_SLOTS", "0", "Render slots one client's synchronous requests may hold or "
+            "wait for at once across the pod (see DOODLEPOD_CLIENT_STORAGE_MB for who a client is); one more "
+            "answers 429 render_share_used with Retry-After at once, so a client firing requests back to back "
+            "cannot hold every slot or waiting place while others wait. With it on the waiting room has 4 places "
+            "per slot, and a freed slot goes to the waiting client that used the slots least lately. 0: no such share (a backend or a studio sending for many people "
             "through one address needs several slots); 1 suits clients that are people, each at its own "
             "address.", _non_negative_int),
     Setting("DOODLEPOD_ADMISSION_WAIT_S", "10", "Longest a request waits for a render slot when all are taken, "
@@ -285,8 +286,10 @@ SETTINGS: tuple[Setting, ...] = (
             "slot: videos never take the capacity renders need, and wait behind each other only.",
             _non_negative_int),
     Setting("DOODLEPOD_CLIENT_MAX_QUEUED", "10", "Async jobs one client (see DOODLEPOD_CLIENT_STORAGE_MB) may have "
-            "queued or running at once; one more answers 429 jobs_share_used with Retry-After, while other "
-            "clients' jobs are still taken (DOODLEPOD_JOBS_MAX_QUEUED bounds them all).", _positive_int),
+            "queued, running or waiting for their callback's delivery at once (so a client whose receivers "
+            "answer slowly cannot pile up callbacks without end); one more answers 429 jobs_share_used with "
+            "Retry-After, while other clients' jobs are still taken (DOODLEPOD_JOBS_MAX_QUEUED bounds them all).",
+            _positive_int),
     Setting("DOODLEPOD_CLIENT_QUEUED_MB", "64", "MiB of uploads (images, videos) one client's queued or running "
             "jobs may hold at once; past it 429 queued_bytes_share_used with Retry-After. Images wait in Redis, "
             "videos in the storage (the job names them).", _positive_float),

@@ -93,7 +93,8 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
 
     characters = Characters(settings, pipeline, storage)
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
-                    torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight),
+                    torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight,
+                                                                         shares=bool(settings.client_render_slots)),
                     pipeline=pipeline, characters=characters,
                     shares=Shares(settings, jobs.redis if jobs is not None else None),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,

@@ -11,10 +11,10 @@ error code of that share, and nobody else is refused for it:
 share                             setting                             answer past it
 ================================  ==================================  ===========================
 bytes stored (last expiry period) DOODLEPOD_CLIENT_STORAGE_MB          429 ``storage_share_used``
-jobs queued or running            DOODLEPOD_CLIENT_MAX_QUEUED          429 ``jobs_share_used``
+unfinished jobs (callback too)    DOODLEPOD_CLIENT_MAX_QUEUED          429 ``jobs_share_used``
 bytes of queued jobs' inputs      DOODLEPOD_CLIENT_QUEUED_MB           429 ``queued_bytes_share_used``
 videos queued or running          DOODLEPOD_CLIENT_MAX_VIDEOS          429 ``video_share_used``
-render slots held at once        DOODLEPOD_CLIENT_RENDER_SLOTS        429 ``render_share_used``
+render slots held or waited for   DOODLEPOD_CLIENT_RENDER_SLOTS        429 ``render_share_used``
 callback name lookups at submit   one at a time per client            429 ``callback_dns_share_used``
 callbacks delivered at once       DOODLEPOD_CLIENT_WEBHOOK_LANES       waits its turn (never refused)
 ================================  ==================================  ===========================

@@ -99,6 +99,14 @@ def _slots_text(count: int) -> str:
     return "the render slot is" if count == 1 else f"all {count} render slots are"
 
 
+def _render_share_used(share: int, slots: Any) -> Exception:
+    from ..shares import RenderShareUsed
+
+    wait = max(1, math.ceil(slots.mean_duration() or 2.0))
+    return RenderShareUsed(f"this client holds or waits for {share} render slot{'s' if share > 1 else ''} "
+                           f"already, its share (DOODLEPOD_CLIENT_RENDER_SLOTS); retry in {wait} s", wait)
+
+
 @contextmanager
 def render_slot(priority: str | None = None) -> Iterator[Any]:
     """Hold one of the pod's render slots (after the body is in and its fields are checked: see
@@ -113,19 +121,16 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
     svc = services()
     priority = priority or RENDER
     owner = digest(request_client())
-    share = svc.settings.client_render_slots
+    share = svc.settings.client_render_slots if priority != BACKGROUND else 0
     # the client's own share (0: none), not the pod's overload: 429 at once
-    if share and priority != BACKGROUND and svc.slots.held_by(owner) >= share:
-        from ..shares import RenderShareUsed
-        wait = max(1, math.ceil(svc.slots.mean_duration() or 2.0))
-        raise RenderShareUsed(f"this client holds {share} render slot{'s' if share > 1 else ''} already, its "
-                              f"share (DOODLEPOD_CLIENT_RENDER_SLOTS); retry in {wait} s", wait)
+    if share and svc.slots.claims(owner) >= share:
+        raise _render_share_used(share, svc.slots)
     wait_s = 0.0 if priority == BACKGROUND else min(svc.settings.admission_wait_s,
                                                    request_deadline().remaining() - 1.0)
     if wait_s > 0:
         metrics.RENDERS_WAITING.inc()
         try:
-            slot = svc.slots.acquire(priority, wait_s, owner=owner, fair=bool(share))
+            slot = svc.slots.acquire(priority, wait_s, owner=owner, share=share)
         finally:
             metrics.RENDERS_WAITING.dec()
     else:
@@ -135,6 +140,8 @@ def render_slot(priority: str | None = None) -> Iterator[Any]:
             wait = max(1, math.ceil(svc.slots.expected_wait()))
             raise Overloaded(f"{_slots_text(svc.settings.max_inflight)} in use; background work waits; "
                              f"retry in {wait} s", wait)
+        if share and svc.slots.claims(owner) >= share:  # a request of the same client raced this one
+            raise _render_share_used(share, svc.slots)
         wait = svc.settings.retry_after_s or svc.slots.retry_after()  # 0: measured, see InflightSlots
         raise Overloaded(f"{_slots_text(svc.settings.max_inflight)} in use; retry in {wait} s", wait)
     metrics.RENDERS_IN_FLIGHT.inc()

@@ -295,8 +295,9 @@ class JobQueue:
             raise QueueFull(f"the render queue is full ({self.max_queued} jobs queued or running); retry in "
                             f"{self.retry_after_s} s", self.retry_after_s)
         if verdict == "jobs_share":
-            raise JobsShareUsed(f"this client has {_text(detail)} jobs queued or running, its share "
-                                f"(DOODLEPOD_CLIENT_MAX_QUEUED); retry once one ended", self.retry_after_s)
+            raise JobsShareUsed(f"this client has {_text(detail)} jobs queued, running or waiting for "
+                                f"their callback, its share (DOODLEPOD_CLIENT_MAX_QUEUED); retry once one ended",
+                                self.retry_after_s)
         if verdict == "bytes_share":
             raise QueuedBytesShareUsed(
                 f"this client's queued jobs hold {int(_text(detail)) / 2**20:.1f} MiB of uploads; with this one "

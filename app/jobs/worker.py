@@ -392,8 +392,9 @@ class Worker:
         """Take ended jobs' callbacks and deliver each in a thread of its own: at most
         DOODLEPOD_WEBHOOK_CONCURRENCY at once, and at most :data:`PER_RECEIVER` to one receiver
         (scheme, host and port), so a receiver that answers slowly holds back only its own callbacks;
-        one over its receiver's share waits here (its entry kept alive by the heartbeat) until one of
-        that receiver's deliveries ends."""
+        one over its receiver's or its client's share waits here (its entry kept alive by the
+        heartbeat) until one of those deliveries ends, while the callbacks behind it in the stream go
+        on (:data:`MAX_WAITING_CALLBACKS`)."""
         from .queue import WEBHOOKS_GROUP
 
         lanes = Lanes(self.settings.webhook_concurrency, PER_RECEIVER, self.settings.client_webhook_lanes)
@@ -404,7 +405,7 @@ class Worker:
                 if lanes.try_start(item[1]):
                     waiting.remove(item)
                     self._spawn_delivery(item, consumer, lanes)
-            if not lanes.has_room() or len(waiting) >= 4 * self.settings.webhook_concurrency:
+            if not lanes.has_room() or len(waiting) >= MAX_WAITING_CALLBACKS:
                 self.stop.wait(0.05)
                 continue
             try:
@@ -483,6 +484,10 @@ class Worker:
 
 #: Callbacks one worker delivers to one receiver (scheme, host, port) at once.
 PER_RECEIVER = 2
+#: Callbacks one worker holds while their lanes are busy before it takes no more from the stream. A
+#: client has at most DOODLEPOD_CLIENT_MAX_QUEUED of them (a job counts in that share until its callback
+#: is delivered), so a few clients with slow receivers cannot fill it and stall everyone's callbacks.
+MAX_WAITING_CALLBACKS = 512
 
 
 def receiver_of(url: str) -> str:

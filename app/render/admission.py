@@ -10,12 +10,12 @@ cannot leak slots.
 """
 from __future__ import annotations
 
-import collections
 import fcntl
 import logging
 import math
 import os
 import time
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,9 @@ BACKGROUND = "background"
 
 class InflightSlots:
     """``count`` slots shared by every process that uses the same ``folder``, and a waiting room of
-    ``waiters`` places (default: one per slot).
+    ``waiters`` places (default: one per slot, or :data:`SHARED_ROOM_PER_SLOT` with per-client
+    render ``shares``). The room is ordered: a freed slot goes to the waiting client holding fewest
+    slots, then to the one waiting longest (:meth:`_turn`), never to whoever polls first.
 
     :meth:`acquire` takes a free slot at once; when all are held, a :data:`RENDER` request asks the
     :data:`BACKGROUND` holders to give theirs up and may wait for one in the waiting room: at most
@@ -57,14 +59,25 @@ class InflightSlots:
     SMOOTHING = 0.3
     #: Seconds a request's want keeps background work away after it last said so.
     WANT_S = 1.0
+    #: Seconds over which a client's past slot time fades (by 1/e) in the room's order.
+    USAGE_FADE_S = 10.0
+    #: Seconds after which a waiter tries for a slot out of its turn (see :meth:`acquire`).
+    UNTURNED_TRY_S = 1.0
     #: Seconds between a waiting request's tries.
-    POLL_S = 0.05
+    POLL_S = 0.02
 
-    def __init__(self, folder: str | Path, count: int, waiters: int | None = None) -> None:
+    #: Waiting places per slot when clients have render shares: each client waits in at most its
+    #: share's places, so many clients' requests must find room beside each other.
+    SHARED_ROOM_PER_SLOT = 4
+
+    def __init__(self, folder: str | Path, count: int, waiters: int | None = None, shares: bool = False) -> None:
         self.folder = Path(folder)
         self.count = count
-        self.waiters = count if waiters is None else waiters
-        self._refused: collections.deque[float] = collections.deque()  # this process's recent 503s
+        if waiters is None:
+            waiters = count * (self.SHARED_ROOM_PER_SLOT if shares else 1)
+        self.waiters = waiters
+        self._refused: deque[float] = deque()  # this process's recent 503s
+        self._added = 0  # usage samples this process wrote (see add_usage)
         self.folder.mkdir(parents=True, exist_ok=True)
         for i in range(count):
             (self.folder / f"slot-{i}").touch(exist_ok=True)
@@ -90,36 +103,111 @@ class InflightSlots:
             return 0
         return sum(1 for i in range(self.count) if _read(self.folder / f"slot-{i}").split()[2:3] == [owner])
 
+    def claims(self, owner: str) -> int:
+        """Slots held and waiting places taken now for ``owner``: what a client's render share bounds."""
+        if not owner:
+            return 0
+        return self.held_by(owner) + sum(1 for _, _, who in self._waiters() if who == owner)
+
     def acquire(self, priority: str = RENDER, wait_s: float = 0.0, owner: str = "",
-                fair: bool = False) -> "Slot | None":
+                share: int = 0) -> "Slot | None":
         """A held slot: at once, or (a :data:`RENDER` request) after waiting at most ``wait_s`` in
         the waiting room while background holders give theirs up; None when refused. A request
-        does not pass those already waiting: while the room is not empty, a freed slot is theirs."""
+        does not pass those already waiting: while the room is not empty, a freed slot is theirs,
+        and among them it goes first to the clients holding fewest slots, then to the longest waiting
+        (:meth:`_turn`). ``share``: the client's render share (0: none): it may hold and wait for at
+        most that many slots together (None past it: :meth:`claims` then says why), and it may wait
+        even on a pod that turned others away, where the room's order, not the speed of retries,
+        decides who renders next."""
         if priority == BACKGROUND:
             return self.try_acquire(priority, owner)
         slot = None if self.waiting() else self.try_acquire(priority, owner)
         if slot is not None:
             return slot
         self.want()
-        # ``fair``: the caller holds no slot (per-client render shares are on), so it may wait even on a pod
-        # that turned others away: otherwise under overload a freed slot goes to whoever retries fastest
-        if wait_s <= 0 or (self.overloaded() and not fair) or self.expected_wait() > wait_s:
+        if wait_s <= 0 or (self.overloaded() and not share) or self.expected_wait() > wait_s:
             return None
-        place = self._take_place()
+        place = self._take_place(owner)
         if place is None:
             return None
+        fd, index = place
         try:
+            if share and self.claims(owner) > share:  # a racing request of the same client came first
+                return None
             end = time.monotonic() + wait_s
+            tried = time.monotonic()
             while time.monotonic() < end:
                 time.sleep(self.POLL_S)  # gevent's sleep in the web workers: the loop goes on
-                slot = self.try_acquire(priority, owner)
-                if slot is not None:
-                    return slot
+                # now and then out of turn: the locks, not the files' words, say whether a slot is free
+                # (a crashed holder's file still names it)
+                if self._turn(index) or time.monotonic() - tried > self.UNTURNED_TRY_S:
+                    tried = time.monotonic()
+                    slot = self.try_acquire(priority, owner)
+                    if slot is not None:
+                        return slot
                 self.want()
             return None
         finally:
-            os.ftruncate(place, 0)
-            os.close(place)
+            os.ftruncate(fd, 0)
+            os.close(fd)
+
+    def _turn(self, index: int) -> bool:
+        """Whether the waiter in place ``index`` may try for a slot now: a slot is free (as the files
+        say) and its rank in the room is below the slots free. Rank: fewest slots held by its client
+        first, then least slot time used by its client lately (:meth:`usage`: a client that keeps the
+        slots busy waits behind one that seldom asks), then the longest waiting."""
+        free = self.count - len(self._holders())
+        if free <= 0:
+            return False
+        waiters = self._waiters()
+        held = Counter(parts[2] for parts in (_read(self.folder / f"slot-{i}").split() for i in range(self.count))
+                       if len(parts) > 2)
+        used = {owner: self.usage(owner) for owner in {w[2] for w in waiters}}
+        order = sorted(waiters, key=lambda w: (held[w[2]], used[w[2]], w[1]))
+        return next((n for n, w in enumerate(order) if w[0] == index), 0) < free
+
+    def usage(self, owner: str) -> float:
+        """Slot seconds ``owner``'s completed requests held lately, fading with :data:`USAGE_FADE_S`."""
+        if not owner:
+            return 0.0
+        parts = _read(self.folder / f"used-{owner}").split()
+        try:
+            value, when = float(parts[0]), float(parts[1])
+        except (IndexError, ValueError):
+            return 0.0
+        return value * math.exp(-max(0.0, time.time() - when) / self.USAGE_FADE_S)
+
+    def add_usage(self, owner: str, seconds: float) -> None:
+        """Fold ``seconds`` of slot time into ``owner``'s fading usage (a lost race between two of its
+        requests loses one sample); now and then forget clients not seen for a while."""
+        if not owner:
+            return
+        now = time.time()
+        value = self.usage(owner) + max(0.0, seconds)
+        tmp = self.folder / f"used-{owner}.{os.getpid()}"
+        tmp.write_text(f"{value:.4f} {now:.3f}")
+        os.replace(tmp, self.folder / f"used-{owner}")
+        self._added += 1
+        if self._added % 64 == 0:
+            for path in self.folder.glob("used-*"):
+                try:
+                    if now - path.stat().st_mtime > 10 * self.USAGE_FADE_S:
+                        path.unlink()
+                except OSError:
+                    pass
+
+    def _waiters(self) -> list[tuple[int, float, str]]:
+        """Taken waiting places: (index, when the waiter came, its owner), as their files say."""
+        out = []
+        for i in range(self.waiters):
+            parts = _read(self.folder / f"wait-{i}").split()
+            if parts:
+                try:
+                    entered = float(parts[1]) if len(parts) > 1 else 0.0
+                except ValueError:
+                    entered = 0.0
+                out.append((i, entered, parts[2] if len(parts) > 2 else ""))
+        return out
 
     def want(self) -> None:
         """Say that a request wants a slot now: background work takes none for :data:`WANT_S`, and
@@ -178,13 +266,14 @@ class InflightSlots:
                 held[i] = (taken, parts[1] if len(parts) > 1 else RENDER)
         return held
 
-    def _take_place(self) -> int | None:
+    def _take_place(self, owner: str = "") -> tuple[int, int] | None:
+        """A waiting place (its locked descriptor and index), its file saying who waits since when."""
         for i in range(self.waiters):
             fd = _lock_nowait(self.folder / f"wait-{i}")
             if fd is not None:
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, str(os.getpid()).encode(), 0)
-                return fd
+                os.pwrite(fd, f"{os.getpid()} {time.time():.6f} {owner}".strip().encode(), 0)
+                return fd, i
         return None
 
     def mean_duration(self) -> float | None:
@@ -257,6 +346,7 @@ class Slot:
         self._slots = slots
         self.index = index
         self.priority = priority
+        self.owner = owner
         self.taken = time.time()
         self._yield = slots.folder / f"slot-{index}.yield" if slots is not None else None
         if self._yield is not None:
@@ -285,6 +375,11 @@ class Slot:
             os.ftruncate(self._fd, 0)
             os.close(self._fd)  # closing the file drops its flock
             self._fd = None
+            if self._slots is not None and self.owner:
+                try:
+                    self._slots.add_usage(self.owner, time.time() - self.taken)
+                except OSError as exc:
+                    log.warning("cannot record a client's slot time: %s", exc)
             if completed and self._slots is not None and self.priority == RENDER:
                 try:
                     self._slots.record(time.time() - self.taken)

@@ -163,3 +163,48 @@ def test_slow_callback_names_at_submit_are_bounded_one_per_client_and_off_gevent
     assert codes.count("callback_url_refused") == 1, out         # ... which ends at the bound: dns_timeout
     assert max(s for code, s in out["hostile"] if code == "callback_url_refused") < 2.0, out
     assert out["other_s"] < 0.5 and out["gevent_resolver_s"] < 0.5, out
+
+
+def test_a_job_counts_in_its_clients_share_until_its_callback_is_delivered(redis_server, tmp_path):
+    """A client whose receivers answer slowly cannot pile up callbacks without end: a job with a
+    callback still to be delivered counts in DOODLEPOD_CLIENT_MAX_QUEUED like a queued one."""
+    from app.shares import JobsShareUsed
+
+    queue = JobQueue(redis_server.url, f"hookshare-{tmp_path.name}:", max_queued=100, client_max_jobs=2)
+    bad = "a-203.0.113.68"
+    first = _ended_job_with_callback(queue, "http://127.0.0.1:9/hook", bad)
+    _ended_job_with_callback(queue, "http://127.0.0.1:9/hook", bad)
+    with pytest.raises(JobsShareUsed):                       # both ended, both callbacks still due
+        queue.submit("test", {}, callback_url="http://127.0.0.1:9/hook", client=bad)
+    queue.submit("test", {}, client="a-198.51.100.3")        # another client is not refused for it
+    taken = queue.take("hooks", block_ms=0, stream=queue.hooks, group="webhooks")
+    assert taken.job_id == first
+    queue.webhook_done(taken, "delivered", 1)                # one callback delivered: room again
+    queue.submit("test", {}, client=bad)
+
+
+def test_many_waiting_callbacks_of_one_client_do_not_stall_anothers(redis_server, tmp_path):
+    """The callbacks waiting for their client's lane are many (up to its jobs share); the webhook loop
+    still takes the ones behind them in the stream, so another client's callback goes at once."""
+    settings = load_settings({}, webhook_secret=SECRET, webhook_allow=("127.0.0.1/32",), webhook_timeout_s=3.0,
+                             webhook_attempts=2, webhook_concurrency=2, client_webhook_lanes=1)
+    queue = JobQueue(redis_server.url, f"stall-{tmp_path.name}:", max_queued=100, client_max_jobs=20)
+    tarpit, good = Tarpit(every=1.0), CallbackReceiver()
+    worker = Worker(SimpleNamespace(settings=settings, jobs=queue, pool=None, slots=None, torchserve=None),
+                    tmp_path)
+    loop = threading.Thread(target=worker._webhook_loop, args=("hooks-under-test",), daemon=True)
+    try:
+        for _ in range(12):                                  # more than 4 x the lanes wait for one lane
+            _ended_job_with_callback(queue, tarpit.url, "a-203.0.113.69")
+        loop.start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        _ended_job_with_callback(queue, good.url, "a-198.51.100.4")
+        good.wait(1, timeout=30)
+        lag = good.arrived[0][0] - t0
+    finally:
+        worker.stop.set()
+        loop.join(15)
+        tarpit.close()
+        good.close()
+    assert lag < 1.5, f"another client's callback waited {lag:.1f} s behind one client's queue"

@@ -1,6 +1,7 @@
 -- Queue a job, atomically with its idempotency record, under the queue bound (jobs in both streams
--- plus jobs waiting out a retry delay) and under its client's shares (app/shares.py): jobs queued or
--- running, bytes of their inputs, videos. A client's unfinished jobs are a sorted set (member: job
+-- plus jobs waiting out a retry delay) and under its client's shares (app/shares.py): jobs queued,
+-- running or whose callback is still to be delivered, bytes of queued or running jobs' inputs, videos.
+-- A client's unfinished jobs are a sorted set (member: job
 -- id, score: input bytes) and its videos another; jobs that ended are dropped from them here.
 -- KEYS: stream, job, input, idem ('' = none), delayed, other stream, other delayed, client jobs, client videos
 -- ARGV: max_queued, job_id, idem_record, idem_ttl, job_ttl, input, has_input, created_epoch,
@@ -16,10 +17,13 @@ if unfinished >= tonumber(ARGV[1]) then return {'full', ''} end
 local jobs, queued_bytes = 0, 0
 local members = redis.call('ZRANGE', KEYS[8], 0, -1, 'WITHSCORES')
 for i = 1, #members, 2 do
-  local status = redis.call('HGET', ARGV[14] .. members[i], 'status')
-  if status == 'queued' or status == 'running' then
+  local state = redis.call('HMGET', ARGV[14] .. members[i], 'status', 'webhook_status')
+  if state[1] == 'queued' or state[1] == 'running' then
     jobs = jobs + 1
     queued_bytes = queued_bytes + tonumber(members[i + 1])
+  elseif state[2] == 'pending' then  -- ended, its callback not yet delivered: it still holds a lane's turn
+    jobs = jobs + 1
+    redis.call('ZREM', KEYS[9], members[i])
   else
     redis.call('ZREM', KEYS[8], members[i])
     redis.call('ZREM', KEYS[9], members[i])

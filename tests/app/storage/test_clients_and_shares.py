@@ -63,6 +63,65 @@ def test_a_client_holding_no_slot_may_wait_on_a_pod_that_turned_others_away(tmp_
     assert slots.acquire(wait_s=2.0, owner="good") is None  # the default: under overload nobody waits
     threading.Timer(0.3, held.release).start()
     t0 = time.monotonic()
-    got = slots.acquire(wait_s=2.0, owner="good", fair=True)
+    got = slots.acquire(wait_s=2.0, owner="good", share=1)
     assert got is not None and 0.2 < time.monotonic() - t0 < 2.0 and slots.held_by("good") == 1
     got.release()
+
+
+def _wait_for(predicate, timeout=5.0):
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.01)
+
+
+def test_the_room_lets_the_client_that_used_least_go_first(tmp_path):
+    """A freed slot goes to the waiting client that used the slots least lately, not to the one that
+    came first or polls fastest: a client keeping the slots busy waits behind one that seldom asks."""
+    import threading
+
+    from app.render.admission import InflightSlots
+
+    slots = InflightSlots(tmp_path / "slots", 1, shares=True)
+    slots.add_usage("heavy", 30.0)                           # kept a slot busy for 30 s lately
+    slots.record(0.5)
+    held = slots.acquire(owner="someone")
+    got: dict[str, object] = {}
+    heavy = threading.Thread(target=lambda: got.setdefault("heavy", slots.acquire(wait_s=5.0, owner="heavy", share=1)))
+    heavy.start()
+    _wait_for(lambda: slots.waiting() == 1)                  # the heavy client came first
+    light = threading.Thread(target=lambda: got.setdefault("light", slots.acquire(wait_s=5.0, owner="light", share=1)))
+    light.start()
+    _wait_for(lambda: slots.waiting() == 2)
+    held.release()
+    _wait_for(lambda: slots.held_by("light") + slots.held_by("heavy") == 1)
+    assert slots.held_by("light") == 1 and slots.waiting() == 1
+    light.join()
+    got["light"].release()
+    heavy.join()
+    assert got["heavy"] is not None                           # then the heavy one, within its wait
+    got["heavy"].release()
+    assert slots.usage("light") > 0 and slots.usage("heavy") > slots.usage("light")
+
+
+def test_a_clients_waiting_request_counts_in_its_render_share(tmp_path):
+    """With a share of one slot, a client whose first request waits in the room cannot send a second
+    one into it too (each hostile thread would take a place, and a good client would find none)."""
+    import threading
+
+    from app.render.admission import InflightSlots
+
+    slots = InflightSlots(tmp_path / "slots", 1, shares=True)
+    assert slots.waiters == InflightSlots.SHARED_ROOM_PER_SLOT
+    slots.record(0.5)                                        # renders take half a second
+    held = slots.acquire(owner="someone")
+    first = threading.Thread(target=lambda: slots.acquire(wait_s=1.0, owner="bad", share=1))
+    first.start()
+    _wait_for(lambda: slots.waiting() == 1)
+    assert slots.claims("bad") == 1 and slots.claims("good") == 0
+    assert slots.acquire(wait_s=1.0, owner="bad", share=1) is None   # at once: its share is used
+    assert slots.waiting() == 1
+    first.join()
+    held.release()
