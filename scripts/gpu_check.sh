@@ -75,6 +75,32 @@ if [[ -z ${CUDA_HOME:-} ]]; then
   done
 fi
 log "CUDA_HOME=${CUDA_HOME:-unset}"
+# torch's CUDA headers include cuSPARSE's, cuBLAS's and cuSOLVER's. A toolkit assembled from pip
+# packages can lack them while torch's own nvidia-* packages carry them: put those folders on the
+# compilers' include path (searched after the -I folders, so the toolkit's own headers still win).
+missing=()
+for h in cusparse.h cublas_v2.h cublasLt.h cusolverDn.h cusolver_common.h; do
+  [[ -f ${CUDA_HOME:-/nonexistent}/include/$h ]] || missing+=("$h")
+done
+if (( ${#missing[@]} )); then
+  inc=$("$PY" - "${missing[@]}" <<'EOF'
+import os
+import sys
+try:
+    import nvidia
+except ImportError:
+    sys.exit(0)
+want, dirs = set(sys.argv[1:]), []
+for root in nvidia.__path__:
+    for d, _, files in os.walk(root):
+        if want & set(files) and d not in dirs:
+            dirs.append(d)
+print(":".join(dirs))
+EOF
+)
+  [[ -n $inc ]] && export CPLUS_INCLUDE_PATH=$inc${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
+  log "not in \$CUDA_HOME/include: ${missing[*]}; found in torch's nvidia packages: ${inc:-none}"
+fi
 if [[ -z ${TORCH_CUDA_ARCH_LIST:-} ]]; then
   TORCH_CUDA_ARCH_LIST=$("$PY" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability(0))' 2>/dev/null || echo 9.0)
 fi
@@ -110,6 +136,7 @@ build_mmcv() {
   rm -rf "$SCRATCH/mmcv" && mkdir -p "$SCRATCH/mmcv"
   "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$SCRATCH/mmcv" "$SCRATCH/wheel-$label"/mmcv-*.whl || return 1
   log "mmcv $label built in $((SECONDS - t0)) s"
+  "$PY" -c 'import mmcv.ops' || { log "mmcv $label: the extension does not load"; return 1; }
 }
 
 log "== mmcv"
