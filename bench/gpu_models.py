@@ -79,8 +79,8 @@ def build_model_dirs(root: Path, sizes: tuple[str, ...]) -> dict[tuple[str, str]
     import build_archives as ba
 
     dirs = {}
-    for name, spec in ba.MODELS.items():
-        for size in sizes:
+    for size in sizes:
+        for name, spec in ba.MODELS.items():
             folder = root / f"{name}-{size}"
             folder.mkdir(parents=True)
             config = spec["tiny_config"] if size == "tiny" else spec["config"]
@@ -246,10 +246,8 @@ def environment() -> dict[str, Any]:
             env[pkg] = version(pkg)
         except Exception:  # noqa: BLE001 - absent is an answer
             env[pkg] = "absent"
-    from mmcv.ops import get_compiler_version, get_compiling_cuda_version
-
-    env["mmcv_ops_compiled_with_cuda"] = get_compiling_cuda_version()
-    env["mmcv_ops_compiler"] = get_compiler_version()
+    # (not mmcv.ops.get_compiling_cuda_version(): an extension linked with a static libstdc++ crashes
+    # in it, see scripts/gpu_check.sh; cuda_kernel_check() tells whether the CUDA kernels are there)
     return env
 
 
@@ -315,6 +313,36 @@ def install_cpu_ops_shim() -> None:
     ra_mod.ext_module = CpuOps(ra_mod.ext_module)
 
 
+def install_torchvision_ops() -> None:
+    """Answer mmcv's nms and roi_align with torchvision's kernels (CPU and CUDA), for an mmcv whose
+    compiled extension cannot be trusted: ``roi_align`` with mmcv's arguments (average pooling) is
+    torchvision's, and mmcv's ``nms`` with offset 0 is torchvision's."""
+    import mmcv.ops  # noqa: F401
+    import torchvision.ops as tvo
+
+    nms_mod, ra_mod = sys.modules["mmcv.ops.nms"], sys.modules["mmcv.ops.roi_align"]
+
+    class TorchvisionOps:
+        def __init__(self, ext: Any) -> None:
+            self._ext = ext
+
+        def __getattr__(self, attr: str) -> Any:
+            return getattr(self._ext, attr)
+
+        def nms(self, boxes, scores, iou_threshold, offset=0):
+            assert offset == 0, "torchvision's nms has no offset"
+            return tvo.nms(boxes, scores, float(iou_threshold))
+
+        def roi_align_forward(self, inp, rois, output, argmax_y, argmax_x, aligned_height, aligned_width,
+                              spatial_scale, sampling_ratio, pool_mode, aligned):
+            assert pool_mode == 1, "torchvision's roi_align averages"  # mmcv: 0 max, 1 avg
+            output.copy_(tvo.roi_align(inp, rois, (aligned_height, aligned_width), spatial_scale,
+                                       sampling_ratio, aligned))
+
+    nms_mod.ext_module = TorchvisionOps(nms_mod.ext_module)
+    ra_mod.ext_module = TorchvisionOps(ra_mod.ext_module)
+
+
 def print_table(results: list[dict[str, Any]]) -> None:
     print("\n| model | size | device | image | image px | handle ms (median) | predict ms (median) |")
     print("|---|---|---|---|---|---|---|")
@@ -336,13 +364,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="\n\n".join(__doc__.split("\n\n")[1:]))
-    parser.add_argument("--sizes", default="tiny,full", help="model sizes: tiny, full (default both)")
+    parser.add_argument("--sizes", default="full,tiny",
+                        help="model sizes, run in this order: full, tiny (default both, full first)")
     parser.add_argument("--devices", default="auto", help="auto (cuda:0 when available, and cpu), or a list")
     parser.add_argument("--repeat", type=int, default=10, help="timed runs per image on CUDA (default 10)")
     parser.add_argument("--cpu-repeat", type=int, default=3, help="timed runs per image on the CPU (default 3)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs of the first image (default 3)")
     parser.add_argument("--cpu-ops-shim", action="store_true",
                         help="mmcv was built without CUDA kernels: run its nms/roi_align on CPU copies")
+    parser.add_argument("--torchvision-ops", action="store_true",
+                        help="answer mmcv's nms/roi_align with torchvision's kernels (mmcv's extension unusable)")
     parser.add_argument("--json", type=Path, help="write every figure and answer here")
     args = parser.parse_args(argv)
 
@@ -356,12 +387,15 @@ def main(argv: list[str] | None = None) -> int:
         devices = [d for d in args.devices.split(",") if d]
     if args.cpu_ops_shim:
         install_cpu_ops_shim()
+    if args.torchvision_ops:
+        install_torchvision_ops()
     env = environment()
-    env["mmcv_ops_path"] = ("CPU kernels only; nms/roi_align on CPU copies (--cpu-ops-shim)"
-                            if args.cpu_ops_shim else "as compiled")
+    env["mmcv_ops_path"] = ("CPU kernels only; nms/roi_align on CPU copies (--cpu-ops-shim)" if args.cpu_ops_shim
+                            else "torchvision's nms/roi_align (--torchvision-ops)" if args.torchvision_ops
+                            else "mmcv's compiled extension")
     print("environment:", json.dumps(env, indent=1), flush=True)
     report: dict[str, Any] = {"environment": env, "results": [], "agreement": {}, "failures": []}
-    if any(d.startswith("cuda") for d in devices) and not args.cpu_ops_shim:
+    if any(d.startswith("cuda") for d in devices) and not (args.cpu_ops_shim or args.torchvision_ops):
         report["kernels"] = cuda_kernel_check()
         print("mmcv CUDA kernels:", json.dumps(report["kernels"]), flush=True)
 

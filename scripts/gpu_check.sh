@@ -11,10 +11,13 @@
 #                             --no-index --no-deps into a scratch folder put first on PYTHONPATH;
 #   DIR/src/mmcv-2.1.0.tar.gz mmcv's sdist, compiled here: OpenMMLab publishes mmcv 2.1.0 wheels only
 #                             up to torch 2.1 / CUDA 12.1. scripts/mmcv_cuda_subset.py keeps the two
-#                             CUDA kernels the detector calls (nms, roi_align) and every CPU kernel,
-#                             which builds in a few minutes instead of most of an hour;
+#                             CUDA kernels the detector calls (nms, roi_align) and every CPU kernel
+#                             (141 s on the lent H100 machine's 16 cores; all 58 CUDA sources were
+#                             not tried there);
 #   DIR/mmcv_ext.so.gz        optional: an mmcv/_ext*.so this script built before (it writes one to
-#                             $OUT when it fits), used instead of compiling again.
+#                             $OUT when it fits), used instead of compiling again (saves about 3 min).
+# A lease-sized run: GPU_CHECK_BUDGET_S=185 GPU_BENCH_ARGS="--sizes full --cpu-repeat 2 --warmup 2"
+# with DIR/mmcv_ext.so.gz (the CPU runs of the full detector take a minute of it).
 # If the CUDA build fails, mmcv is built with CPU kernels only (FORCE_CUDA=0) and the bench runs with
 # --cpu-ops-shim (nms and roi_align on CPU copies of the GPU tensors); the log says which ran.
 #
@@ -23,8 +26,11 @@
 #
 # Env: PYTHON (default python3), OUT (default /tmp/gpu-check), GPU_CHECK_BUDGET_S (whole script,
 # default 400), GPU_CHECK_BUILD_S (the CUDA build's limit, default 240), MAX_JOBS (default nproc),
-# TORCH_CUDA_ARCH_LIST (default: the GPU's own, e.g. 9.0 on an H100), GPU_BENCH_ARGS (extra
-# arguments for bench/gpu_models.py).
+# TORCH_CUDA_ARCH_LIST (default: the GPU's own, e.g. 9.0 on an H100), GPU_CHECK_CXX (the C++
+# compiler for the build), GPU_BENCH_ARGS (extra arguments for bench/gpu_models.py).
+#
+# Before the bench, a separate process runs mmcv's nms and roi_align on the CPU and the GPU; if it
+# fails (crashes), the bench answers both ops with torchvision's kernels (--torchvision-ops).
 set -uo pipefail
 
 if [[ $# -ne 1 || $1 == -h || $1 == --help ]]; then
@@ -64,7 +70,7 @@ SITE=$SCRATCH/site
 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$DIR"/whl/*.whl \
   || { log "ERROR: installing the wheels failed"; exit 1; }
 export PYTHONPATH=$SCRATCH/mmcv:$SITE:$REPO
-"$PY" -c 'import mmengine, mmdet, mmpose, xtcocotools.mask, pycocotools.mask, shapely' \
+"$PY" -c 'import mmengine, xtcocotools.mask, pycocotools.mask, shapely, terminaltables, json_tricks, munkres' \
   || { log "ERROR: the wheels do not import"; exit 1; }
 
 # torch's extension builder finds the toolkit through CUDA_HOME, else nvcc on PATH (which may be a
@@ -101,6 +107,12 @@ EOF
   [[ -n $inc ]] && export CPLUS_INCLUDE_PATH=$inc${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
   log "not in \$CUDA_HOME/include: ${missing[*]}; found in torch's nvidia packages: ${inc:-none}"
 fi
+# The lent GPU machines set CXX=/opt/gcc/bin/g++, which links libstdc++ statically into the
+# extension; its helpers that build strings with iostreams (mmcv.ops.get_compiling_cuda_version)
+# then crash with a segfault, while nms and roi_align run. GPU_CHECK_CXX names another compiler
+# (not tried there yet).
+[[ -n ${GPU_CHECK_CXX:-} ]] && export CXX=$GPU_CHECK_CXX
+log "C++ compiler: ${CXX:-default}"
 if [[ -z ${TORCH_CUDA_ARCH_LIST:-} ]]; then
   TORCH_CUDA_ARCH_LIST=$("$PY" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability(0))' 2>/dev/null || echo 9.0)
 fi
@@ -159,8 +171,37 @@ if [[ -z $path ]] || ! "$PY" -c 'import mmcv.ops, mmdet.apis, mmpose.apis'; then
   exit 1
 fi
 log "mmcv ready: $path"
-"$PY" -c 'import mmcv, mmcv.ops as o; print("mmcv", mmcv.__version__, "ops compiled with CUDA", o.get_compiling_cuda_version())'
 ext=$(ls "$SCRATCH"/mmcv/mmcv/_ext*.so 2>/dev/null | head -n 1)
+if [[ -n $ext ]] && ! readelf -d "$ext" 2>/dev/null | grep -q 'libstdc++'; then
+  log "WARNING: $(basename "$ext") links libstdc++ statically: its string-returning helpers" \
+      "(mmcv.ops.get_compiling_cuda_version) crash, so nothing here calls them"
+fi
+log "== smoke test of mmcv's nms and roi_align (in a process of its own: a crash must not end the check)"
+SMOKE_CUDA=1
+[[ ${GPU_BENCH_ARGS:-} == *--cpu-ops-shim* ]] && SMOKE_CUDA=0
+if SMOKE_CUDA=$SMOKE_CUDA timeout 120 "$PY" - <<'EOF'
+import os
+import torch
+from mmcv.ops import nms, roi_align
+devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() and os.environ["SMOKE_CUDA"] == "1" else [])
+g = torch.Generator().manual_seed(0)
+xy = torch.rand(200, 2, generator=g) * 400
+boxes = torch.cat([xy, xy + torch.rand(200, 2, generator=g) * 100 + 5], 1)
+scores = torch.rand(200, generator=g)
+feats = torch.rand(1, 8, 40, 40, generator=g)
+rois = torch.cat([torch.zeros(16, 1), boxes[:16] / 10], 1)
+for d in devices:
+    _, keep = nms(boxes.to(d), scores.to(d), 0.5)
+    r = roi_align(feats.to(d), rois.to(d), (7, 7), 1.0, 0, "avg", True)
+    print(f"mmcv ops on {d}: nms kept {len(keep)} of 200, roi_align {tuple(r.shape)} sum {float(r.sum()):.4f}")
+EOF
+then
+  log "mmcv's nms and roi_align ran"
+else
+  log "mmcv's ops failed (status $?): the bench answers nms and roi_align with torchvision's kernels"
+  GPU_BENCH_ARGS="${GPU_BENCH_ARGS:-} --torchvision-ops"
+  path="$path; its ops failed, torchvision's nms/roi_align used"
+fi
 if [[ -n $ext && ! -f $DIR/mmcv_ext.so.gz ]]; then  # bring the build back when it fits, for the next run
   cp "$ext" "$SCRATCH/ext.so" && { strip --strip-debug "$SCRATCH/ext.so" 2>/dev/null || true; }
   gzip -9 -c "$SCRATCH/ext.so" >"$SCRATCH/mmcv_ext.so.gz"
