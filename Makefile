@@ -35,7 +35,7 @@ run: ## start the app, Redis, a render worker and TorchServe (CPU) locally on em
 	@DOODLEPOD_VENV=$(VENV) scripts/run_local.sh
 
 # --- the app: its servers and load benchmarks ---
-.PHONY: serve-app bench-load bench-soak
+.PHONY: serve-app bench-load bench-soak bench-soak-shares
 serve-app: venv ## only the app (gunicorn, gevent workers) on DOODLEPOD_* settings; TorchServe must be running
 	$(BIN)/gunicorn -c app/gunicorn_conf.py "app:create_app()"
 
@@ -44,6 +44,9 @@ bench-load: venv ## load benchmark: fake-model TorchServe + app, 1 client then 1
 
 bench-soak: venv ## soak: 16 good, slow and hostile clients for 60 s against one pod; PASS/FAIL per criterion (bench/soak.py --help)
 	$(PY) bench/soak.py
+
+bench-soak-shares: venv ## shares soak: good clients quiet, then beside clients that each try to take a shared pool; PASS/FAIL per criterion
+	$(PY) bench/soak.py --shares
 
 .PHONY: bench-jobs serve-worker
 bench-jobs: venv ## async jobs benchmark: 200 jobs by 16 clients on Redis + 2 render workers, then the same renders synchronously (bench/jobs.py --help)

@@ -32,21 +32,22 @@ tarpit; the flood limited to its bucket (429 beyond); each racing upload rendere
 ``--duration`` seconds (the quiet run), then the same good clients for as long beside hostile ones
 that each try to take a shared pool: a *storage filler* (POST /characters from two connections), a
 *video queuer* (POST /motions of 4 MiB files, back to back), a *slow callback client* (async jobs
-whose callbacks go to 4 receivers that answer one byte a second, on 4 ports) and a */64 rotator*
-(three connections, each request from a fresh address of one IPv6 /64). A good client animates a
-drawing, looks at it for ``--think`` seconds and asks again (a person, not a load generator); the
-async one submits every 4 s with a callback. The hostile clients use their rate limit to the full:
-they wait out a ``429 rate_limited`` (the issue's clients work within the limit) and retry every
-other refusal at once; ``--flood`` makes them ignore the limit's Retry-After too, a flood of 429s
-that only an ingress in front of the pod can absorb (reported, not a pass criterion). Pass criteria:
-the good clients' p95 within 2x of the quiet run's (same run, same machine); none of them refused
-for another client's use (no ``storage_full``, ``queue_full``, ``jobs_unavailable``,
-``rate_limited`` or ``*_share_used``); no 5xx for anyone but 503/504 with Retry-After; every good
-callback within 10 s of its job's end; each hostile client held by its own share (or its bucket).
-``--hostile`` runs some of them only (to see which one costs the good clients). Slow DNS is not
-played here: this machine's resolver answers at once and cannot be slowed without changing
-/etc/resolv.conf (the bound is tested with an injected slow lookup in
-tests/jobs/test_shares_callbacks.py).
+whose callbacks go to 4 receivers that answer one byte a second, on 4 ports), a */64 rotator* (three
+connections, each request from a fresh address of one IPv6 /64) and a *slow DNS client* (three
+connections of async jobs whose callback names a name server on loopback answers after 15 s, at
+submit or, every other name, only from its callback's delivery on: the app and the worker run in a
+mount namespace of their own whose /etc/resolv.conf names it, tests/support/slowdns.py; that needs
+root, and without it the soak says so and plays the rest). A good client animates a drawing, looks
+at it for ``--think`` seconds and asks again (a person, not a load generator); the async one submits
+every 4 s with a callback. The hostile clients use their rate limit to the full: they wait out a
+``429 rate_limited`` (the issue's clients work within the limit) and retry every other refusal at
+once; ``--flood`` makes them ignore the limit's Retry-After too, a flood of 429s that only an
+ingress in front of the pod can absorb (reported, not a pass criterion). Pass criteria: the good
+clients' p95 within 2x of the quiet run's (same run, same machine); none of them refused for another
+client's use (no ``storage_full``, ``queue_full``, ``jobs_unavailable``, ``rate_limited`` or
+``*_share_used``); no 5xx for anyone but 503/504 with Retry-After; every good callback within 10 s
+of its job's end; each hostile client held by its own share (or its bucket).
+``--hostile`` runs some of them only (to see which one costs the good clients).
 
     python bench/soak.py --shares [--good 4] [--think 2] [--duration 60] [--hostile a,b] [--flood]
 """
@@ -69,14 +70,18 @@ import requests
 from common import REPO, pct, stack
 from PIL import Image
 
-from tests.support import procs  # after common, which puts the repository on sys.path
+from tests.support import procs, slowdns  # after common, which puts the repository on sys.path
 from tests.support.jobstack import RedisServer, WorkerProcess
 from tests.support.rawhttp import Tarpit
 from tests.support.receiver import CallbackReceiver
 
 BODY_TIMEOUT_S = 8
 #: The hostile clients of the shares soak (--hostile picks some, to see which one costs the good ones).
-HOSTILE = ("storage-filler", "video-queuer", "slow-callbacks", "64-rotator")
+HOSTILE = ("storage-filler", "video-queuer", "slow-callbacks", "64-rotator", "slow-dns")
+#: Seconds the slow name server takes to answer the slow DNS client's callback names.
+SLOW_DNS_S = 15.0
+#: DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S in the shares soak (the default).
+DNS_TIMEOUT_S = 2.0
 #: The soak's rate limit per client (each client is one forwarded address); the flood goes past it.
 RATE_PER_MIN, RATE_BURST = 120, 20
 WEBHOOK_SECRET = "soak-secret"
@@ -385,6 +390,18 @@ class Soak:
             n += 1
             self.stop.wait(0.5)
 
+    def slow_dns(self, seed: int) -> None:
+        """Async jobs whose callback names take :data:`SLOW_DNS_S` to resolve, a fresh name each time:
+        slow at once (refused at submit), or every other one fast at submit and slow from then on,
+        when its callback is delivered."""
+        self.me.address = "203.0.113.73"
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            url = f"http://h{seed}-{n}.{'late' if n % 2 else 'slow'}.soak.test:8080/hook"
+            self.post_shares("hostile:slow-dns", "/animate", headers={"Prefer": "respond-async"},
+                             **self.form(self.inputs.png, self.inputs.joints, callback_url=url))
+
     def rotator(self, seed: int) -> None:
         rng = random.Random(seed)
         while not self.stop.is_set():
@@ -403,7 +420,16 @@ class Soak:
 
         tarpits = [Tarpit(every=1.0) for _ in range(4)]
         receiver = CallbackReceiver(on_arrival=note)
-        app = worker = None
+        app = worker = dns = None
+        preexec = None
+        if "slow-dns" in self.args.hostile:
+            self.slow_dns_missing = slowdns.unavailable()
+            if self.slow_dns_missing:
+                print(f"slow DNS not played: {self.slow_dns_missing}", flush=True)
+                self.args.hostile.remove("slow-dns")
+            else:  # the app and the worker resolve names through a server that answers late
+                dns = slowdns.SlowDns(delay_s=SLOW_DNS_S)
+                preexec = slowdns.resolved_by(dns.resolv_conf(workdir))
         try:
             print("starting TorchServe (fake models), Redis, gunicorn and a render worker ...", flush=True)
             ts.start()
@@ -419,11 +445,11 @@ class Soak:
                    "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32", "DOODLEPOD_WEBHOOK_TIMEOUT_S": "5",
                    "DOODLEPOD_WEBHOOK_ATTEMPTS": "5", "DOODLEPOD_STORAGE_BUDGET_MB": "400",
                    "DOODLEPOD_CLIENT_STORAGE_MB": "64", "DOODLEPOD_MAX_INFLIGHT": "3",
-                   "DOODLEPOD_CLIENT_RENDER_SLOTS": "1",
+                   "DOODLEPOD_CLIENT_RENDER_SLOTS": "1", "DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S": str(DNS_TIMEOUT_S),
                    "DOODLEPOD_DEFAULT_MOTIONS": self.args.motions}
             env.update({k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_")})
-            app = stack.Gunicorn(workdir / "app", env).start(timeout=120)
-            worker = WorkerProcess(workdir, {**app.env, "DOODLEPOD_WORKER_CONCURRENCY": "1"}).start()
+            app = stack.Gunicorn(workdir / "app", env, preexec=preexec).start(timeout=120)
+            worker = WorkerProcess(workdir, {**app.env, "DOODLEPOD_WORKER_CONCURRENCY": "1"}, preexec=preexec).start()
             self.url, self.port = app.url, app.port
             booted = app.log_text().count("Booting worker")
             good = [threading.Thread(target=self.shares_good, args=(n,), daemon=True) for n in range(self.args.good)]
@@ -439,7 +465,8 @@ class Soak:
                 ("video-queuer", self.video_queuer, ()),
                 ("slow-callbacks", self.slow_callbacks, ([t.url for t in tarpits],)),
                 ("64-rotator", self.rotator, (1,)), ("64-rotator", self.rotator, (2,)),
-                ("64-rotator", self.rotator, (3,))) if name in self.args.hostile]
+                ("64-rotator", self.rotator, (3,)), ("slow-dns", self.slow_dns, (1,)),
+                ("slow-dns", self.slow_dns, (2,)), ("slow-dns", self.slow_dns, (3,))) if name in self.args.hostile]
             for t in hostile:
                 t.start()
             time.sleep(self.args.duration)
@@ -460,6 +487,8 @@ class Soak:
             for t in tarpits:
                 t.close()
             receiver.close()
+            if dns is not None:
+                dns.close()
         stack.remove(workdir)
         return self.report_shares(restarts, load, lags)
 
@@ -506,7 +535,9 @@ class Soak:
              f"{max(arrived, default=float('nan')):.2f} s"),
             ("no worker restart", restarts == 0, f"{restarts} restarts"),
         ]
-        ran, filler = self.args.hostile, "hostile:storage-filler"
+        ran, filler, dns = self.args.hostile, "hostile:storage-filler", "hostile:slow-dns"
+        slow_dns_p95 = pct([s for k, _, s, _ in self.results if k == dns] or [float("nan")], 95)
+        good_async = [s for k, _, s, _ in self.results if k == "good:hostile:async"]
         checks += [c for name, c in (
             ("storage-filler", ("storage filler held by its own shares and bucket, never the pod's budget",
                                 held(filler, "storage_share_used", "render_share_used", "rate_limited")
@@ -518,6 +549,12 @@ class Soak:
             ("slow-callbacks", ("slow callback client held by its jobs share (callbacks still due count)",
                                 held("hostile:slow-callbacks", "jobs_share_used"), "")),
             ("64-rotator", ("/64 rotator held by one bucket", held("hostile:64-rotator", "rate_limited"), "")),
+            ("slow-dns", ("slow DNS client held by the lookup bound and its one lookup at a time",
+                          held(dns, "callback_url_refused") and slow_dns_p95 <= DNS_TIMEOUT_S + 1.0,
+                          f"p95 {slow_dns_p95:.2f} s, {dict(Counter(c for k, _, _, c in self.results if k == dns))}")),
+            ("slow-dns", ("good async submits answered at once beside slow callback names",
+                          bool(good_async) and pct(good_async, 95) < 1.0,
+                          f"p95 {pct(good_async, 95) if good_async else float('nan'):.2f} s")),
         ) if name in ran]
         print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (the machine is shared: other work ran "
               f"meanwhile); uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")

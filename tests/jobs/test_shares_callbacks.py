@@ -1,7 +1,7 @@
 """Callback lanes per client and callback name lookups within their bounds (app/jobs/worker.py,
 app/jobs/webhooks.py, app/jobs/egress.py). A real Redis server (Valkey) and receivers on loopback;
-slow DNS is an injected lookup function that sleeps (no name server can be made slow here), run by the
-same BoundedResolver the app uses."""
+slow DNS is an injected lookup function that sleeps, run by the same BoundedResolver the app uses (the
+app meeting a slow name server through the system resolver: test_shares_slow_dns_e2e.py)."""
 from __future__ import annotations
 
 import json

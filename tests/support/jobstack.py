@@ -103,9 +103,11 @@ class RedisServer:
 class WorkerProcess:
     """``python -m app.jobs.worker`` with ``env`` (DOODLEPOD_* variables) in its own process group."""
 
-    def __init__(self, workdir: Path, env: dict[str, str], name: str = "worker", cpus: set[int] | None = None) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str], name: str = "worker", cpus: set[int] | None = None,
+                 preexec=None) -> None:
         self.workdir = Path(workdir)
         self.cpus = cpus  # run on these CPUs only
+        self.preexec = preexec  # run in the child before the worker starts
         self.env = {k: v for k, v in os.environ.items()
                     if not k.startswith("DOODLEPOD_") and k != "PROMETHEUS_MULTIPROC_DIR"}
         self.env.update(env)
@@ -118,7 +120,7 @@ class WorkerProcess:
         with open(self.log, "ab") as fh:
             pin = (lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None
             self.proc = subprocess.Popen([sys.executable, "-m", "app.jobs.worker"], cwd=REPO, env=self.env, stdout=fh,
-                                         preexec_fn=pin,
+                                         preexec_fn=procs.chain(pin, self.preexec),
                                          stderr=subprocess.STDOUT, start_new_session=True)
         def started() -> bool:
             if self.proc.poll() is not None:

@@ -104,3 +104,16 @@ def stop_group(proc: subprocess.Popen | None, grace: float = 10.0) -> None:
         except ProcessLookupError:
             pass
         proc.wait(5)
+
+
+def chain(*preexecs):
+    """One ``preexec_fn`` running each of ``preexecs`` that is not None, in order (None if none is)."""
+    steps = [p for p in preexecs if p is not None]
+    if not steps:
+        return None
+
+    def run() -> None:
+        for step in steps:
+            step()
+
+    return run
