@@ -59,8 +59,6 @@ class InflightSlots:
     SMOOTHING = 0.3
     #: Seconds a request's want keeps background work away after it last said so.
     WANT_S = 1.0
-    #: Seconds over which a client's past slot time fades (by 1/e) in the room's order.
-    USAGE_FADE_S = 10.0
     #: Seconds after which a waiter tries for a slot out of its turn (see :meth:`acquire`).
     UNTURNED_TRY_S = 1.0
     #: Seconds between a waiting request's tries.
@@ -77,7 +75,6 @@ class InflightSlots:
             waiters = count * (self.SHARED_ROOM_PER_SLOT if shares else 1)
         self.waiters = waiters
         self._refused: deque[float] = deque()  # this process's recent 503s
-        self._added = 0  # usage samples this process wrote (see add_usage)
         self.folder.mkdir(parents=True, exist_ok=True)
         for i in range(count):
             (self.folder / f"slot-{i}").touch(exist_ok=True)
@@ -154,47 +151,15 @@ class InflightSlots:
     def _turn(self, index: int) -> bool:
         """Whether the waiter in place ``index`` may try for a slot now: a slot is free (as the files
         say) and its rank in the room is below the slots free. Rank: fewest slots held by its client
-        first, then least slot time used by its client lately (:meth:`usage`: a client that keeps the
-        slots busy waits behind one that seldom asks), then the longest waiting."""
+        first (a client rendering already waits behind one that is not), then the longest waiting."""
         free = self.count - len(self._holders())
         if free <= 0:
             return False
         waiters = self._waiters()
         held = Counter(parts[2] for parts in (_read(self.folder / f"slot-{i}").split() for i in range(self.count))
                        if len(parts) > 2)
-        used = {owner: self.usage(owner) for owner in {w[2] for w in waiters}}
-        order = sorted(waiters, key=lambda w: (held[w[2]], used[w[2]], w[1]))
+        order = sorted(waiters, key=lambda w: (held[w[2]], w[1]))
         return next((n for n, w in enumerate(order) if w[0] == index), 0) < free
-
-    def usage(self, owner: str) -> float:
-        """Slot seconds ``owner``'s completed requests held lately, fading with :data:`USAGE_FADE_S`."""
-        if not owner:
-            return 0.0
-        parts = _read(self.folder / f"used-{owner}").split()
-        try:
-            value, when = float(parts[0]), float(parts[1])
-        except (IndexError, ValueError):
-            return 0.0
-        return value * math.exp(-max(0.0, time.time() - when) / self.USAGE_FADE_S)
-
-    def add_usage(self, owner: str, seconds: float) -> None:
-        """Fold ``seconds`` of slot time into ``owner``'s fading usage (a lost race between two of its
-        requests loses one sample); now and then forget clients not seen for a while."""
-        if not owner:
-            return
-        now = time.time()
-        value = self.usage(owner) + max(0.0, seconds)
-        tmp = self.folder / f"used-{owner}.{os.getpid()}"
-        tmp.write_text(f"{value:.4f} {now:.3f}")
-        os.replace(tmp, self.folder / f"used-{owner}")
-        self._added += 1
-        if self._added % 64 == 0:
-            for path in self.folder.glob("used-*"):
-                try:
-                    if now - path.stat().st_mtime > 10 * self.USAGE_FADE_S:
-                        path.unlink()
-                except OSError:
-                    pass
 
     def _waiters(self) -> list[tuple[int, float, str]]:
         """Taken waiting places: (index, when the waiter came, its owner), as their files say."""
@@ -346,7 +311,6 @@ class Slot:
         self._slots = slots
         self.index = index
         self.priority = priority
-        self.owner = owner
         self.taken = time.time()
         self._yield = slots.folder / f"slot-{index}.yield" if slots is not None else None
         if self._yield is not None:
@@ -375,11 +339,6 @@ class Slot:
             os.ftruncate(self._fd, 0)
             os.close(self._fd)  # closing the file drops its flock
             self._fd = None
-            if self._slots is not None and self.owner:
-                try:
-                    self._slots.add_usage(self.owner, time.time() - self.taken)
-                except OSError as exc:
-                    log.warning("cannot record a client's slot time: %s", exc)
             if completed and self._slots is not None and self.priority == RENDER:
                 try:
                     self._slots.record(time.time() - self.taken)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -46,27 +47,42 @@ def _ended_job_with_callback(queue: JobQueue, url: str, client: str) -> str:
     return job
 
 
+@contextmanager
+def _webhook_loop(settings, queue: JobQueue, tmp_path: Path):
+    """The render worker's webhook loop over ``queue``, started on entry (the callbacks already due
+    first), stopped on exit."""
+    worker = Worker(SimpleNamespace(settings=settings, jobs=queue, pool=None, slots=None, torchserve=None),
+                    tmp_path)
+    loop = threading.Thread(target=worker._webhook_loop, args=("hooks-under-test",), daemon=True)
+    loop.start()
+    try:
+        yield
+    finally:
+        worker.stop.set()
+        loop.join(15)
+
+
+def _lag(queue: JobQueue, receiver: CallbackReceiver, client: str) -> float:
+    """Seconds from a job of ``client`` ending to its callback's arrival at ``receiver``."""
+    t0 = time.monotonic()
+    _ended_job_with_callback(queue, receiver.url, client)
+    receiver.wait(1, timeout=30)
+    return receiver.arrived[0][0] - t0
+
+
 def test_a_client_with_slow_receivers_on_many_ports_holds_only_its_own_lanes(redis_server, tmp_path):
     settings = load_settings({}, webhook_secret=SECRET, webhook_allow=("127.0.0.1/32",), webhook_timeout_s=3.0,
                              webhook_attempts=3, webhook_concurrency=8, client_webhook_lanes=2)
     queue = JobQueue(redis_server.url, f"lanes-{tmp_path.name}:", max_queued=100)
     tarpits = [Tarpit(every=1.0) for _ in range(4)]          # a status line at 1 byte/s, on 4 ports
     good = CallbackReceiver()
-    worker = Worker(SimpleNamespace(settings=settings, jobs=queue, pool=None, slots=None, torchserve=None),
-                    tmp_path)
-    loop = threading.Thread(target=worker._webhook_loop, args=("hooks-under-test",), daemon=True)
     try:
         for i in range(8):
             _ended_job_with_callback(queue, tarpits[i % 4].url, "a-203.0.113.66")
-        loop.start()
-        time.sleep(0.5)                                      # the slow ones took their lanes
-        t0 = time.monotonic()
-        _ended_job_with_callback(queue, good.url, "a-198.51.100.2")
-        good.wait(1, timeout=30)
-        lag = good.arrived[0][0] - t0
+        with _webhook_loop(settings, queue, tmp_path):
+            time.sleep(0.5)                                  # the slow ones took their lanes
+            lag = _lag(queue, good, "a-198.51.100.2")
     finally:
-        worker.stop.set()
-        loop.join(15)
         for t in tarpits:
             t.close()
         good.close()
@@ -78,20 +94,12 @@ def test_a_callback_waiting_out_its_backoff_holds_no_lane(redis_server, tmp_path
                              webhook_attempts=3, webhook_concurrency=8, client_webhook_lanes=1)
     queue = JobQueue(redis_server.url, f"backoff-{tmp_path.name}:", max_queued=100)
     failing, good = CallbackReceiver(fail_first=100), CallbackReceiver()
-    worker = Worker(SimpleNamespace(settings=settings, jobs=queue, pool=None, slots=None, torchserve=None),
-                    tmp_path)
-    loop = threading.Thread(target=worker._webhook_loop, args=("hooks-under-test",), daemon=True)
     try:
         _ended_job_with_callback(queue, failing.url, "a-203.0.113.67")    # 500, then backoff 1 s, 2 s
-        loop.start()
-        failing.wait(1, timeout=30)
-        t0 = time.monotonic()
-        _ended_job_with_callback(queue, good.url, "a-203.0.113.67")       # the same client's next one
-        good.wait(1, timeout=30)
-        lag = good.arrived[0][0] - t0
+        with _webhook_loop(settings, queue, tmp_path):
+            failing.wait(1, timeout=30)
+            lag = _lag(queue, good, "a-203.0.113.67")                     # the same client's next one
     finally:
-        worker.stop.set()
-        loop.join(15)
         failing.close()
         good.close()
     assert lag < 0.8, f"the client's next callback waited {lag:.1f} s behind a backoff"
@@ -190,21 +198,13 @@ def test_many_waiting_callbacks_of_one_client_do_not_stall_anothers(redis_server
                              webhook_attempts=2, webhook_concurrency=2, client_webhook_lanes=1)
     queue = JobQueue(redis_server.url, f"stall-{tmp_path.name}:", max_queued=100, client_max_jobs=20)
     tarpit, good = Tarpit(every=1.0), CallbackReceiver()
-    worker = Worker(SimpleNamespace(settings=settings, jobs=queue, pool=None, slots=None, torchserve=None),
-                    tmp_path)
-    loop = threading.Thread(target=worker._webhook_loop, args=("hooks-under-test",), daemon=True)
     try:
         for _ in range(12):                                  # more than 4 x the lanes wait for one lane
             _ended_job_with_callback(queue, tarpit.url, "a-203.0.113.69")
-        loop.start()
-        time.sleep(0.5)
-        t0 = time.monotonic()
-        _ended_job_with_callback(queue, good.url, "a-198.51.100.4")
-        good.wait(1, timeout=30)
-        lag = good.arrived[0][0] - t0
+        with _webhook_loop(settings, queue, tmp_path):
+            time.sleep(0.5)
+            lag = _lag(queue, good, "a-198.51.100.4")
     finally:
-        worker.stop.set()
-        loop.join(15)
         tarpit.close()
         good.close()
     assert lag < 1.5, f"another client's callback waited {lag:.1f} s behind one client's queue"

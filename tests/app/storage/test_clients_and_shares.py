@@ -77,33 +77,33 @@ def _wait_for(predicate, timeout=5.0):
         time.sleep(0.01)
 
 
-def test_the_room_lets_the_client_that_used_least_go_first(tmp_path):
-    """A freed slot goes to the waiting client that used the slots least lately, not to the one that
-    came first or polls fastest: a client keeping the slots busy waits behind one that seldom asks."""
+def test_the_room_lets_a_client_rendering_nothing_go_before_one_rendering_already(tmp_path):
+    """A freed slot goes to the waiting client holding fewest slots, then to the one waiting longest:
+    not to the one that polls fastest, nor to a client that came first but is rendering already."""
     import threading
 
     from app.render.admission import InflightSlots
 
-    slots = InflightSlots(tmp_path / "slots", 1, shares=True)
-    slots.add_usage("heavy", 30.0)                           # kept a slot busy for 30 s lately
+    slots = InflightSlots(tmp_path / "slots", 2)
     slots.record(0.5)
-    held = slots.acquire(owner="someone")
+    busy = slots.acquire(owner="busy")                       # a client rendering already
+    other = slots.acquire(owner="someone")
     got: dict[str, object] = {}
-    heavy = threading.Thread(target=lambda: got.setdefault("heavy", slots.acquire(wait_s=5.0, owner="heavy", share=1)))
-    heavy.start()
-    _wait_for(lambda: slots.waiting() == 1)                  # the heavy client came first
-    light = threading.Thread(target=lambda: got.setdefault("light", slots.acquire(wait_s=5.0, owner="light", share=1)))
-    light.start()
+    busy_again = threading.Thread(target=lambda: got.setdefault("busy", slots.acquire(wait_s=5.0, owner="busy")))
+    busy_again.start()
+    _wait_for(lambda: slots.waiting() == 1)                  # the busy client's second request came first
+    idle = threading.Thread(target=lambda: got.setdefault("idle", slots.acquire(wait_s=5.0, owner="idle")))
+    idle.start()
     _wait_for(lambda: slots.waiting() == 2)
-    held.release()
-    _wait_for(lambda: slots.held_by("light") + slots.held_by("heavy") == 1)
-    assert slots.held_by("light") == 1 and slots.waiting() == 1
-    light.join()
-    got["light"].release()
-    heavy.join()
-    assert got["heavy"] is not None                           # then the heavy one, within its wait
-    got["heavy"].release()
-    assert slots.usage("light") > 0 and slots.usage("heavy") > slots.usage("light")
+    other.release()
+    _wait_for(lambda: slots.held_by("idle") + slots.held_by("busy") == 2)
+    assert slots.held_by("idle") == 1 and slots.held_by("busy") == 1 and slots.waiting() == 1
+    idle.join()
+    got["idle"].release()
+    busy_again.join()
+    assert got["busy"] is not None                           # then the busy one, within its wait
+    got["busy"].release()
+    busy.release()
 
 
 def test_a_clients_waiting_request_counts_in_its_render_share(tmp_path):
