@@ -206,6 +206,7 @@ NOT_REQUEST_CONSTANTS = {
     "app.jobs.retry:MAX_DELAY_S",              # how long a retried job waits before its next attempt
     "app.characters.preparation:MAX_STATE_BYTES",    # make run's models-state file
     "app.characters.preparation:MAX_RETRY_AFTER_S",  # the longest Retry-After of models_unavailable
+    "app.jobs.worker:MAX_WAITING_CALLBACKS",   # callbacks a worker holds while their lanes are busy
 }
 
 
