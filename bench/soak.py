@@ -31,25 +31,27 @@ tarpit; the flood limited to its bucket (429 beyond); each racing upload rendere
 ``--shares`` runs the per-client shares soak instead (app/shares.py): good clients alone for
 ``--duration`` seconds (the quiet run), then the same good clients for as long beside hostile ones
 that each try to take a shared pool: a *storage filler* (POST /characters from two connections), a
-*video queuer* (POST /motions of 4 MiB files, back to back), a *slow callback client* (async jobs
-whose callbacks go to 4 receivers that answer one byte a second, on 4 ports), a */64 rotator* (three
-connections, each request from a fresh address of one IPv6 /64) and a *slow DNS client* (three
-connections of async jobs whose callback names a name server on loopback answers after 15 s, at
-submit or, every other name, only from its callback's delivery on: the app and the worker run in a
-mount namespace of their own whose /etc/resolv.conf names it, tests/support/slowdns.py; that needs
-root, and without it the soak says so and plays the rest). A good client animates a drawing, looks
-at it for ``--think`` seconds and asks again (a person, not a load generator); the async one submits
-every 4 s with a callback. The hostile clients use their rate limit to the full: they wait out a
-``429 rate_limited`` (the issue's clients work within the limit) and retry every other refusal at
-once; ``--flood`` makes them ignore the limit's Retry-After too, a flood of 429s that only an
-ingress in front of the pod can absorb (reported, not a pass criterion). Pass criteria: the good
-clients' p95 within 2x of the quiet run's (same run, same machine); none of them refused for another
-client's use (no ``storage_full``, ``queue_full``, ``jobs_unavailable``, ``rate_limited`` or
-``*_share_used``); no 5xx for anyone but 503/504 with Retry-After; every good callback within 10 s
-of its job's end; each hostile client held by its own share (or its bucket).
+*video queuer* (POST /motions of 4 MiB that only looks like a video, back to back; with
+``--real-videos`` every other one is a real 15 s video of a person, which the worker reads), a *slow
+callback client* (async jobs whose callbacks go to 4 receivers that answer one byte a second, on 4
+ports), a */64 rotator* (three connections, each request from a fresh address of one IPv6 /64) and a
+*slow DNS client* (three connections of async jobs whose callback names a name server on loopback
+answers after 15 s, at submit or, every other name, only from its callback's delivery on: the app
+and the worker run in a mount namespace of their own whose /etc/resolv.conf names it,
+tests/support/slowdns.py; that needs root, and without it the soak says so and plays the rest). A
+good client animates a drawing, looks at it for ``--think`` seconds and asks again (a person, not a
+load generator); the async one submits every 4 s with a callback. The hostile clients use their rate
+limit to the full: they wait out a ``429 rate_limited`` (the issue's clients work within the limit)
+and retry every other refusal at once; ``--flood`` makes them ignore the limit's Retry-After too, a
+flood of 429s that only an ingress in front of the pod can absorb (reported, not a pass criterion).
+Pass criteria: the good clients' p95 within 2x of the quiet run's (same run, same machine); none of
+them refused for another client's use (no ``storage_full``, ``queue_full``, ``jobs_unavailable``,
+``rate_limited`` or ``*_share_used``); no 5xx for anyone but 503/504 with Retry-After; every good
+callback within 10 s of its job's end; each hostile client held by its own share (or its bucket).
 ``--hostile`` runs some of them only (to see which one costs the good clients).
 
     python bench/soak.py --shares [--good 4] [--think 2] [--duration 60] [--hostile a,b] [--flood]
+                          [--real-videos]
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import numpy as np
 import requests
@@ -78,6 +81,8 @@ from tests.support.receiver import CallbackReceiver
 BODY_TIMEOUT_S = 8
 #: The hostile clients of the shares soak (--hostile picks some, to see which one costs the good ones).
 HOSTILE = ("storage-filler", "video-queuer", "slow-callbacks", "64-rotator", "slow-dns")
+#: Seconds of the video queuer's real video (30 fps, 640x480: the worker's pose model reads every frame).
+VIDEO_S = 15.0
 #: Seconds the slow name server takes to answer the slow DNS client's callback names.
 SLOW_DNS_S = 15.0
 #: DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S in the shares soak (the default).
@@ -102,6 +107,15 @@ class Inputs:
     """The requests' payloads, made once."""
 
     def __init__(self) -> None:
+        import tempfile
+
+        from tests.support.person_video import PHOTO, frame, placements, write_video
+
+        photo = Image.open(PHOTO).convert("RGB")
+        n = int(VIDEO_S * 30)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = write_video(Path(tmp) / "person.mp4", [frame(photo, *pl) for pl in placements(n)], fps=30)
+            self.person_video = path.read_bytes()
         page, joints = stack.page_with_character("char1", (800, 700), (150, 50))
         self.page = page
         self.png = stack.encode(page)
@@ -376,9 +390,15 @@ class Soak:
             self.post_shares("hostile:storage-filler", "/characters", **self.form(self.inputs.png, self.inputs.joints))
 
     def video_queuer(self) -> None:
+        """Videos back to back: 4 MiB that only looks like one (the shares of the queue and the storage
+        are what it tries); with ``--real-videos`` every other one is a real video of a person (the
+        worker reads it: ffmpeg and the pose model, about one CPU for :data:`VIDEO_S` seconds of frames)."""
         self.me.address = "203.0.113.71"
-        video = b"\x00\x00\x00\x18ftypisom" + os.urandom(4 * 2**20)
+        junk = b"\x00\x00\x00\x18ftypisom" + os.urandom(4 * 2**20)
+        n = 0
         while not self.stop.is_set():
+            n += 1
+            video = self.inputs.person_video if n % 2 and self.args.real_videos else junk
             self.post_shares("hostile:video-queuer", "/motions", files={"video": ("v.mp4", video, "video/mp4")})
 
     def slow_callbacks(self, urls: list[str]) -> None:
@@ -726,6 +746,8 @@ def main() -> int:
     parser.add_argument("--good", type=int, default=4, help="good clients of the shares soak")
     parser.add_argument("--think", type=float, default=2.0,
                         help="seconds a good client of the shares soak looks at each animation before the next")
+    parser.add_argument("--real-videos", action="store_true",
+                        help="the shares soak's video queuer sends a real video of a person every other time")
     parser.add_argument("--flood", action="store_true",
                         help="the shares soak's hostile clients ignore their rate limit's Retry-After")
     parser.add_argument("--hostile", type=lambda v: v.split(","), default=list(HOSTILE),
