@@ -98,7 +98,7 @@ class InflightSlots:
         """Slots held now for ``owner`` (a client's digest), across the pod's processes."""
         if not owner:
             return 0
-        return sum(1 for i in range(self.count) if _read(self.folder / f"slot-{i}").split()[2:3] == [owner])
+        return sum(1 for _, _, who in self._holders().values() if who == owner)
 
     def claims(self, owner: str) -> int:
         """Slots held and waiting places taken now for ``owner``: what a client's render share bounds."""
@@ -152,12 +152,12 @@ class InflightSlots:
         """Whether the waiter in place ``index`` may try for a slot now: a slot is free (as the files
         say) and its rank in the room is below the slots free. Rank: fewest slots held by its client
         first (a client rendering already waits behind one that is not), then the longest waiting."""
-        free = self.count - len(self._holders())
+        holders = self._holders()
+        free = self.count - len(holders)
         if free <= 0:
             return False
         waiters = self._waiters()
-        held = Counter(parts[2] for parts in (_read(self.folder / f"slot-{i}").split() for i in range(self.count))
-                       if len(parts) > 2)
+        held = Counter(who for _, _, who in holders.values())
         order = sorted(waiters, key=lambda w: (held[w[2]], w[1]))
         return next((n for n, w in enumerate(order) if w[0] == index), 0) < free
 
@@ -179,7 +179,7 @@ class InflightSlots:
         the background holders are asked to give theirs up."""
         try:
             (self.folder / "wanted").touch()
-            for index, (_, priority) in self._holders().items():
+            for index, (_, priority, _) in self._holders().items():
                 if priority == BACKGROUND:
                     (self.folder / f"slot-{index}.yield").touch()
         except OSError as exc:
@@ -211,15 +211,15 @@ class InflightSlots:
         background work, else the mean slot time less the oldest holder's age, plus a slot time per
         slot for each request already waiting."""
         holders = self._holders()
-        if len(holders) < self.count or any(p == BACKGROUND for _, p in holders.values()):
+        if len(holders) < self.count or any(p == BACKGROUND for _, p, _ in holders.values()):
             return 0.0
         mean = self.mean_duration() or 2.0
         now = time.time()
-        remaining = min((max(0.0, mean - (now - taken)) for taken, _ in holders.values()), default=0.0)
+        remaining = min((max(0.0, mean - (now - taken)) for taken, _, _ in holders.values()), default=0.0)
         return remaining + mean * self.waiting() / max(1, self.count)
 
-    def _holders(self) -> dict[int, tuple[float, str]]:
-        """Held slots: index -> (taken, priority), as their files say."""
+    def _holders(self) -> dict[int, tuple[float, str, str]]:
+        """Held slots: index -> (taken, priority, owner), as their files say."""
         held = {}
         for i in range(self.count):
             parts = _read(self.folder / f"slot-{i}").split()
@@ -228,7 +228,7 @@ class InflightSlots:
             except ValueError:
                 continue
             if math.isfinite(taken):
-                held[i] = (taken, parts[1] if len(parts) > 1 else RENDER)
+                held[i] = (taken, parts[1] if len(parts) > 1 else RENDER, parts[2] if len(parts) > 2 else "")
         return held
 
     def _take_place(self, owner: str = "") -> tuple[int, int] | None:
@@ -270,7 +270,7 @@ class InflightSlots:
         mean = self.mean_duration() or fallback
         now = time.time()
         remaining = mean
-        for taken, _ in self._holders().values():
+        for taken, _, _ in self._holders().values():
             remaining = min(remaining, mean - (now - taken))
         try:
             (self.folder / "refused").touch()  # see overloaded()

@@ -11,28 +11,18 @@ import re
 import signal
 import subprocess
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.deploy.test_make_run import README_BASE, client_joints_command, default_motions
+from tests.deploy.test_make_run import README_BASE, client_joints_command, default_motions, get
 from tests.support.receiver import CallbackReceiver
 
 pytestmark = [pytest.mark.pod, pytest.mark.timeout(3600)]
 
 CONTAINERS = ("model", "app", "worker")
-
-
-def get(url: str, timeout: float = 30) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 def pod_spec() -> dict:
