@@ -155,6 +155,12 @@ SETTINGS: tuple[Setting, ...] = (
             _non_negative_int),
     Setting("DOODLEPOD_RENDER_PROCESSES", "0", "Processes per worker that decode, segment and render "
             "(CPU work never runs on the gevent loop); 0 means one per CPU.", _non_negative_int),
+    Setting("DOODLEPOD_RENDER_PROCESS_MEMORY_MB", "0", "Hard memory limit of each render process, in MiB "
+            "(its heap and private mappings, RLIMIT_DATA): a render asking more fails alone with 422 "
+            "render_too_large, before the container's memory limit is reached and the OOM killer picks a "
+            "process. 0: the container's memory limit (its cgroup's, else the machine's memory) less 384 MiB "
+            "per gunicorn worker, shared among the render processes of all workers (at least 256 MiB).",
+            _non_negative_float),
     Setting("DOODLEPOD_STORAGE_BUDGET_MB", "0", "Most MiB the app stores on its local storage (files, "
             "characters, animations); at it, requests that would store more answer 503 storage_full with "
             "Retry-After until the expiry sweep frees room. Set it well under the volume's size (the pod: 75% "

@@ -174,6 +174,12 @@ class OutputTooLarge(ClientError):
     status, code = 422, "output_too_large"
 
 
+class RenderTooLarge(ClientError):
+    """The render asked for more memory than a render process may use
+    (DOODLEPOD_RENDER_PROCESS_MEMORY_MB): the work is too large for this pod as sent."""
+    status, code = 422, "render_too_large"
+
+
 class TooManyCharacters(ClientError):
     """More characters sent or named than a scene holds (DOODLEPOD_SCENE_MAX_CHARACTERS)."""
     status, code = 422, "too_many_characters"

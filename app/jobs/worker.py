@@ -575,7 +575,7 @@ def build(settings) -> Worker | None:
         return None
     from ..services import build_services
 
-    return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}"), run_dir)
+    return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}", workers=1), run_dir)
 
 
 def alive(settings, max_age_s: float = 0.0) -> bool:
