@@ -128,6 +128,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_BODY_TIMEOUT_S", "60", "Longest time to receive a request's body (the upload); past "
             "it the app answers 408. The body is read before a render slot is taken, so slow uploads never "
             "hold one.", _positive_float),
+    Setting("DOODLEPOD_MAX_JSON_KB", "256", "Largest JSON body, in KiB (413 too_large beyond, refused from its "
+            "Content-Length before it is read): JSON bodies carry fields, not files. POST / (the old client's "
+            "JSON with a base64 image) may send DOODLEPOD_MAX_UPLOAD_MB.", _positive_float),
     Setting("DOODLEPOD_MAX_FIELD_KB", "64", "Largest form or JSON field other than the image (joints, bbox, "
             "motions), in KiB (413 beyond).", _positive_float),
     Setting("DOODLEPOD_MAX_IMAGE_PIXELS", "40000000", "Largest accepted image, in pixels (width x height; "

@@ -4,9 +4,11 @@
   it back to Flask as an in-memory stream. The routes take a render slot only after that, so a slow
   upload (or a client that sends nothing) never holds one; a body over the limit is refused whether
   its length was declared or it came chunked.
-* :func:`parse_json` decodes a JSON text bounded in size, nesting depth and number length, so a
-  field can neither exhaust the parser (JSON nested 100,000 deep) nor smuggle a value the code below
-  cannot take (a 400-digit integer, ``NaN``).
+* :func:`parse_json` decodes a JSON text bounded in size, nesting depth, breadth (values in all)
+  and number length, so a field can neither exhaust the parser (JSON nested 100,000 deep, or
+  millions of empty lists side by side, which ``json.loads`` takes seconds of the event loop to
+  build) nor smuggle a value the code below cannot take (a 400-digit integer, ``NaN``). Depth and
+  breadth are counted in one pass that stops at the first bound passed, before anything is decoded.
 """
 from __future__ import annotations
 
@@ -23,11 +25,18 @@ from ..loop import time_limit
 MAX_JSON_DEPTH = 10
 #: Longest number literal accepted in JSON, in characters (a pixel coordinate needs a handful).
 MAX_NUMBER_CHARS = 32
+#: Most structural tokens (brackets, commas, colons, strings) accepted in one JSON text: a scene's
+#: edit with every character's joints needs a few thousand.
+MAX_JSON_TOKENS = 20_000
 
 _CHUNK = 64 * 1024
-#: A JSON string literal (escapes included), written so that the regex engine never backtracks.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
+#: A JSON string literal (escapes included) or one structural character; the string part is written so
+#: that the regex engine never backtracks.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
+
+
+def _size(limit: int) -> str:
+    return f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit / 1024:g} KiB"
 
 
 def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
@@ -44,7 +53,7 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
         except ValueError:
             raise BadRequest("Content-Length is not a number") from None
         if length > limit:
-            raise TooLarge(f"request body of {length} bytes is over the limit of {limit / 2**20:g} MiB")
+            raise TooLarge(f"request body of {length} bytes is over the limit of {_size(limit)}")
     stream = environ.get("wsgi.input")
     chunks: list[bytes] = []
     size = 0
@@ -57,7 +66,7 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
                     break
                 size += len(chunk)
                 if size > limit:
-                    raise TooLarge(f"request body over the limit of {limit / 2**20:g} MiB")
+                    raise TooLarge(f"request body over the limit of {_size(limit)}")
                 chunks.append(chunk)
     body = b"".join(chunks)
     environ["wsgi.input"] = io.BytesIO(body)
@@ -67,18 +76,30 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
     return body
 
 
+def json_shape(text: str, stop_depth: int = MAX_JSON_DEPTH, stop_tokens: int = MAX_JSON_TOKENS) -> tuple[int, int]:
+    """(deepest nesting of arrays/objects, structural tokens) of the JSON ``text``, strings skipped
+    as one token each, in one pass that stops once either passes its bound."""
+    depth = deepest = tokens = 0
+    for m in _TOKEN.finditer(text):
+        tokens += 1
+        if tokens > stop_tokens:
+            break
+        c = m.group()[0]
+        if c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > stop_depth:
+                    break
+        elif c in "]}":
+            depth -= 1
+    return deepest, tokens
+
+
 def json_depth(text: str, stop_above: int = MAX_JSON_DEPTH) -> int:
     """Deepest nesting of arrays/objects in the JSON ``text`` (strings skipped); counting stops
     once it passes ``stop_above``."""
-    bare = _STRING.sub('""', text)
-    depth = deepest = 0
-    for m in _BRACKET.finditer(bare):
-        depth += 1 if m.group() in "[{" else -1
-        if depth > deepest:
-            deepest = depth
-            if deepest > stop_above:
-                break
-    return deepest
+    return json_shape(text, stop_above, len(text) + 1)[0]
 
 
 def parse_json(text: str | bytes, name: str, max_bytes: int | None = None) -> Any:
@@ -86,6 +107,8 @@ def parse_json(text: str | bytes, name: str, max_bytes: int | None = None) -> An
 
     Raises :class:`TooLarge` (over ``max_bytes``) or :class:`BadRequest` naming ``name``.
     """
+    if max_bytes is not None and isinstance(text, bytes) and len(text) > max_bytes:
+        raise TooLarge(f"'{name}' is over the limit of {max_bytes / 1024:g} KiB")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -93,8 +116,11 @@ def parse_json(text: str | bytes, name: str, max_bytes: int | None = None) -> An
             raise BadRequest(f"'{name}' is not UTF-8 text") from None
     if max_bytes is not None and len(text) > max_bytes:
         raise TooLarge(f"'{name}' is over the limit of {max_bytes / 1024:g} KiB")
-    if json_depth(text) > MAX_JSON_DEPTH:
+    depth, tokens = json_shape(text)
+    if depth > MAX_JSON_DEPTH:
         raise BadRequest(f"'{name}' is nested deeper than {MAX_JSON_DEPTH} levels")
+    if tokens > MAX_JSON_TOKENS:
+        raise TooLarge(f"'{name}' has more than {MAX_JSON_TOKENS} JSON tokens (brackets, commas, strings)")
     try:
         return json.loads(text, parse_int=_number(int), parse_float=_number(float), parse_constant=_no_constant)
     except _NumberError as exc:

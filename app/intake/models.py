@@ -61,6 +61,9 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, arbitrary_types_allowed=True)
     #: The bodies that carry the fields (see the module's text).
     media: ClassVar[tuple[str, ...]] = ("form",)
+    #: A JSON body of this request carries an image (base64): it may be as large as an upload
+    #: (DOODLEPOD_MAX_UPLOAD_MB); any other JSON body is bounded by DOODLEPOD_MAX_JSON_KB.
+    image_in_json: ClassVar[bool] = False
 
 
 def _frames_need_a_clip(fields: AnimateForm | RenderRequest) -> None:
@@ -168,6 +171,7 @@ class LegacyRequest(RequestModel):
     """POST /: the old mobile client's JSON."""
 
     media = ("json",)
+    image_in_json = True
     file: Base64Image
     joints: Joints = None
     bbox: Bbox = None

@@ -125,3 +125,46 @@ def test_a_16_bit_mask_is_read_by_its_values_not_as_white(server, page):
     stored = requests.get(resp.json()["urls"]["mask"], timeout=30)
     got = np.asarray(Image.open(io.BytesIO(stored.content)).convert("L")) > 127
     assert 0.4 < got.mean() < 0.6 and got[:, : w // 2].all() and not got[:, w // 2 + 1:].any()
+
+
+def _wide(size: int) -> bytes:
+    """JSON of shallow nested lists, ``size`` bytes: what json.loads takes seconds to build."""
+    return b"[" + b"[[]]," * (size // 5 - 1) + b"[[]]]"
+
+
+def test_wide_json_is_refused_before_it_is_decoded_and_the_app_answers_meanwhile(server):
+    """Issue 41 S1: a 19 MiB body of shallow nested lists froze the one event loop for 16 s. A JSON
+    route takes DOODLEPOD_MAX_JSON_KB (413 from its Content-Length); POST /, whose JSON carries a
+    base64 image, takes megabytes but not millions of tokens."""
+    import threading
+    import time
+
+    base = f"http://127.0.0.1:{server.port}"
+    pings: list[float] = []
+    done = threading.Event()
+
+    def ping() -> None:
+        while not done.is_set():
+            t0 = time.perf_counter()
+            requests.get(base + "/healthz", timeout=30)
+            pings.append(time.perf_counter() - t0)
+            time.sleep(0.05)
+
+    pinger = threading.Thread(target=ping, daemon=True)
+    pinger.start()
+    try:
+        t0 = time.perf_counter()
+        r = requests.patch(base + "/characters/abc", data=_wide(19 * 2**20),  # under DOODLEPOD_MAX_UPLOAD_MB
+                           headers={"Content-Type": "application/json"}, timeout=60)
+        assert_error(r, 413, "too_large")
+        assert "256 KiB" in r.json()["message"]
+        assert time.perf_counter() - t0 < 5
+        t0 = time.perf_counter()
+        r = requests.post(base + "/", data=_wide(5 * 2**20), headers={"Content-Type": "application/json"}, timeout=60)
+        assert_error(r, 413, "too_large")
+        assert "tokens" in r.json()["message"]
+        assert time.perf_counter() - t0 < 5
+    finally:
+        done.set()
+        pinger.join(30)
+    assert pings and max(pings) < 2.0, f"/healthz took up to {max(pings):.1f} s while the wide JSON was refused"
