@@ -190,6 +190,10 @@ SETTINGS: tuple[Setting, ...] = (
             "a scene (its best detection always does, if it passes DOODLEPOD_MIN_DETECTION_SCORE).", float),
     Setting("DOODLEPOD_SCENE_MAX_OVERLAP", "0.5", "Non-maximum suppression of a scene's detections: a box "
             "overlapping a better one by more than this intersection over union is dropped.", float),
+    Setting("DOODLEPOD_SCENE_MAX_MOTIONS", "3", "Most motions one POST /animate with every_character may name "
+            "(422 too_many_motions beyond): each is a scene render of every character, one after the other under "
+            "one render slot, so it is bounded like a request of DOODLEPOD_DEFAULT_MOTIONS' three motions.",
+            _positive_int),
     Setting("DOODLEPOD_SCENE_MAX_WORK_MPX", "1000", "Most work one scene render may ask: characters x frames x "
             "canvas pixels, in millions (422 scene_too_large beyond).", _positive_float),
     Setting("DOODLEPOD_DEFAULT_MOTIONS", "dab,jumping,zombie", "Motions rendered when a request names none "

@@ -185,6 +185,12 @@ class TooManyCharacters(ClientError):
     status, code = 422, "too_many_characters"
 
 
+class TooManyMotions(ClientError):
+    """POST /animate with ``every_character`` naming more motions than DOODLEPOD_SCENE_MAX_MOTIONS (each is
+    a scene render of every character, one after the other under one render slot)."""
+    status, code = 422, "too_many_motions"
+
+
 class SceneTooLarge(ClientError):
     """A scene render over the work bound (characters x frames x pixels, DOODLEPOD_SCENE_MAX_WORK_MPX)."""
     status, code = 422, "scene_too_large"

@@ -157,3 +157,15 @@ def test_delete(client):
     sid = resp.get_json()["id"]
     assert client.delete(f"/scenes/{sid}").status_code == 204
     _error(client.get(f"/scenes/{sid}"), 404, "not_found")
+
+
+def test_every_character_is_bounded_like_a_request_of_several_motions(client):
+    """Issue 41 S5: every_character renders a scene per motion, one after the other under one slot;
+    two such requests naming every motion held the pod for minutes. At most
+    DOODLEPOD_SCENE_MAX_MOTIONS (3), refused before the photo is looked at, sync or async."""
+    for headers in ({}, {"Prefer": "respond-async"}):
+        data = {"image": (io.BytesIO(_photo()[0]), "page.png", "image/png"), "every_character": "true",
+                "motions": "dab,jumping,zombie,wave_hello"}
+        body = _error(client.post("/animate", data=data, content_type="multipart/form-data", headers=headers),
+                      422, "too_many_motions")
+        assert "DOODLEPOD_SCENE_MAX_MOTIONS" in body["message"] and "4 named" in body["message"]
