@@ -193,7 +193,7 @@ def idempotent(work: Callable[[], Response]) -> Response:
     try:
         response = work()
     except ApiError as exc:
-        _settle(claim, exc.status, {"error": exc.code, "message": exc.message})
+        _settle(claim, exc.status, {"error": exc.code, "message": exc.message}, retryable=exc.retryable)
         raise
     except BaseException:
         _settle(claim, 500, None)
@@ -207,9 +207,9 @@ def idempotent(work: Callable[[], Response]) -> Response:
 _REPLAYED_HEADERS = ("ETag", "Location")
 
 
-def _settle(claim, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+def _settle(claim, status: int, body: Any, headers: dict[str, str] | None = None, retryable: bool = False) -> None:
     try:
-        services().idempotency.complete(claim, status, body, headers)
+        services().idempotency.complete(claim, status, body, headers, retryable=retryable)
     except REDIS_ERRORS as exc:
         log.warning("could not store the response for %s: %s", IDEMPOTENCY_HEADER, type(exc).__name__)
 
