@@ -77,6 +77,13 @@ def _fps(text: str) -> str:
     return value
 
 
+def _ipv6_prefix(text: str) -> int:
+    value = int(text)
+    if not 16 <= value <= 128:
+        raise ValueError(f"must be 16..128, got {text!r}")
+    return value
+
+
 def _choice(*options: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()
@@ -172,10 +179,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_CLIENT_STORAGE_MB", "0", "Most MiB one client may have stored within the last "
             "DOODLEPOD_EXPIRY_HOURS (characters, their versions, animations, motions from videos); past it its "
             "requests that store answer 429 storage_share_used with Retry-After (DELETE /characters/{id} gives "
-            "room back) while other clients go on. A client is its address (an IPv6 address by its /64, see "
+            "room back) while other clients go on. A client is its address (an IPv6 address by its network of "
+            "DOODLEPOD_CLIENT_IPV6_PREFIX bits, see "
             "DOODLEPOD_TRUSTED_PROXIES) with its bearer token when DOODLEPOD_AUTH_TOKEN is set. 0: a tenth of "
             "DOODLEPOD_STORAGE_BUDGET_MB (no share when that is 0 too). Used with S3 as well.",
             _non_negative_float),
+    Setting("DOODLEPOD_CLIENT_IPV6_PREFIX", "56", "Prefix length that names one IPv6 client (for every share, "
+            "rate limit and idempotency key): a home or small site is given a /56 (RFC 6177), so a /64 would "
+            "make each home 256 clients. 64 where each client has a /64 of its own; 128 for single addresses.",
+            _ipv6_prefix),
     Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
             "below it /ping is 503 and uploads are refused with 503.", _positive_float),
     # --- pipeline ---

@@ -3,7 +3,7 @@
 The pod has pools every client draws from: the storage budget, the job queue (and Redis' memory),
 the render worker's video capacity and its callback lanes. Global bounds keep the pod alive; they do
 not keep one client from taking a whole pool. So each client (:mod:`app.clients`: an IPv6 address by
-its /64, a mapped IPv4 address as IPv4, with its token when tokens are checked) has a share of each,
+its /56, a mapped IPv4 address as IPv4, with its token when tokens are checked) has a share of each,
 set in app/config.py; a client past one of its shares gets ``429`` with ``Retry-After`` and the
 error code of that share, and nobody else is refused for it:
 

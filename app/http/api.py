@@ -191,7 +191,7 @@ def request_client() -> str:
     if services().settings.auth_token:
         scheme, _, value = request.headers.get("Authorization", "").partition(" ")
         token = value.strip() if scheme.lower() == "bearer" else ""
-    g.client_identity = who = client_id(token, client_address())
+    g.client_identity = who = client_id(token, client_address(), services().settings.client_ipv6_prefix)
     return who
 
 def forwarded_client(peer: str, forwarded: list[str], trusted: tuple[str, ...]) -> str:
