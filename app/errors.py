@@ -256,6 +256,12 @@ class InsufficientStorage(Unavailable):
     status, code = 503, "low_disk_space"
 
 
+class CallbackDnsBusy(Unavailable):
+    """Every thread that looks callback names up is waiting on slow name servers: a ``callback_url`` is
+    refused at once rather than queued until its lookup's bound runs out."""
+    status, code = 503, "callback_dns_busy"
+
+
 class StorageFull(Unavailable):
     """The app's stored files reached DOODLEPOD_STORAGE_BUDGET_MB; expired ones are swept to make room."""
     status, code = 503, "storage_full"
