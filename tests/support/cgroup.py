@@ -70,6 +70,15 @@ def memory_cgroup(limit_mb: int) -> Iterator[Path]:
                 time.sleep(0.1)
 
 
+def peak_mb(procs: Path) -> float:
+    """The most memory the cgroup of ``procs`` has used, in MiB (v2 ``memory.peak``, v1
+    ``memory.max_usage_in_bytes``)."""
+    for name in ("memory.peak", "memory.max_usage_in_bytes"):
+        if (procs.parent / name).exists():
+            return int((procs.parent / name).read_text().split()[0]) / 2**20
+    pytest.skip("this kernel's memory cgroup keeps no peak")
+
+
 def join(procs: Path) -> None:
     """In a child (``preexec_fn``): move this process into the cgroup whose ``cgroup.procs`` is given."""
     with open(procs, "w") as fh:
