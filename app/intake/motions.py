@@ -9,6 +9,7 @@ from typing import Any
 
 from ..deadline import Deadline
 from ..errors import UnknownMotion
+from ..motions.library import pick
 from ..services import services
 
 log = logging.getLogger("doodlepod.http")
@@ -27,14 +28,12 @@ def motion_list(names: list[str], defaults: bool = True, own: Deadline | None = 
         names = list(svc.settings.default_motions)
     unknown = [n for n in names if n not in library]
     found = _own_motions(unknown, own, client) if own is not None and unknown else {}
-    unknown = [n for n in unknown if n not in found]
-    if unknown:
+    try:
+        return pick(library, names, found)
+    except UnknownMotion:
         for motion in found.values():
             motion.remove()
-        shown = ", ".join(repr(n[:40]) for n in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        raise UnknownMotion(f"unknown motion(s): {shown}; GET /motions lists the {len(library)} available")
-    seen: dict[str, None] = dict.fromkeys(names)
-    return [library[n] if n in library else found[n] for n in seen]
+        raise
 
 
 def _own_motions(names: list[str], deadline: Deadline, client: str) -> dict[str, Any]:

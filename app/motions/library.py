@@ -27,11 +27,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
+
+from ..errors import UnknownMotion
 
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "motions"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -216,3 +220,16 @@ def _clip_frames(motion_cfg: str, _mtime: float) -> tuple[int, float] | None:
         return frames, frame_time
     start, end = cfg.frame_range(frames)
     return end - start, cfg.frame_time or frame_time
+
+
+def pick(library: Mapping[str, Motion], names: Iterable[str], own: Mapping[str, Any] | None = None) -> list[Any]:
+    """The motions ``names`` name, each once, in the order asked: the library's, else ``own``'s (a client's
+    own motions, looked up by the caller). 400 ``unknown_motion`` naming the others: the one place a
+    request's or a job's motion names are checked."""
+    own = own or {}
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in library and n not in own]
+    if unknown:
+        shown = ", ".join(repr(n[:40]) for n in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise UnknownMotion(f"unknown motion(s): {shown}; GET /motions lists the {len(library)} available")
+    return [library[n] if n in library else own[n] for n in names]

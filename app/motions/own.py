@@ -26,6 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..orders import VideoOrder
+
 log = logging.getLogger("doodlepod.motions")
 
 PREFIX = "motions/own/"
@@ -81,9 +83,9 @@ class OwnMotions:
                               sha256=hashlib.sha256(data).hexdigest())
 
 
-def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, deadline: Any,
+def make_motion(ctx: Any, order: VideoOrder, video: bytes, job_id: str, deadline: Any,
                 report: Any = None) -> dict[str, Any]:
-    """The ``motion_from_video`` job: the person's movement in ``video`` as the client's own motion.
+    """The ``motion_from_video`` job (``order``): the person's movement in ``video`` as the client's own motion.
     ``report(progress)``: where the frames read go (the worker's job progress; default: the job
     record directly)."""
     from animator.video.decode import VideoLimits
@@ -114,7 +116,7 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
         with animator_boundary():  # NoPersonError: no_person, VideoError: invalid_video (422)
             clip = motion_from_video(path, VideoLimits(max_seconds=settings.video_max_seconds),
                                      max_bytes=int(settings.video_max_mb * 2**20), progress=progress,
-                                     start_s=payload.get("start_s"), end_s=payload.get("end_s"))
+                                     start_s=order.start_s, end_s=order.end_s)
     finally:
         path.unlink(missing_ok=True)
     from animator.video.pose_bvh import SKELETON
@@ -126,7 +128,7 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
             # the part of the video used: a longer one's first seconds unless the client chose
             "window": {"start_s": clip.window.start_s, "end_s": clip.window.end_s, "video_s": clip.window.video_s,
                        "note": clip.window.describe()}}
-    motion = ctx.own_motions.save(payload["client"], name, clip.text, info, deadline)
+    motion = ctx.own_motions.save(order.client, name, clip.text, info, deadline)
     log.info("own motion %s: %d frames at %g fps in %.0f ms", name, clip.n_frames, clip.fps,
              (time.perf_counter() - t0) * 1e3)
     return {"motion": motion}
