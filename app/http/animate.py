@@ -20,8 +20,9 @@ from flask import Blueprint, jsonify
 from ..deadline import Deadline
 from ..intake.bvh import check_upload
 from ..intake.models import AnimateForm, LegacyRequest, RenderRequest
-from ..intake.motions import motion_list
 from ..intake.read import read, takes
+from ..jobs.queue import REDIS_ERRORS
+from ..motions.library import resolve
 from ..orders import AnimateOrder
 from ..render.pipeline import Result
 from ..services import services
@@ -58,6 +59,27 @@ def _order(fields: AnimateForm | LegacyRequest, motions: list, **given: Any) -> 
     return AnimateOrder.of(fields, motions=[m.name for m in motions], base_url=base_url(), **given)
 
 
+def motion_list(names: list[str], defaults: bool = True, own: Deadline | None = None) -> list:
+    """The motions the request names, resolved once (:func:`app.motions.library.resolve`): the library's;
+    the default motions when it names none and ``defaults`` (False: it brings its own clip); with ``own``
+    (a deadline; synchronous requests only) also the asking client's own motions, made from its videos and
+    copied for this request (the caller calls their ``remove()`` when it ends)."""
+    svc = services()
+    return resolve(svc.motions, names, svc.settings.default_motions if defaults else (),
+                   None if own is None else (lambda unknown: _own_motions(unknown, own)))
+
+
+def _own_motions(names: list[str], deadline: Deadline) -> dict[str, Any]:
+    svc = services()
+    if svc.own_motions is None:
+        return {}
+    try:
+        return svc.own_motions.find(client(), names, Path(svc.pipeline.scratch_dir) / "uploads", deadline)
+    except REDIS_ERRORS as exc:  # the library still works without Redis; own motions are then unknown
+        log.warning("own motions not looked up: Redis unavailable (%s)", type(exc).__name__)
+        return {}
+
+
 def check_image_header(data: bytes) -> None:
     """What an async request can be refused for before it is queued (type, pixel count: the header);
     the decode itself happens in the worker."""
@@ -77,7 +99,7 @@ def _animate(fields: AnimateForm, deadline: Deadline):
     clip = uploaded_clip(fields, deadline)
     named: list = []
     try:
-        named = motion_list(fields.motions, defaults=clip is None, own=deadline, client=client())
+        named = motion_list(fields.motions, defaults=clip is None, own=deadline)
         order = _order(fields, named)
         check_image_header(fields.image)  # type, size: before a render slot is taken for it
         with render_slot():  # only now: the body is in and every field checked

@@ -15,13 +15,12 @@ from flask import Blueprint, Response, jsonify, request
 from ..characters.resource import Edit, check_version, version_matches
 from ..errors import ApiError
 from ..intake.models import CharacterEdit, CharacterForm, RenderRequest
-from ..intake.motions import motion_list
 from ..intake.read import read, takes
 from ..orders import CharacterOrder
 from ..services import services
-from .animate import check_image_header, uploaded_clip
+from .animate import check_image_header, motion_list, uploaded_clip
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
-from .jobs import admit_work, client, idempotent, meter_storage, submit, wants_async
+from .jobs import admit_work, idempotent, meter_storage, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
@@ -151,7 +150,7 @@ def _animate_character_now(cid: str, fields: RenderRequest, deadline) -> Respons
     chosen: list = []
     try:
         # own=deadline: names of the client's motions made from videos resolve too (copied for this request)
-        chosen = motion_list(fields.motions, defaults=clip is None, own=deadline, client=client())
+        chosen = motion_list(fields.motions, defaults=clip is None, own=deadline)
         order = _order(cid, fields, chosen)
         chosen += [clip] if clip else []
         timings: dict[str, float] = {}

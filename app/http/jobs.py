@@ -28,6 +28,7 @@ from ..errors import ApiError, NotFound
 from ..jobs.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ..jobs.idempotency import check_record, fingerprint, redis_key, validate_key
 from ..jobs.queue import REDIS_ERRORS, JobsUnavailable
+from ..jobs.webhooks import validate_callback_url
 from ..orders import WorkOrder
 from ..services import services
 from .api import json_body, request_client
@@ -161,6 +162,8 @@ def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
     key = validate_key(request.headers.get(IDEMPOTENCY_HEADER))
     fp = request_fingerprint() if key else ""
     who = client()
+    # the address the callback names (DNS, the egress rules): the model checked its text only
+    callback_url = validate_callback_url(callback_url, svc.settings, client=who)
     submitted = queue.submit(order.kind, order.to_json(), input_data, callback_url=callback_url, client=who,
                              idem_key=redis_key(svc.settings.redis_prefix, who, key) if key else "",
                              idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -72,6 +72,32 @@ class Motion:
                 "licence": self.licence, "cmu_trial": self.cmu_trial or None, "source": self.source,
                 "motion_config": self.motion_cfg.name,
                 "retarget_config": "auto" if self.retarget_cfg is None else self.retarget_cfg.name}
+
+
+@dataclass(frozen=True)
+class UploadedMotion:
+    """A client's clip (uploaded with a request, or one of its own motions made from a video), checked,
+    shaped like a library :class:`Motion` for the pipeline.
+
+    ``motion_cfg`` is the .bvh file itself, already cut to the chosen frames (the render process
+    derives both configs from it); ``retarget_cfg`` is None (derived). ``sha256`` identifies the
+    cut clip (render caches key on it).
+    """
+
+    name: str
+    motion_cfg: Path
+    frames: int
+    joints: int
+    frame_time_s: float
+    family: str
+    sha256: str
+    retarget_cfg: None = None
+
+    def remove(self) -> None:
+        try:
+            os.unlink(self.motion_cfg)
+        except FileNotFoundError:
+            pass
 
 
 def _read_index(folder: Path) -> tuple[Path, dict]:
@@ -233,3 +259,19 @@ def pick(library: Mapping[str, Motion], names: Iterable[str], own: Mapping[str, 
         shown = ", ".join(repr(n[:40]) for n in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         raise UnknownMotion(f"unknown motion(s): {shown}; GET /motions lists the {len(library)} available")
     return [library[n] if n in library else own[n] for n in names]
+
+
+def resolve(library: Mapping[str, Motion], names: Sequence[str], defaults: Sequence[str] = (),
+            own: Callable[[list[str]], dict[str, Any]] | None = None) -> list[Any]:
+    """The motions a request names (:func:`pick`), ``defaults`` when it names none; ``own(names)``: the
+    asking client's own motions among the names the library lacks (copied for the request: the caller
+    removes them when it ends; removed here when another name is unknown)."""
+    names = list(names) or list(defaults)
+    unknown = [n for n in names if n not in library]
+    found = own(unknown) if own is not None and unknown else {}
+    try:
+        return pick(library, names, found)
+    except UnknownMotion:
+        for motion in found.values():
+            motion.remove()
+        raise

@@ -9,7 +9,7 @@ exactly like library motions, until they expire.
   TTL of DOODLEPOD_EXPIRY_HOURS, the storage's own expiry (its sweep, or the bucket's lifecycle
   rule, removes the clip like any animation). Once the record is gone the name no longer resolves.
 * Rendering (:meth:`OwnMotions.resolve`): a name that is not in the library is looked up for the
-  asking client only; its clip is copied to the scratch folder as an :class:`app.intake.bvh.UploadedMotion`
+  asking client only; its clip is copied to the scratch folder as an :class:`app.motions.library.UploadedMotion`
   (retarget config derived from the clip's skeleton, as for an uploaded BVH) and removed after the request.
 
 Names are ``video-`` and 12 hex digits: they cannot be guessed, and a client only ever sees its own.
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..orders import VideoOrder
+from .library import UploadedMotion
 
 log = logging.getLogger("doodlepod.motions")
 
@@ -63,8 +64,6 @@ class OwnMotions:
 
     def resolve(self, client: str, name: str, folder: Path, deadline: Any):
         """The client's motion ``name`` as an UploadedMotion in ``folder`` (the caller removes it), or None."""
-        from ..intake.bvh import UploadedMotion
-
         if not NAME.match(name):
             return None
         raw = self.redis.get(self._record_key(client, name))
@@ -81,6 +80,21 @@ class OwnMotions:
         return UploadedMotion(name=name, motion_cfg=path, frames=int(record["frames"]), joints=int(record["joints"]),
                               frame_time_s=1.0 / float(record["fps"]), family="video",
                               sha256=hashlib.sha256(data).hexdigest())
+
+    def find(self, client: str, names: list[str], folder: Path, deadline: Any) -> dict[str, UploadedMotion]:
+        """The client's own motions among ``names``, copied to ``folder`` (name -> motion; the caller removes
+        them); on an error, those copied so far are removed."""
+        found: dict[str, UploadedMotion] = {}
+        try:
+            for name in dict.fromkeys(names):
+                motion = self.resolve(client, name, folder, deadline)
+                if motion is not None:
+                    found[name] = motion
+        except BaseException:
+            for motion in found.values():
+                motion.remove()
+            raise
+        return found
 
 
 def make_motion(ctx: Any, order: VideoOrder, video: bytes, job_id: str, deadline: Any,
