@@ -177,7 +177,20 @@ def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
         log.info("idempotent replay of %s", record.get("job", "a stored response"))
         return _replay(record)
     metrics.JOBS.labels(event="submitted").inc()
+    _reserve_storage(who, order, len(input_data or b""))
     return _accepted(submitted.job)
+
+
+def _reserve_storage(who: str, order: WorkOrder, input_size: int) -> None:
+    """Reserve what the job will store against the client's storage share, now that it is queued (the
+    worker settles it when the job ends: :mod:`app.jobs.price`)."""
+    from ..jobs.price import stored_bytes
+
+    svc = services()
+    try:
+        svc.shares.charge_storage(who, stored_bytes(order, input_size, svc.settings))
+    except REDIS_ERRORS as exc:
+        log.warning("storage of a queued job not reserved: Redis unavailable (%s)", type(exc).__name__)
 
 
 def idempotent(work: Callable[[], Response]) -> Response:

@@ -44,6 +44,7 @@ from ..errors import ApiError
 from ..motions.library import pick
 from ..orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
 from . import retry
+from .price import stored_bytes
 
 if TYPE_CHECKING:
     from ..services import Services
@@ -284,13 +285,16 @@ class Worker:
             try:
                 run = HANDLERS[job["kind"]]
                 reporter = _progress_arg(run, self._reporter(taken.job_id))
-                with shares.metering() as meter:  # what the job stores counts in its client's share
+                order = read_order(job["kind"], json.loads(job["payload"]))
+                # what the job stores counts in its client's share, less what its admission reserved
+                reserved = (stored_bytes(order, len(started.input or b""), self.settings)
+                            if attempt == 1 and isinstance(order, WorkOrder) else 0)
+                with shares.metering() as meter:
                     try:
-                        result = run(self.ctx, read_order(job["kind"], json.loads(job["payload"])), started.input,
-                                     taken.job_id,
+                        result = run(self.ctx, order, started.input, taken.job_id,
                                      Deadline(self.settings.request_deadline_s), **reporter)
                     finally:
-                        self._charge(job.get("client", ""), meter.bytes)
+                        self._charge(job.get("client", ""), meter.bytes - reserved)
             except ApiError as exc:
                 self._failed(taken, started.owner, job, exc)
                 return
