@@ -303,7 +303,8 @@ SETTINGS: tuple[Setting, ...] = (
             "client should poll.", _positive_int),
     Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.jobs.worker) renders at "
             "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
-            "worker holds none). Videos (POST /motions) are not among them: see "
+            "worker holds none), and jobs together hold all the slots but one when there are several: one stays "
+            "for synchronous requests however many jobs are queued. Videos (POST /motions) are not among them: see "
             "DOODLEPOD_WORKER_VIDEO_CONCURRENCY.", _positive_int),
     Setting("DOODLEPOD_WORKER_VIDEO_CONCURRENCY", "1", "Videos one worker process reads at once (POST /motions: "
             "decoding and the pose model), on threads of their own from a queue of their own, holding no render "

@@ -143,6 +143,7 @@ class Worker:
         self._stopped = threading.Event()   # set after the job threads ended: the heartbeat stops last
         self.name = f"{socket.gethostname()}-{os.getpid()}"
         self._lock = threading.Lock()
+        self._jobs_holding = 0  # render slots this worker's job threads hold or are about to take
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
@@ -187,21 +188,40 @@ class Worker:
                 if not self.queue.has_work():
                     self.stop.wait(IDLE_POLL_S)
                     continue
-                slot = self.slots.acquire()  # a want: background work gives its slot up
-                if slot is None:
+                if not self._job_slot_free():
                     self.stop.wait(IDLE_POLL_S)
                     continue
                 try:
-                    taken = self.queue.take(consumer, block_ms=0)
-                    if taken is not None:
-                        self._run(taken, consumer)
+                    slot = self.slots.acquire()  # a want: background work gives its slot up
+                    if slot is None:
+                        self.stop.wait(IDLE_POLL_S)
+                        continue
+                    try:
+                        taken = self.queue.take(consumer, block_ms=0)
+                        if taken is not None:
+                            self._run(taken, consumer)
+                    finally:
+                        slot.release()
                 finally:
-                    slot.release()
+                    with self._lock:
+                        self._jobs_holding -= 1
                 backoff = 0.5
             except Exception as exc:
                 log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
                 self.stop.wait(backoff)
                 backoff = min(10.0, backoff * 2)
+
+    def _job_slot_free(self) -> bool:
+        """Whether a job thread may take a render slot now, counting it held if so. Jobs hold at most
+        all the pod's slots but one (when it has more than one): a slot stays for the synchronous
+        requests that wait for one, however many jobs are queued (issue 41 S4: four queued scene jobs
+        held both slots for 242 s while another client's /animate got 503 on 19 of 20 tries)."""
+        most = max(1, self.slots.count - 1)
+        with self._lock:
+            if self._jobs_holding >= most:
+                return False
+            self._jobs_holding += 1
+            return True
 
     def _video_loop(self, consumer: str) -> None:
         """Video jobs (their own stream): read without a render slot, so videos never take the slots
