@@ -27,6 +27,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import ndimage
 
+from animator.paper import PageCheck, check_page, figure_ink, with_near_pieces
+
 _SQUARE = np.ones((3, 3), dtype=bool)
 _CROSS = ndimage.generate_binary_structure(2, 1)
 #: 4-connected plus the up-right / down-left corner (see :func:`largest_outline`).
@@ -152,8 +154,8 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
     return labels == int(np.argmax(sizes))
 
 
-def segment_drawing(rgb: np.ndarray, block_size: int = 115, offset: float = 8.0) -> np.ndarray:
-    """Mask of the character in a crop of a photographed drawing: AnimatedDrawings' ``segment()``.
+def segment_drawing_ad(rgb: np.ndarray, block_size: int = 115, offset: float = 8.0) -> np.ndarray:
+    """AnimatedDrawings' ``segment()`` of a crop, pixel for pixel (whatever the page).
 
     Args:
         rgb: uint8 array (H, W, 3) or (H, W, 4) (alpha ignored) or (H, W) grey; the crop around the
@@ -169,3 +171,37 @@ def segment_drawing(rgb: np.ndarray, block_size: int = 115, offset: float = 8.0)
         return np.zeros(gray.shape, dtype=bool)
     ink = close_and_thicken(adaptive_threshold(gray, block_size=block_size, offset=offset))
     return largest_outline(unreached_by_paper(ink))
+
+
+def segment_with_check(rgb: np.ndarray) -> tuple[np.ndarray, PageCheck]:
+    """:func:`segment_drawing`'s mask and the page check that chose its path."""
+    img = np.asarray(rgb)
+    gray = to_gray8(img)
+    if gray.shape[0] < 3 or gray.shape[1] < 3:
+        return np.zeros(gray.shape, dtype=bool), PageCheck(1.0, 0, 0.0)
+    raw = adaptive_threshold(gray)
+    mask = largest_outline(unreached_by_paper(close_and_thicken(raw)))
+    check = check_page(gray, raw, mask)
+    if check.plain or img.ndim != 3:
+        return mask, check
+    ink = figure_ink(np.ascontiguousarray(img[..., :3]), check, local_mean)
+    character = unreached_by_paper(close_and_thicken(ink))
+    return with_near_pieces(character, largest_outline(character)), check
+
+
+def segment_drawing(rgb: np.ndarray) -> np.ndarray:
+    """Mask of the character in a crop of a photographed drawing.
+
+    On plain paper (:attr:`animator.paper.PageCheck.plain`) it is AnimatedDrawings' ``segment()``
+    exactly (:func:`segment_drawing_ad`); on a ruled or squared sheet, a page coloured in around the
+    figure or a shadowed page, the same steps run on :func:`animator.paper.figure_ink` (the figure's
+    ink without the page's lines, texture and shadow edge).
+
+    Args:
+        rgb: uint8 array (H, W, 3) or (H, W, 4) (alpha ignored), or (H, W) grey (always the plain
+            path: a grey crop has no page colours to tell apart).
+
+    Returns:
+        bool array (H, W): True on the character. All False if nothing was found.
+    """
+    return segment_with_check(rgb)[0]
