@@ -39,7 +39,7 @@ _TEXTURE_K = 2.5       # the threshold offset: this many robust deviations of th
 
 @dataclass(frozen=True)
 class PageCheck:
-    page_share: float   # share of the crop outside AnimatedDrawings' mask (grown by 3 px)
+    page_share: float   # share of the crop outside AnimatedDrawings' mask grown by 3 px (7x7 square)
     lines: int          # ruled lines crossing the crop (runs of rows/columns >= LINE_COVER ink)
     spread: float       # grey levels between the page's 2nd and 98th percentile brightness
 
@@ -64,7 +64,7 @@ def _line_runs(ink: np.ndarray) -> list[tuple[int, np.ndarray]]:
 def check_page(gray: np.ndarray, ink: np.ndarray, mask: np.ndarray) -> PageCheck:
     """Measure the page of a crop from its grey image, AnimatedDrawings' raw ink (the adaptive
     threshold) and AnimatedDrawings' mask."""
-    page = ~ndimage.binary_dilation(mask, iterations=3)
+    page = ~ndimage.maximum_filter(mask, size=7, mode="constant", cval=False)
     lines = len(_line_runs(ink))
     if page.sum() < 50:
         return PageCheck(float(page.mean()), lines, 0.0)
