@@ -5,6 +5,8 @@ generated pages); the truth is AnimatedDrawings' segmentation of the same figure
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,16 @@ def test_grey_crops_and_blank_pages_stay_on_the_plain_path() -> None:
     grey = crop.min(axis=2)
     assert (segment_drawing(grey) == segment_drawing_ad(grey)).all()
     assert not segment_drawing(np.full((64, 48, 3), 240, np.uint8)).any()
+
+
+def test_a_hostile_page_of_one_pixel_stripes_finishes_quickly() -> None:
+    # worst case for the ruling search: a line run every other row and column (a hostile crop)
+    page = np.full((600, 600, 3), 235, np.uint8)
+    page[::2] = (120, 150, 210)
+    page[:, ::2] = (120, 150, 210)
+    page[200:400, 290:310] = 20
+    t0 = time.perf_counter()
+    mask, check = segment_with_check(page)
+    assert check.lines >= 3 and not check.plain
+    assert time.perf_counter() - t0 < 10.0
+    assert mask.shape == (600, 600)
