@@ -10,7 +10,7 @@ a shadow, its adaptive threshold marks the page too and the mask becomes the pag
 * finds the figure's ink on other pages (:func:`figure_ink`): the page's brightness is evened out
   where a shadow crosses it, the threshold's offset grows with the page's own texture, and pixels of
   the page's colours (sampled where the crop's border is paper, and the colour of ruled lines) are
-  not ink.
+  not ink; pieces near the figure (a stroke broken into dashes by the page) join it.
 
 Arrays are in the crop's pixel grid (row = y, column = x); images are uint8 RGB.
 """
@@ -29,12 +29,16 @@ LINE_COVER = 0.8
 #: ... and the page's brightness spreads over at most this many grey levels (2nd to 98th percentile).
 MAX_SPREAD = 60.0
 
-_BIN = 16              # page colours: RGB quantised to 16 levels, +-1 bin tolerance
-_LINE_TOL = 24         # a pixel within this (per channel) of a ruled line's colour is page
-_RING = 0.04           # the border band where page colours are sampled (share of the shorter side)
-_SHADE_SIZE = 25       # closing size (px) that estimates the page's brightness under a shadow
-_NEAR = 8              # pieces within this many px of the largest and 5% of its size join it
-_TEXTURE_K = 2.5       # the threshold offset: this many robust deviations of the border paper
+# Tuned on bench/masks.py's seeds 0-2, checked on seeds 3-5 (docs/animator.md).
+_BIN = 16                  # page colours: RGB quantised to 16 levels, +-1 bin tolerance
+_MIN_COLOUR_SHARE = 0.002  # a page colour holds at least this share of the border's paper samples
+_LINE_TOL = 24             # a pixel within this (per channel) of a ruled line's colour is page
+_RING = 0.04               # the border band where page colours are sampled (share of the shorter side)
+_SHADE_SIZE = 25           # closing size (px) that estimates the page's brightness under a shadow
+_TEXTURE_K = 2.5           # the threshold offset: this many robust deviations of the border paper
+_NEAR = 10                 # pieces within this many px of the figure ...
+_NEAR_SHARE = 0.01         # ... holding this share of its pixels join it,
+_NEAR_ROUNDS = 16          # ... repeatedly, at most this many times
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def _page_colour_table(rgb: np.ndarray, sample: np.ndarray) -> np.ndarray:
     n = 256 // _BIN
     q = rgb[sample].astype(np.int32) // _BIN
     counts = np.bincount((q[:, 0] * n + q[:, 1]) * n + q[:, 2], minlength=n ** 3).reshape(n, n, n)
-    return ndimage.binary_dilation(counts >= 2, structure=np.ones((3, 3, 3), bool))
+    return ndimage.binary_dilation(counts >= max(2.0, _MIN_COLOUR_SHARE * len(q)), structure=np.ones((3, 3, 3), bool))
 
 
 def _ruled_line_colours(rgb: np.ndarray, ink: np.ndarray) -> list[np.ndarray]:
@@ -137,18 +141,27 @@ def figure_ink(rgb: np.ndarray, check: PageCheck, local_mean) -> np.ndarray:
 
 def with_near_pieces(character: np.ndarray, largest: np.ndarray) -> np.ndarray:
     """``largest`` joined with the pieces of ``character`` within _NEAR px of it that hold at least
-    5% of its pixels (a head whose neck stroke broke on a busy page), bridged and holes filled."""
+    _NEAR_SHARE of its pixels, repeatedly (a head whose neck stroke broke on a busy page, a line
+    broken into dashes), bridged and holes filled."""
     if not largest.any():
         return largest
     labels, count = ndimage.label(character & ~largest, structure=np.ones((3, 3), bool))
     if count == 0:
         return largest
-    near = ndimage.binary_dilation(largest, iterations=_NEAR)
     sizes = np.bincount(labels.ravel())
-    keep = [i for i in np.unique(labels[near & (labels > 0)]) if sizes[i] >= 0.05 * largest.sum()]
-    if not keep:
+    big = sizes >= _NEAR_SHARE * largest.sum()
+    big[0] = False
+    joined = largest.copy()
+    for _ in range(_NEAR_ROUNDS):
+        near = ndimage.binary_dilation(joined, iterations=_NEAR)
+        touched = np.unique(labels[near & (labels > 0)])
+        new = touched[big[touched]]
+        if not len(new):
+            break
+        big[new] = False                           # each piece joins once
+        joined |= np.isin(labels, new)
+    if (joined == largest).all():
         return largest
-    joined = largest | np.isin(labels, keep)
     half = _NEAR // 2
     bridged = ndimage.binary_closing(joined, structure=np.ones((3, 3), bool), iterations=half, border_value=1)
     return ndimage.binary_fill_holes(bridged & ndimage.binary_dilation(joined, iterations=half))
