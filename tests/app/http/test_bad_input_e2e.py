@@ -168,3 +168,28 @@ def test_wide_json_is_refused_before_it_is_decoded_and_the_app_answers_meanwhile
         done.set()
         pinger.join(30)
     assert pings and max(pings) < 2.0, f"/healthz took up to {max(pings):.1f} s while the wide JSON was refused"
+
+
+def test_a_body_refused_from_its_length_is_not_drained_on_the_event_loop(server):
+    """Issue 41 (found by the hostile-neighbour suite): after answering 413 from a 19 MiB
+    Content-Length, gunicorn read and discarded the whole body on the worker's event loop, and such
+    bodies back to back held another client's requests 40-55 s. The app stops reading: the answer
+    comes and the connection closes without the body being sent."""
+    import time
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(b"PATCH /characters/abc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 19922941\r\n\r\n" + b"[[]]," * 1000)
+        t0 = time.monotonic()
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            data += chunk
+        closed_in = time.monotonic() - t0
+    assert data.startswith(b"HTTP/1.1 413"), data[:200]
+    assert closed_in < 5, f"the connection stayed open {closed_in:.1f} s waiting for the refused body"
