@@ -39,6 +39,23 @@ def _size(limit: int) -> str:
     return f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit / 1024:g} KiB"
 
 
+#: An unread body at most this large is left for gunicorn to drain (keeping the connection alive).
+DRAIN_AT_MOST = 64 * 1024
+
+
+def stop_reading_unread(environ: dict[str, Any]) -> None:
+    """After an error answer given before the body was read (a rate limit, a share, a bad header):
+    stop reading a large body, as :func:`buffer_body` does for one it refuses."""
+    if environ.get("doodlepod.body_read"):
+        return
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > DRAIN_AT_MOST or (not length and environ.get("HTTP_TRANSFER_ENCODING")):
+        _stop_reading(environ)
+
+
 def _stop_reading(environ: dict[str, Any]) -> None:
     """Read nothing more from this connection (gunicorn's socket): the unread body of a refused request
     is then not drained on the event loop after the answer (19 MiB bodies refused back to back held
@@ -85,6 +102,7 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
                     raise TooLarge(f"request body over the limit of {_size(limit)}")
                 chunks.append(chunk)
     body = b"".join(chunks)
+    environ["doodlepod.body_read"] = True
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     environ.pop("HTTP_TRANSFER_ENCODING", None)

@@ -5,7 +5,7 @@ the figures and the load are reported, not failed on, since no fix in the app ca
 machine's CPUs faster).
 
 Real gunicorn with gevent workers, two render processes and two render slots, the pod's per-client
-render share (1), X-Forwarded-For from loopback naming the clients (DOODLEPOD_TRUSTED_PROXIES).
+render share (1) and rate limit (60 a minute, 20 at once), X-Forwarded-For from loopback naming the clients (DOODLEPOD_TRUSTED_PROXIES).
 Every request sends its own joints: no model is called. The hostile client, in parallel threads:
 
 - S1: 19 MiB JSON bodies of shallow nested lists (413 before they are decoded);
@@ -43,7 +43,9 @@ def app():
                 "DOODLEPOD_TORCHSERVE_RETRIES": "0", "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
                 "DOODLEPOD_RENDER_PROCESSES": "2", "DOODLEPOD_MAX_INFLIGHT": "2", "DOODLEPOD_CLIENT_RENDER_SLOTS": "1",
                 "DOODLEPOD_RENDER_SIZE": "120", "DOODLEPOD_RENDER_MAX_FRAMES": "8",
-                "DOODLEPOD_TRUSTED_PROXIES": "127.0.0.1/32", "DOODLEPOD_ADMISSION_WAIT_S": "10"}
+                "DOODLEPOD_TRUSTED_PROXIES": "127.0.0.1/32", "DOODLEPOD_ADMISSION_WAIT_S": "10",
+                # the pod's rate limit (the test stack's default is wide, for tests sending many requests)
+                "DOODLEPOD_RATE_LIMIT_PER_MIN": "60", "DOODLEPOD_RATE_LIMIT_BURST": "20"}
 
     with stack.app_server("dp-neighbours-", env) as server:
         yield server
@@ -114,10 +116,12 @@ def test_a_hostile_neighbour_leaves_another_clients_answers_whole_and_in_time(ap
             t.join(120)
 
     assert busy_status == [200] * ROUNDS, (busy_status, seen)
-    assert seen["wide_json"] and set(seen["wide_json"]) == {(413, "too_large")}, seen["wide_json"]
-    assert seen["every_character"] and set(seen["every_character"]) == {(422, "too_many_motions")}
+    limited = (429, "rate_limited")  # the hostile client's bucket (60 a minute, 20 at once) ran out
+    assert (413, "too_large") in seen["wide_json"] and set(seen["wide_json"]) <= {(413, "too_large"), limited}
+    assert (422, "too_many_motions") in seen["every_character"]
+    assert set(seen["every_character"]) <= {(422, "too_many_motions"), limited}
     codes = {c for c in seen["back_to_back"]}
-    assert (200, "") in codes and codes <= {(200, ""), (429, "render_share_used")}, codes
+    assert codes <= {(200, ""), (429, "render_share_used"), limited}, codes
     figures = (f"good client p95 {_p95(busy):.2f} s beside the hostile one ({', '.join(f'{v:.1f}' for v in busy)}), "
                f"{_p95(quiet):.2f} s alone; hostile answers {({k: len(v) for k, v in seen.items()})}; "
                f"load {load:.1f} on {os.cpu_count()} CPUs")
