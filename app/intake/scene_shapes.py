@@ -63,10 +63,13 @@ def character_ref(c: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any
         out["motion"] = _motion(c["motion"], f"{where}.motion")
     if "at" in c:
         out["at"] = _point(c["at"], f"{where}.at")
-    if "drop" in c:
-        if not isinstance(c["drop"], bool):
-            raise BadRequest(f"'{where}.drop' must be true or false")
-        out["drop"] = c["drop"]
+    for flag in ("drop", "keep_drawing"):
+        if flag in c:
+            if not isinstance(c[flag], bool):
+                raise BadRequest(f"'{where}.{flag}' must be true or false")
+            out[flag] = c[flag]
+    if out.get("keep_drawing") and not out.get("drop"):
+        raise BadRequest(f"'{where}.keep_drawing' goes with drop: true (whether the dropped drawing stays on the page)")
     return out
 
 
@@ -139,13 +142,17 @@ class CharacterChange(CharacterRef):
     """A character of the scene: a new motion, a new place, or out of the scene."""
 
     drop: bool = Field(False, description="Take the character out of the scene.")
+    keep_drawing: bool = Field(False, description=(
+        "With `drop`: its drawing stays on the page background, as drawn (default false: taken out, the paper "
+        "filled in). Sent again with `drop` for a character already dropped, it changes that choice."))
 
 
 def parse_character_changes(raw: Any, info: ValidationInfo) -> list[dict[str, Any]] | None:
     if _absent(raw):
         return None
-    value = _bounded_list(raw, "characters", info, '{"id", "motion"?, "at"?, "drop"?}')
-    return [character_ref(c, f"characters[{k}]", ("id", "motion", "at", "drop")) for k, c in enumerate(value)]
+    value = _bounded_list(raw, "characters", info, '{"id", "motion"?, "at"?, "drop"?, "keep_drawing"?}')
+    return [character_ref(c, f"characters[{k}]", ("id", "motion", "at", "drop", "keep_drawing"))
+            for k, c in enumerate(value)]
 
 
 def parse_character_adds(raw: Any, info: ValidationInfo) -> list[dict[str, Any]] | None:
