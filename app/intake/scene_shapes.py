@@ -156,21 +156,49 @@ def parse_character_changes(raw: Any, info: ValidationInfo) -> list[dict[str, An
 
 
 def parse_character_adds(raw: Any, info: ValidationInfo) -> list[dict[str, Any]] | None:
+    """Characters joining: existing ones (``{"id", "motion"?, "at"?}``) or new ones cut from the scene's
+    own page (``{"bbox", "joints"?, "motion"?}``, image pixels of the page: a drawing the detector missed)."""
     if _absent(raw):
         return None
-    value = _bounded_list(raw, "add", info, '{"id", "motion"?, "at"?}')
-    return [character_ref(c, f"add[{k}]", ("id", "motion", "at")) for k, c in enumerate(value)]
+    value = _bounded_list(raw, "add", info, '{"id", "motion"?, "at"?} or {"bbox", "joints"?, "motion"?}')
+    out = []
+    for k, c in enumerate(value):
+        if isinstance(c, dict) and "id" not in c and "bbox" in c:
+            unknown = set(c) - {"bbox", "joints", "motion"}
+            if unknown:
+                raise BadRequest(f"'add[{k}]': unknown field(s) {', '.join(sorted(map(str, unknown))[:5])}; "
+                                 "a new character from the page takes bbox, joints and motion")
+            item = {"bbox": parse_bbox(c["bbox"], info),
+                    "joints": None if _absent(c.get("joints")) else skeleton_of(c["joints"])}
+            if "motion" in c:
+                item["motion"] = _motion(c["motion"], f"add[{k}].motion")
+            out.append(item)
+        else:
+            out.append(character_ref(c, f"add[{k}]", ("id", "motion", "at")))
+    return out
 
 
 _Changes = Annotated[list[CharacterChange], Field(json_schema_extra=schema_bounds(maxItems=CHARACTERS_CAP))]
-_Adds = Annotated[list[CharacterRef], Field(json_schema_extra=schema_bounds(maxItems=CHARACTERS_CAP))]
+class NewOnPage(BaseModel):
+    """A new character cut from the scene's own page: its box and optionally its joints (image pixels of the
+    page) and motion."""
+
+    model_config = ConfigDict(extra="forbid")
+    bbox: Annotated[list[float], Field(json_schema_extra={"x-component": "Box"})]
+    joints: Annotated[Any, Field(json_schema_extra={"x-component": "Joints"})] = None
+    motion: Annotated[str, Field(json_schema_extra={"x-component": "MotionName"})] = None  # type: ignore[assignment]
+
+
+_Adds = Annotated[list[CharacterRef | NewOnPage], Field(json_schema_extra=schema_bounds(maxItems=CHARACTERS_CAP))]
 CharacterChanges = Annotated[list | None, PlainValidator(
     parse_character_changes, json_schema_input_type=_Changes | _as_json_text("SceneChanges", "The changes")),
     Field(description="Characters of the scene to change: a motion, `at` (a new top-left corner of the box; null: "
                       "where it was drawn), or `drop`.")]
 CharacterAdds = Annotated[list | None, PlainValidator(
     parse_character_adds, json_schema_input_type=_Adds | _as_json_text("SceneAdds", "The characters")),
-    Field(description="Characters that exist, to put in the scene.")]
+    Field(description="Characters to put in the scene: ones that exist (`{\"id\", \"motion\"?, \"at\"?}`), or "
+                      "new ones cut from the scene's own page (`{\"bbox\", \"joints\"?, \"motion\"?}`, image pixels "
+                      "of the page: a drawing the detector missed; without joints the pose model places them).")]
 COMPONENTS["SceneChanges"] = _Changes
 COMPONENTS["SceneAdds"] = _Adds
 

@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .. import documents
@@ -254,6 +254,10 @@ class Scenes:
     # -- edit ---------------------------------------------------------------------------------
     def edit(self, sid: str, change: SceneEdit, if_match: str | None, motions_known: Callable[[str], bool],
              deadline: Deadline) -> SceneRecord:
+        """Apply ``change`` as version + 1. New characters from the page (``add`` items with a ``bbox``) are
+        made first (once, not per try of the document's swap); the caller holds a render slot for them."""
+        if any("bbox" in item for item in change.add or []):
+            change.add = self._made_on_page(sid, change.add or [], if_match, deadline)
         for _ in range(EDIT_TRIES):
             record, tag = self.load(sid, deadline)
             if if_match is not None and not version_matches(if_match, record.version):
@@ -268,6 +272,32 @@ class Scenes:
                 continue
             return new
         raise EditConflict(f"scene {sid} is being edited by others; retry")
+
+    def _made_on_page(self, sid: str, items: list[dict[str, Any]], if_match: str | None,
+                      deadline: Deadline) -> list[dict[str, Any]]:
+        """``add`` with each ``{"bbox", "joints"?}`` item made into a character cut from the scene's page
+        (``{"id", "motion"?, "drawn": True}``). The bounds are checked before any is made."""
+        record, _ = self.load(sid, deadline)
+        if if_match is not None and not version_matches(if_match, record.version):
+            raise VersionMismatch(f"scene {sid} is at version {record.version}, not {if_match.strip()}; "
+                                  "GET it again and reapply your change")
+        if len(record.characters) + len(items) > self.settings.scene_max_characters:
+            raise TooManyCharacters(f"a scene holds at most {self.settings.scene_max_characters} characters")
+        page_png = self.storage.get(record.files["page"], deadline)
+        timings: dict[str, float] = {}
+        img = self.pipeline.decode(page_png, deadline, timings)
+        # the page is the photo's work image: the characters speak the photo's image pixels, as its others do
+        img = replace(img, image_size=(record.image["width"], record.image["height"]),
+                      scale=record.page_scale * img.scale, png=page_png if img.scale == 1.0 else img.png)
+        out = []
+        for item in items:
+            if "bbox" not in item:
+                out.append(item)
+                continue
+            made = self.characters.create_on(img, item.get("joints"), item["bbox"], deadline, timings)
+            log.info("scene %s: character %s cut from its page, box %s", sid, made.id, made.box)
+            out.append({"id": made.id, "drawn": True, **({"motion": item["motion"]} if "motion" in item else {})})
+        return out
 
     def _apply(self, old: SceneRecord, change: SceneEdit, motions_known: Callable[[str], bool],
                deadline: Deadline) -> SceneRecord:
@@ -301,8 +331,8 @@ class Scenes:
             back = gone.pop(item["id"], None)
             if back is not None:
                 new.dropped.remove(back)
-            drawn = back is not None or self._same_photo(joining, self.storage.get(new.files["page"], deadline),
-                                                         deadline)
+            drawn = item.get("drawn") or back is not None or self._same_photo(
+                joining, self.storage.get(new.files["page"], deadline), deadline)
             new.characters.append({"id": item["id"], "motion": item.get("motion") or self.settings.default_motions[0],
                                    "at": item.get("at"), "drawn": drawn})
         if change.motion is not None:

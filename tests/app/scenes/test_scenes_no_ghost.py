@@ -147,3 +147,30 @@ def test_a_dropped_characters_drawing_is_taken_out_unless_the_scene_keeps_it(cli
     # put back into the scene, it is no longer a dropped drawing
     resp = client.patch(f"/scenes/{sid}", json={"add": [{"id": by_name["char4"]["id"]}]})
     assert resp.status_code == 200 and resp.get_json()["dropped"] == []
+
+
+def test_a_drawing_the_detector_missed_is_added_from_the_page_by_its_box_and_joints(client):
+    """PATCH add ``{"bbox", "joints"}``: a new character cut from the scene's own stored page (no photo sent
+    again: a reloaded page has none), standing where it was drawn; moved, it too leaves the paper."""
+    scene, _ = _scene(client, ("char3", "char4", "char1"))
+    sid = scene["id"]
+    p = {p.name: p for p in _photo()[1]}["char2"]
+    resp = client.patch(f"/scenes/{sid}", json={"add": [{"bbox": p.box, "joints": p.joints, "motion": "dab"}]})
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    added = resp.get_json()["characters"][-1]
+    assert len(resp.get_json()["characters"]) == 4 and added["motion"] == "dab" and not added["moved"]
+    assert all(abs(a - b) <= 3 for a, b in zip(added["bbox"], p.box)), (added["bbox"], p.box)
+    ch = client.get(f"/characters/{added['id']}").get_json()
+    assert ch["image"] == {"width": 1000, "height": 750}
+    assert max(abs(ch["joints"][j][0] - x) + abs(ch["joints"][j][1] - y) for j, (x, y) in p.joints.items()) < 3
+    resp = client.patch(f"/scenes/{sid}", json={"characters": [{"id": added["id"], "at": RIGHT_HALF["char2"]}]})
+    assert resp.status_code == 200
+    ink, diff = _drawn_place(_frames(client, sid), p)
+    assert ink < 0.02 and diff < 10, (f"{ink:.1%} still ink, {diff:.1f} grey levels from the paper")
+    # bounds before any work: the scene's limit (4 here), a box that is no list
+    resp = client.patch(f"/scenes/{sid}", json={"add": [{"bbox": p.box}]})
+    assert resp.status_code == 422 and resp.get_json()["error"] == "too_many_characters"
+    resp = client.patch(f"/scenes/{sid}", json={"add": [{"bbox": "left", "joints": p.joints}]})
+    assert resp.status_code == 400 and resp.get_json()["error"] == "bad_request"
+    resp = client.patch(f"/scenes/{sid}", json={"add": [{"bbox": p.box, "colour": "red"}]})
+    assert resp.status_code == 400 and resp.get_json()["error"] == "bad_request"
