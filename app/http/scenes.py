@@ -34,7 +34,9 @@ def _answer(record, status: int = 200, extra: dict[str, Any] | None = None) -> R
     response = jsonify({**body, **(extra or {})})
     response.status_code = status
     response.headers["ETag"] = f'"{record.version}"'
-    response.headers["Cache-Control"] = "no-cache"
+    # no-store, not no-cache: a page the browser's Back brings back reads its fetches from the cache without
+    # asking (Chromium's back/forward loads), so a scene whose character was fixed meanwhile showed its old box
+    response.headers["Cache-Control"] = "no-store"
     return response
 
 

@@ -179,10 +179,18 @@ export class Editor extends EventTarget {
     this.cornerEls = ["tl", "tr", "bl", "br"].map((c) => make("rect", { class: "corner", "data-corner": c, "data-testid": `box-${c}` }));
     this.boneEls = this.bones.filter((b) => b.parent && this.joints[b.parent]).map((b) => ({ bone: b, el: make("line", { class: "bone" }) }));
     this.jointEls = {};
+    this.labelEls = {};
     for (const name of Object.keys(this.joints)) {
-      const el = make("circle", { class: "joint", "data-joint": name, "data-testid": `joint-${name}` });
+      const side = sideOf(name);
+      const el = make("circle", { class: `joint${side ? ` ${side}` : ""}`, "data-joint": name, "data-testid": `joint-${name}` });
       make("title", {}, el).textContent = name.replaceAll("_", " ");
       this.jointEls[name] = el;
+    }
+    // every joint named beside it (the figure's own left and right told apart), above the bones
+    for (const name of Object.keys(this.joints)) {
+      const label = make("text", { class: `joint-label${sideOf(name) ? ` ${sideOf(name)}` : ""}`, "data-testid": `joint-label-${name}` });
+      label.textContent = jointLabel(name);
+      this.labelEls[name] = label;
     }
     this.cursorEl = make("circle", { class: "brush-cursor", visibility: "hidden" });
   }
@@ -209,6 +217,10 @@ export class Editor extends EventTarget {
       const [x, y] = this.joints[name];
       setAttrs(el, { cx: x, cy: y, r: HANDLE_CSS * s, "stroke-width": 2 * s });
       el.classList.toggle("selected", name === this.selected);
+      // the figure's right is on the image's left: its labels go left of the joint, the others right
+      const before = name.startsWith("right_") || name === "root";
+      setAttrs(this.labelEls[name], { x: x + (before ? -1 : 1) * 1.4 * HANDLE_CSS * s, y: y + 4 * s,
+        "text-anchor": before ? "end" : "start", "font-size": 12 * s, "stroke-width": 3 * s });
     }
     const boxLocked = this.maskStrokes > 0;
     this.svg.classList.toggle("box-locked", boxLocked);
@@ -569,6 +581,18 @@ export class Editor extends EventTarget {
     const [x, y] = this.joints[name];
     return [rect.left + (x - this.view.x) * this.cssScale, rect.top + (y - this.view.y) * this.cssScale];
   }
+}
+
+/** "left" / "right" (the figure's own side) or "" for a joint name. */
+function sideOf(name) {
+  return name.startsWith("left_") ? "left" : name.startsWith("right_") ? "right" : "";
+}
+
+/** A joint's label on the stage: "L hand", "R knee", "neck". */
+function jointLabel(name) {
+  const side = sideOf(name);
+  const part = side ? name.slice(side.length + 1) : name;
+  return `${side ? `${side[0].toUpperCase()} ` : ""}${part.replaceAll("_", " ")}`;
 }
 
 function setAttrs(el, attrs) {
