@@ -217,10 +217,9 @@ export class Editor extends EventTarget {
       const [x, y] = this.joints[name];
       setAttrs(el, { cx: x, cy: y, r: HANDLE_CSS * s, "stroke-width": 2 * s });
       el.classList.toggle("selected", name === this.selected);
-      // the figure's right is on the image's left: its labels go left of the joint, the others right
-      const before = name.startsWith("right_") || name === "root";
-      setAttrs(this.labelEls[name], { x: x + (before ? -1 : 1) * 1.4 * HANDLE_CSS * s, y: y + 4 * s,
-        "text-anchor": before ? "end" : "start", "font-size": 12 * s, "stroke-width": 3 * s });
+      const [dx, dy, anchor] = labelPlace(name);
+      setAttrs(this.labelEls[name], { x: x + dx * HANDLE_CSS * s, y: y + dy * HANDLE_CSS * s + 4 * s,
+        "text-anchor": anchor, "font-size": 12 * s, "stroke-width": 3 * s });
     }
     const boxLocked = this.maskStrokes > 0;
     this.svg.classList.toggle("box-locked", boxLocked);
@@ -593,6 +592,20 @@ function jointLabel(name) {
   const side = sideOf(name);
   const part = side ? name.slice(side.length + 1) : name;
   return `${side ? `${side[0].toUpperCase()} ` : ""}${part.replaceAll("_", " ")}`;
+}
+
+/** Where a joint's label goes, in handle radii from the joint: [dx, dy, text-anchor]. The figure's right
+ * is on the image's left, so its labels go outward on the left; shoulders above and elbows below, so a
+ * standing figure's arm row stays readable in a narrow box. */
+function labelPlace(name) {
+  const side = sideOf(name);
+  const out = side === "right" ? -1 : 1;
+  const anchor = side === "right" ? "end" : "start";
+  if (name.endsWith("shoulder")) return [0.6 * out, -1.9, anchor];
+  if (name.endsWith("elbow")) return [0.6 * out, 2.1, anchor];
+  if (name === "torso" || name === "hip") return [0, -1.9, "middle"];
+  if (name === "root") return [0, 2.4, "middle"];
+  return [1.4 * out, 0, anchor];
 }
 
 function setAttrs(el, attrs) {
