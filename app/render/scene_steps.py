@@ -10,12 +10,15 @@ from __future__ import annotations
 import io
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import animator_boundary
 from .steps import _configs, read_mask, read_texture
+
+if TYPE_CHECKING:
+    import animator
 
 
 def _rgb(png: bytes) -> np.ndarray:
@@ -26,16 +29,16 @@ def _rgb(png: bytes) -> np.ndarray:
 
 
 def render_scene(characters: list[dict[str, Any]], page_png: bytes | None, page_size: tuple[int, int],
-                 background: dict[str, Any], background_png: bytes | None, options: dict[str, Any],
-                 taken_out: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 background: dict[str, Any], background_png: bytes | None,
+                 options: animator.RenderOptions, taken_out: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Render a scene. ``characters``: ``{"texture", "mask"}`` PNG bytes, ``"joints"`` [(name, (x, y),
     parent)], ``"origin"`` (x, y) and ``"scale"`` on the page, ``"drawn_at"`` (x, y) where its texture
     lay on the page's photo (None: not drawn on this page), ``"motion"`` and ``"retarget"`` config
     paths (retarget None: derived), ``"name"``. ``background``: ``{"kind": page|colour|image|none,
     "colour"?: [r, g, b]}`` (``page_png`` the page, ``background_png`` an uploaded picture).
     ``taken_out``: drawings of the page that are no character but are taken out of it (``{"mask"
-    PNG, "origin", "scale"}``: a dropped character's). ``options``: :class:`animator.RenderOptions`
-    keywords; ``width``/``height`` the canvas."""
+    PNG, "origin", "scale"}``: a dropped character's). ``options``: its ``width``/``height`` are the
+    canvas."""
     import animator
     from animator.page_scene import Background, Drawing, PageCharacter, PageScene, render_page_scene
 
@@ -59,7 +62,7 @@ def render_scene(characters: list[dict[str, Any]], page_png: bytes | None, page_
         scene = PageScene(chars, (int(page_size[0]), int(page_size[1])), Background(kind, colour=colour, image=image),
                           taken_out=out)
         t1 = time.perf_counter()
-        result = render_page_scene(scene, animator.RenderOptions(**options), progress=report_progress)
+        result = render_page_scene(scene, options, progress=report_progress)
     t2 = time.perf_counter()
     return {"data": result.data, "mime": result.mime, "extension": result.extension,
             "frame_count": int(result.frame_count), "duration_s": float(result.duration_s),
