@@ -244,3 +244,14 @@ function capitalise(s) {
   const t = s.trim().replace(/\.$/, "");
   return t.charAt(0).toUpperCase() + t.slice(1);
 }
+
+/** "Kept on this server until Tue 14:32 (24 hours after it was made)." for a document with
+ * `created_at` and `expires_at`, or "" without them. */
+export function keptUntil(doc) {
+  const end = Date.parse(doc?.expires_at || "");
+  const start = Date.parse(doc?.created_at || "");
+  if (!Number.isFinite(end)) return "";
+  const when = new Date(end).toLocaleString([], { weekday: "short", hour: "2-digit", minute: "2-digit" });
+  const hours = Number.isFinite(start) ? Math.round((end - start) / 3600e3) : null;
+  return `Kept on this server until ${when}${hours ? ` (${hours} hours after it was made)` : ""}; download what you want to keep.`;
+}

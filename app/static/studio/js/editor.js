@@ -43,6 +43,12 @@ export class Editor extends EventTarget {
     stage.addEventListener("pointercancel", (e) => this.onUp(e, true));
     stage.addEventListener("pointerleave", () => this.hideCursor());
     stage.addEventListener("keydown", (e) => this.onKey(e));
+    // A finger that starts on nothing to drag (the paper beside the box) scrolls the page; one that
+    // starts on a joint, a corner, the box, or paints, is the editor's (the stage's touch-action lets
+    // the page pan; cancelling the touch's start keeps it from panning).
+    stage.addEventListener("touchstart", (e) => {
+      if (e.touches.length === 1 && this.wouldDrag(e.touches[0])) e.preventDefault();
+    }, { passive: false });
     new ResizeObserver(() => this.layout()).observe(stage.parentElement);
     window.addEventListener("resize", () => this.layout());
   }
@@ -243,6 +249,17 @@ export class Editor extends EventTarget {
     this.stage.focus({ preventScroll: true });
     this.stage.setPointerCapture(e.pointerId);
     this.gesture = { ...gesture, pointerId: e.pointerId, moved: false };
+  }
+
+  /** Whether a press at screen point `p` ({clientX, clientY}) starts a drag of the editor's. */
+  wouldDrag(p) {
+    if (!this.doc) return false;
+    if (this.tool !== "move" || !this.bbox) return true; // painting, or drawing the first box
+    const [x, y] = this.toImage(p);
+    const reach = GRAB_CSS / this.cssScale;
+    if (Object.values(this.joints).some(([jx, jy]) => Math.hypot(jx - x, jy - y) < reach)) return true;
+    // the box's edge and corners (its inside is most of the stage: a swipe there scrolls)
+    return this.insideBox(x, y, reach) && !this.insideBox(x, y, -reach);
   }
 
   /** What a press at (x, y) grabs in move mode: a joint, a box corner, the box, or nothing. */

@@ -1,7 +1,7 @@
 // The studio page's flow: photo -> character (box, mask, skeleton) -> edits saved -> motions -> render.
 // Every step is a call of the public character API (docs/api.md); nothing here is private to it.
 
-import { ApiError, call, describe, fetchBitmap, getToken, modelsState, retrySeconds, setToken, sleep, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, retrySeconds, setToken, sleep, upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
 import { draftFrom, skeletonIn } from "./manual.js";
@@ -229,6 +229,7 @@ async function open(doc, { previews = true } = {}) {
   ui.fix.hidden = false;
   ui.motionsStep.hidden = false;
   editor.load(doc, photo, mask, grid);
+  $("expiry").textContent = keptUntil(doc);
   history.replaceState(null, "", `#character=${encodeURIComponent(doc.id)}`);
   showOverlay(doc);
   showDetections(doc);

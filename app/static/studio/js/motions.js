@@ -321,7 +321,8 @@ export class Gallery {
           ? el("img", { src: url, alt: `${name} animation` })
           : el("p", { class: "download-note", "data-testid": `download-note-${name}`, text: DOWNLOADS[format] || format });
       if (media.tagName === "VIDEO") media.muted = true; // the attribute alone does not mute in every browser
-      const file = `${doc.id}-${name}.${EXTENSIONS[format] || format}`;
+      // a readable name ("dab-512px.gif"), not the character's 32-character id
+      const file = `${name.replaceAll("_", "-")}${size ? `-${size}px` : ""}.${EXTENSIONS[format] || format}`;
       this.root.append(el("figure", { class: "animation", "data-testid": `animation-${name}` }, media,
         el("figcaption", {}, el("span", { text: title(name) }),
           el("a", { href: url, download: file, class: "button", text: "Download" }))));

@@ -9,7 +9,7 @@
 // preview shown above the photo, "Download" any format the API renders at a chosen size. The last
 // results of each scene version are kept in this browser (localStorage), so a reload shows them again.
 
-import { ApiError, call, describe, fetchBitmap, getToken, modelsState, request, sameOrigin, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, request, sameOrigin, upload } from "./api.js";
 import { Editor } from "./editor.js";
 import { renderJob } from "./jobs.js";
 import { SKELETON, skeletonIn } from "./manual.js";
@@ -82,6 +82,7 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
     text: "Animate every character in this photo" });
   const modelsNote = el("div", { className: "notice", role: "status", testid: "scene-models-note", hidden: true }, el("p"));
   const status = el("p", { className: "hint", role: "status", "aria-live": "polite", testid: "scene-status" });
+  const expiry = el("p", { className: "hint", testid: "scene-expiry" });
   const error = el("div", { role: "alert", className: "scene-error", testid: "scene-error", hidden: true });
 
   // the result, above the photo: where a phone shows it without scrolling past the editor
@@ -144,7 +145,7 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
   const editing = el("div", { className: "scene-edit", hidden: true }, resultBox, addPanel,
     el("div", { className: "scene-layout" }, stage,
       el("div", { className: "scene-controls" }, list, el("div", { className: "row" }, add), background,
-        el("div", { className: "row" }, play, bar), downloads)));
+        el("div", { className: "row" }, play, bar), downloads, expiry)));
   section.append(h2, hint, el("div", { className: "row" }, create), modelsNote, error, status, editing);
   const buttons = [create, add, play, download, addSave];
 
@@ -321,6 +322,7 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
   function show(doc) {
     state.scene = doc;
     state.page = { width: doc.image.width, height: doc.image.height };
+    expiry.textContent = keptUntil(doc);
     draw();
     showResults();
   }
