@@ -212,6 +212,7 @@ const WORDS = {
   too_many_characters: "A scene holds only so many characters.",
   rate_limited: "Too many requests from this browser in a short time.",
   queue_full: "The server has too many renders waiting.",
+  output_too_large: "That file would be too large to make: choose a smaller size (or, for a sprite sheet, PNG frames).",
   expired: "That file is no longer on the server (files are kept for 24 hours). Make it again.",
   download_failed: "The file could not be fetched from the server.",
 };

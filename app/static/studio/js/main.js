@@ -447,6 +447,11 @@ async function render() {
     return;
   }
   showError(null);
+  const tooBig = sheetTooBig(motions, ui.format.value, Number(ui.size.value) || DEFAULT_SIZE);
+  if (tooBig) { // priced before the work: a sheet that cannot fit failed after 17-27 s
+    showError(tooBig, null, ui.renderError);
+    return;
+  }
   const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
   const what = motions.map((n) => picker.title(n)).join(", ") + note;
   const t0 = performance.now();
@@ -474,6 +479,32 @@ async function render() {
     // the whole result in view: its bottom at the screen's when it fits, else its top
     reveal(ui.results, ui.results.offsetHeight <= window.innerHeight ? "end" : "start");
   }
+}
+
+// A sprite sheet holds every distinct frame, trimmed to the character, in one picture of at most
+// SHEET_PIXELS (animator/formats/sheet.py's MAX_PIXELS). Priced with the animator's own frame rate (25
+// fps, the most a server renders at) and a character filling half of each frame: a sheet this says
+// cannot fit would fail on the server after the whole render.
+const SHEET_PIXELS = 8192 * 8192;
+const SHEET_FPS = 25;
+const SHEET_FILL = 0.5;
+const DEFAULT_SIZE = 400; // DOODLEPOD_RENDER_SIZE's default
+const SIZES = [256, 512, 768, 1024];
+
+/** Words for a sprite sheet of `motions` at `size` px that cannot fit, naming what fits; "" when it fits. */
+function sheetTooBig(motions, format, size) {
+  if (format !== "sheet") return "";
+  const pixels = (name, side) => {
+    const seconds = Number(state.motions.find((m) => m.name === name)?.seconds) || 0;
+    return Math.ceil(seconds * SHEET_FPS) * side * side * SHEET_FILL;
+  };
+  const over = motions.filter((n) => pixels(n, size) > SHEET_PIXELS);
+  if (!over.length) return "";
+  const fits = SIZES.filter((side) => over.every((n) => pixels(n, side) <= SHEET_PIXELS)).pop();
+  const names = over.map((n) => picker.title(n)).join(", ");
+  return `A sprite sheet of ${names} at ${size} px would not fit in one picture (it holds every frame). ` +
+    (fits ? `Choose ${fits} px or smaller, ` : "Choose a smaller size, ") +
+    "or “PNG frames (zip)”, which has no such limit.";
 }
 
 /** Resolves once every image and video under `root` has its size (or after `seconds`). */
