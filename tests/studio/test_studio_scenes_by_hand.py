@@ -106,8 +106,8 @@ def add_by_hand(page, key: dict, touch: bool, size: str, name: str) -> None:
         .map(c => [c.dataset.joint, [Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]]))""")
     assert len(joints) == 16 and len({tuple(v) for v in joints.values()}) == 15, joints   # root on hip only
     assert all(l - 7 <= x <= r + 7 and t - 7 <= y <= b + 7 for x, y in joints.values()), (joints, key["box"])
-    assert page.get_by_test_id("joint-label-left_hand").text_content() == "L hand"
-    assert page.get_by_test_id("joint-label-right_foot").text_content() == "R foot"
+    assert page.get_by_test_id("label-left_hand").text_content() == "L hand"
+    assert page.get_by_test_id("label-right_foot").text_content() == "R foot"
     assert "left" in page.get_by_test_id("joint-left_knee").get_attribute("class")
     page.locator("#stage").scroll_into_view_if_needed()
     shot(page, f"{size}-{name}-1-figure-in-box")

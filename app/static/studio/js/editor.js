@@ -194,7 +194,7 @@ export class Editor extends EventTarget {
     }
     // every joint named beside it (the figure's own left and right told apart), above the bones
     for (const name of Object.keys(this.joints)) {
-      const label = make("text", { class: `joint-label${sideOf(name) ? ` ${sideOf(name)}` : ""}`, "data-testid": `joint-label-${name}` });
+      const label = make("text", { class: `joint-label${sideOf(name) ? ` ${sideOf(name)}` : ""}`, "data-testid": `label-${name}` });
       label.textContent = jointLabel(name);
       this.labelEls[name] = label;
     }

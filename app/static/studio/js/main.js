@@ -5,7 +5,8 @@ import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
 import { draftFrom, skeletonIn } from "./manual.js";
-import { Gallery, MotionPicker } from "./motions.js";
+import { resumeJob } from "./jobs.js";
+import { Gallery, MotionPicker, urlsOf } from "./motions.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -463,12 +464,18 @@ async function render() {
     done = await busy(async () => {
       // a motion made from the person's video resolves on synchronous requests only
       const sync = motions.some((n) => state.motions.find((m) => m.name === n)?.category === OWN);
-      await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null,
-        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n) });
+      const format = ui.format.value;
+      const size = Number(ui.size.value) || null;
+      const version = state.doc.version;
+      const urls = await gallery.render(state.doc, motions, format, size,
+        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n),
+          onJob: (job) => keep({ pending: { job, version, motions, format, size } }) });
+      keep({ pending: null, results: { version, motions, format, size, urls } });
       return true;
     }, ui.renderError);
   } finally {
     picker.release();
+    if (!done) keep({ pending: null });
   }
   if (done) ui.renderBar.setAttribute("value", "1");
   ui.renderProgress.hidden = !done;
@@ -505,6 +512,62 @@ function sheetTooBig(motions, format, size) {
   return `A sprite sheet of ${names} at ${size} px would not fit in one picture (it holds every frame). ` +
     (fits ? `Choose ${fits} px or smaller, ` : "Choose a smaller size, ") +
     "or “PNG frames (zip)”, which has no such limit.";
+}
+
+// --- what a reload keeps: the chosen motions, the last animations, a render still running --------------
+// Per character, in this browser (localStorage "doodlepod.studio.<id>"): {chosen: [names], results:
+// {version, motions, format, size, urls}, pending: {job, version, motions, format, size}}. Results and a
+// pending render belong to one version of the character: a saved edit makes them stale.
+
+const KEPT = "doodlepod.studio.";
+
+function kept(id = state.doc?.id) {
+  try {
+    return (id && JSON.parse(localStorage.getItem(KEPT + id) || "null")) || {};
+  } catch {
+    return {};
+  }
+}
+
+function keep(part) {
+  const id = state.doc?.id;
+  if (!id) return;
+  try {
+    localStorage.setItem(KEPT + id, JSON.stringify({ ...kept(id), ...part }));
+  } catch {
+    // private mode or full: nothing survives a reload, as before
+  }
+}
+
+/** After a reload: the chosen motions again, the last animations, and a render in progress followed on. */
+async function restore(doc) {
+  const k = kept(doc.id);
+  const known = new Set(state.motions.map((m) => m.name));
+  const chosen = (k.chosen || []).filter((n) => known.has(n));
+  if (chosen.length) {
+    picker.show(state.motions, chosen, state.categories);
+    showChosen();
+  }
+  const title = (n) => picker.title(n);
+  if (k.results?.version === doc.version && k.results.urls) {
+    gallery.show(k.results.motions, k.results.urls, k.results.format, k.results.size, title);
+    ui.results.hidden = false;
+    ui.renderState.textContent = `Rendered version ${doc.version} (kept from before the page was reloaded)`;
+  }
+  const p = k.pending;
+  if (!p || p.version !== doc.version) return;
+  const what = p.motions.map(title).join(", ");
+  ui.renderState.textContent = `Still rendering ${what}…`;
+  const done = await busy(async () => {
+    const urls = urlsOf(await resumeJob(p.job, (s) => { ui.renderState.textContent = renderStatus(what, s); }));
+    gallery.show(p.motions, urls, p.format, p.size, title);
+    keep({ pending: null, results: { version: p.version, motions: p.motions, format: p.format, size: p.size, urls } });
+    return true;
+  }, ui.renderError);
+  if (!done) keep({ pending: null });
+  ui.renderProgress.hidden = !done;
+  ui.renderState.textContent = done ? `Rendered version ${doc.version}` : "";
+  if (done) ui.results.hidden = false;
 }
 
 /** Resolves once every image and video under `root` has its size (or after `seconds`). */
@@ -632,7 +695,10 @@ function wire() {
   ui.save.addEventListener("click", save);
   ui.remove.addEventListener("click", removeCharacter);
   ui.render.addEventListener("click", render);
-  ui.motions.addEventListener("change", showChosen);
+  ui.motions.addEventListener("change", () => {
+    showChosen();
+    keep({ chosen: picker.selected() });
+  });
   window.addEventListener("beforeunload", (e) => {
     if (Object.keys(editor.edits()).length) e.preventDefault();
   });
@@ -702,6 +768,7 @@ async function start() {
         progress(null);
       }
     });
+    if (state.doc?.id === id) restore(state.doc); // follows a render in progress: not awaited
   }
   document.body.dataset.ready = "true";
 }
