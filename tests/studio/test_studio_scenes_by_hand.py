@@ -183,6 +183,23 @@ def test_every_drawing_into_one_scene_one_moved_played_and_downloaded(server, ph
     assert moved["moved"] and math.dist(moved["bbox"][:2], TO) < 4, moved["bbox"]
     shot(page, f"{size}-3-moved", full_page=True)
 
+    if not touch:   # the keyboard: a selected character moves with the arrows, then "Put back" where drawn
+        ids = [x["id"] for x in scene_of(page, server)["characters"]]
+        k = ids.index(boxes["char4"]["id"])
+        page.get_by_test_id(f"scene-box-{k}").focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowDown")
+        page.keyboard.press("Shift+ArrowLeft")
+        page.wait_for_function("() => document.querySelector('[data-testid=scene-status]').textContent"
+                               ".startsWith('Moved')", timeout=60_000)
+        now = next(x for x in scene_of(page, server)["characters"] if x["id"] == boxes["char4"]["id"])
+        assert now["moved"] and now["bbox"][:2] == [boxes["char4"]["bbox"][0] - 24, boxes["char4"]["bbox"][1] + 12]
+        page.get_by_test_id(f"scene-reset-{k}").click()
+        page.wait_for_function("() => document.querySelector('[data-testid=scene-status]').textContent"
+                               ".startsWith('Back where')", timeout=60_000)
+        now = next(x for x in scene_of(page, server)["characters"] if x["id"] == boxes["char4"]["id"])
+        assert not now["moved"] and now["bbox"] == boxes["char4"]["bbox"]
+
     # play: the result shows where the screen is (a phone too)
     page.get_by_test_id("scene-play").click()
     page.wait_for_function("() => { const i = document.querySelector('[data-testid=scene-result]');"
