@@ -69,6 +69,7 @@ app_key=$( { cat requirements/animator.txt requirements/app.txt requirements/bui
            | sha256sum | cut -c1-16)
 model_files=(requirements/model-cpu.txt requirements/pose.txt)
 [[ -f scripts/install_model_stack.sh ]] && model_files+=(scripts/install_model_stack.sh)
+[[ -f scripts/mmcv_subset.py ]] && model_files+=(scripts/mmcv_subset.py)  # which ops mmcv's build keeps
 full_key=$(key_of requirements/*.txt scripts/bootstrap.sh "${model_files[@]}")
 app_stamp="$VENV/.doodlepod-app-stamp"
 full_stamp="$VENV/.doodlepod-stamp"

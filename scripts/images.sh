@@ -88,9 +88,10 @@ for target in "${targets[@]}"; do
     # mmcv and xtcocotools: the venv bootstrap's cached wheels, for this torch/numpy/Python 3.11.
     TORCH=$(pin torch requirements/test.txt); NUMPY=$(pin numpy requirements/animator.txt)
     MMCV=$(pin mmcv requirements/model-cpu.txt); XTCOCO=$(pin xtcocotools requirements/model-cpu.txt)
+    SUBSET=$(python3 scripts/mmcv_subset.py --key)  # the ops install_model_stack.sh's mmcv keeps
     model_args=(-f Dockerfile.model --build-arg DEVICE=cpu)
     ctx=$CACHE/image-wheels
-    mmcv_whl=$(find "$CACHE/wheels/mmcv-${MMCV}_torch-${TORCH}_cpu_cp311" -maxdepth 1 -name "mmcv-$MMCV-*.whl" 2>/dev/null | head -n 1 || true)
+    mmcv_whl=$(find "$CACHE/wheels/mmcv-${MMCV}_torch-${TORCH}_${SUBSET}_cp311" -maxdepth 1 -name "mmcv-$MMCV-*.whl" 2>/dev/null | head -n 1 || true)
     xtc_whl=$(find "$CACHE/wheels/xtcocotools-${XTCOCO}_numpy-${NUMPY}_cp311" -maxdepth 1 -name "xtcocotools-$XTCOCO-*.whl" 2>/dev/null | head -n 1 || true)
     if [[ -n $mmcv_whl && -n $xtc_whl ]]; then
       rm -rf "$ctx" && mkdir -p "$ctx"
