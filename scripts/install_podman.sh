@@ -109,6 +109,10 @@ trap cleanup EXIT
 fail() {  # fail STEP OUTPUT
   say "FAILED: $1 after $((SECONDS - start)) s:"
   printf '%s\n' "$2" | tail -n 15 | sed 's/^/    /' >&2
+  if [[ $2 == *iptables* || $2 == *nftables* || $2 == *netavark* ]]; then
+    say "netavark's firewall: \`iptables -t nat -L -n\` says: $(iptables -t nat -L -n 2>&1 | tail -n 1)"
+    say "  (a kernel without nf_tables needs the legacy backend: update-alternatives --set iptables /usr/sbin/iptables-legacy)"
+  fi
   say "the pod tests and \`make images\` would fail the same way; fix the above (engine: scripts/engine.sh)"
   exit 1
 }
