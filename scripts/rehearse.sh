@@ -154,7 +154,7 @@ setup=(set -e';')
 mkdir -p "$WORK/host"
 if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
   cp /usr/local/share/ca-certificates/*.crt "$WORK/host/"
-  setup+=('cp /ci-host/*.crt /usr/local/share/ca-certificates/ && update-ca-certificates >/dev/null;')
+  setup+=('cp /ci-host/*.crt /usr/local/share/ca-certificates/ && update-ca-certificates >/dev/null 2>&1;')
 fi
 for f in .config/pip/pip.conf .pip/pip.conf .npmrc; do
   [[ -f $HOME/$f ]] && mounts+=(-v "$HOME/$f:/root/$f:ro")
@@ -174,7 +174,10 @@ if [[ -n ${DOODLEPOD_REHEARSE_CACHE:-} ]]; then
 fi
 net=(--network "$NETWORK")
 [[ $NETWORK == slirp4netns ]] && net=(--network "slirp4netns:allow_host_loopback=false")
+# A machine's limits, not a container's defaults: no pids limit (2048: TorchServe's JVM, Chromium and
+# gunicorn's workers together come near it), /dev/shm as large as this machine's (64 MB by default).
 run=(podman run --rm --privileged --name "doodlepod-rehearse-$$" "${net[@]}" --hostname ci
+     --pids-limit=-1 --shm-size="$(df -k --output=size /dev/shm | tail -n 1 | tr -d ' ')k"
      "${mounts[@]}" -v "$WORK/host:/ci-host:ro" "${envs[@]}" -w /ci/doodlepod "$IMAGE")
 
 if [[ $MODE == shell ]]; then
