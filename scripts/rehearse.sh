@@ -199,7 +199,7 @@ fi
 LOADS=$WORK/loads
 ( while sleep 60; do cut -d' ' -f1 /proc/loadavg >> "$LOADS"; done ) &
 sampler=$!
-phase_start "network setup in the clean system"
+phase_start "clean system starts (README prereqs)"
 "${run[@]}" bash -c "${setup[*]} python3.11 --version && java -version 2>&1 | head -1 && g++ --version | head -1 && make --version | head -1" \
   || die "the clean system does not start or lacks what the README names"
 phase_end
