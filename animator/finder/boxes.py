@@ -1,0 +1,168 @@
+"""Find the drawn figures on a photo of paper: their boxes, best first (see docs/finder.md).
+
+1. work on a copy whose longer side is :data:`WORK_SIDE` pixels (box averaging);
+2. ink: the darkest channel (a coloured stroke is dark in some channel), an adaptive threshold
+   against a Gaussian local mean (uneven light, shadows), specks dropped;
+3. strokes of one figure join: a closing with a disc of :data:`JOIN` of the photo's side, holes
+   filled, connected components;
+4. nearby pieces merge (a head drawn apart from its body, a hand, a hat), figures a page apart do not;
+5. each piece is scored: its ink, its size on the page, its shape, less where it touches the
+   photo's edge (the table, the paper's edge, a finger, a shadow).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import ndimage
+
+#: The photo is searched on a copy whose longer side is this many pixels.
+WORK_SIDE = 400
+#: Adaptive threshold: local mean's Gaussian sigma (share of the longer side) and the offset
+#: (grey levels) below that mean that counts as ink.
+LOCAL_SIGMA = 0.04
+OFFSET = 14.0
+#: Strokes closer than this share of the photo's longer side are joined into one piece.
+JOIN = 0.012
+#: Pieces merge when the gap between their boxes is below this share of the larger piece's size
+#: (for a small piece next to a large one, MERGE_SMALL).
+MERGE = 0.08
+MERGE_SMALL = 0.25
+#: Pieces smaller than this share of the photo's longer side are not figures.
+MIN_SIDE = 0.04
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A drawn figure's box on the photo: ``(left, top, right, bottom)`` pixels, right and bottom
+    exclusive, and a score in [0, 1]."""
+    box: tuple[int, int, int, int]
+    score: float
+
+
+def ink_mask(rgb: np.ndarray, sigma: float, offset: float = OFFSET) -> np.ndarray:
+    """Ink on paper: True where the darkest channel is ``offset`` below its Gaussian local mean."""
+    img = np.asarray(rgb)
+    gray = img[..., :3].min(axis=2).astype(np.float32) if img.ndim == 3 else img.astype(np.float32)
+    local = ndimage.gaussian_filter(gray, sigma=sigma, mode="nearest", truncate=3.0)
+    return gray < local - offset
+
+
+def _work_copy(rgb: np.ndarray) -> tuple[np.ndarray, float]:
+    from PIL import Image
+
+    h, w = rgb.shape[:2]
+    scale = min(1.0, WORK_SIDE / max(h, w))
+    if scale >= 1.0:
+        return rgb[..., :3] if rgb.ndim == 3 else rgb, 1.0
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    img = Image.fromarray(np.ascontiguousarray(rgb[..., :3] if rgb.ndim == 3 else rgb))
+    return np.asarray(img.resize(size, Image.Resampling.BOX)), scale
+
+
+def _disc(radius: int) -> np.ndarray:
+    r = max(1, int(radius))
+    y, x = np.mgrid[-r:r + 1, -r:r + 1]
+    return x * x + y * y <= r * r + r
+
+
+@dataclass
+class _Piece:
+    box: list[int]        # l, t, r, b (work pixels, exclusive)
+    ink: float            # ink pixels
+    labels: list[int]
+
+    @property
+    def side(self) -> float:
+        return float(max(self.box[2] - self.box[0], self.box[3] - self.box[1]))
+
+
+def _gap(a: list[int], b: list[int]) -> float:
+    dx = max(0, max(a[0], b[0]) - min(a[2], b[2]))
+    dy = max(0, max(a[1], b[1]) - min(a[3], b[3]))
+    return float(np.hypot(dx, dy))
+
+
+def _merge(pieces: list[_Piece]) -> list[_Piece]:
+    changed = True
+    while changed and len(pieces) > 1:
+        changed = False
+        pieces.sort(key=lambda p: -p.ink)
+        for i in range(len(pieces)):
+            for j in range(i + 1, len(pieces)):
+                a, b = pieces[i], pieces[j]
+                big, small = (a, b) if a.side >= b.side else (b, a)
+                limit = (MERGE_SMALL if small.side < 0.4 * big.side else MERGE) * big.side
+                if _gap(a.box, b.box) <= limit:
+                    a.box = [min(a.box[0], b.box[0]), min(a.box[1], b.box[1]),
+                             max(a.box[2], b.box[2]), max(a.box[3], b.box[3])]
+                    a.ink += b.ink
+                    a.labels += b.labels
+                    del pieces[j]
+                    changed = True
+                    break
+            if changed:
+                break
+    return pieces
+
+
+def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
+    """Boxes of the drawn figures on a photo of paper, best first (at most ``max_figures``).
+
+    Args:
+        rgb: uint8 (H, W, 3) or (H, W, 4) (alpha ignored) or (H, W) grey photo.
+    """
+    img = np.asarray(rgb)
+    if img.ndim not in (2, 3) or img.shape[0] < 8 or img.shape[1] < 8:
+        return []
+    work, scale = _work_copy(img)
+    h, w = work.shape[:2]
+    side = max(h, w)
+    ink = ink_mask(work, sigma=LOCAL_SIGMA * side)
+    ink = ndimage.binary_opening(ink, np.ones((2, 2), bool))  # sensor noise and paper grain
+    joined = ndimage.binary_closing(np.pad(ink, 2 * int(JOIN * side) + 2), _disc(JOIN * side))
+    pad = 2 * int(JOIN * side) + 2
+    joined = ndimage.binary_fill_holes(joined[pad:-pad, pad:-pad] | ink)
+    labels, count = ndimage.label(joined, structure=np.ones((3, 3), bool))
+    if count == 0:
+        return []
+    ink_count = np.bincount(labels[ink], minlength=count + 1)
+    pieces = []
+    for k, sl in enumerate(ndimage.find_objects(labels), start=1):
+        if sl is None or ink_count[k] < 4:
+            continue
+        box = [sl[1].start, sl[0].start, sl[1].stop, sl[0].stop]
+        pieces.append(_Piece(box, float(ink_count[k]), [k]))
+    pieces = [p for p in pieces if p.side >= 0.5 * MIN_SIDE * side]
+    pieces = _merge(pieces)
+    scored = []
+    for p in pieces:
+        if p.side < MIN_SIDE * side:
+            continue
+        scored.append((_score(p, ink, labels, w, h), p))
+    scored.sort(key=lambda t: -t[0])
+    out = []
+    for s, p in scored[:max_figures]:
+        l, t, r, b = p.box
+        box = (int(np.floor(l / scale)), int(np.floor(t / scale)),
+               min(img.shape[1], int(np.ceil(r / scale))), min(img.shape[0], int(np.ceil(b / scale))))
+        out.append(Figure(box, round(float(s), 4)))
+    return out
+
+
+def _score(p: _Piece, ink: np.ndarray, labels: np.ndarray, w: int, h: int) -> float:
+    l, t, r, b = p.box
+    bw, bh = r - l, b - t
+    side = max(w, h)
+    # size: a figure fills a good part of the photo; a speck or a far-off doodle less
+    size = min(1.0, max(bw, bh) / (0.35 * side))
+    # ink: enough strokes for a figure, relative to its box (a long thin line has little)
+    density = p.ink / max(1.0, bw * bh)
+    amount = min(1.0, density / 0.04)
+    # shape: a person is taller than wide or about square; a strip along the page is not
+    aspect = bh / max(1.0, bw)
+    shape = 1.0 if 0.5 <= aspect <= 4.0 else (0.5 if 0.25 <= aspect <= 8.0 else 0.15)
+    # the photo's edge: the table, the paper's edge, a finger, a shadow
+    touches = (l <= 1) + (t <= 1) + (r >= w - 1) + (b >= h - 1)
+    edge = (1.0, 0.45, 0.15, 0.05, 0.02)[touches]
+    return float(np.clip((0.55 * size + 0.25 * amount + 0.2) * shape * edge, 0.0, 1.0))

@@ -1,0 +1,441 @@
+"""Fit AnimatedDrawings' 16-joint skeleton to a drawn figure's mask (see docs/finder.md).
+
+The mask is filled, smoothed and thinned to a one-pixel skeleton (a tree: a filled shape has no
+holes); short side branches (fingers, hair, bumps of the outline) are pruned. The remaining ends
+are the figure's extremities: the feet are the two lowest ends of distinct legs, the crotch is the
+highest point of the path between them, the head is the end that rises highest above the crotch
+near the figure's middle, the hands are the outermost ends left and right of the spine. Joints lie
+on the skeleton's paths: the neck (AnimatedDrawings puts it on the nose) at the head's centre (the
+widest point of the spine's top before the neck narrows), shoulders and hips where the limbs leave
+the body, elbows and knees at the bend of each limb (or half way).
+
+Coordinates: x right, y down, pixels of the mask's grid plus ``origin``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import ndimage
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from ..character import SKELETON_JOINTS
+from .thin import ends_and_junctions, thin
+
+#: The mask is fitted on a grid whose longer side is at most this many pixels (speed; joints are
+#: read to about 1% of the figure's size there).
+WORK_SIDE = 200
+#: A branch from an end to its junction shorter than ``DT(junction) + SPUR * size`` is a spur.
+SPUR = 0.06
+#: A limb's middle joint sits at the limb's sharpest bend when the bend strays this far (share of
+#: the limb's chord) from the straight line; otherwise half way along the limb.
+BEND = 0.12
+#: Shoulders and hips sit this share of the body's local half-width (distance transform at the
+#: spine) out from the spine along the limb.
+SHOULDER_OUT = 0.75
+HIP_OUT = 0.75
+
+_SQUARE = np.ones((3, 3), bool)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """A fitted skeleton: 16 joints (AnimatedDrawings' names), a confidence per joint in [0, 1],
+    an overall score in [0, 1] (low when the shape is not person-like) and, then, why."""
+    joints: dict[str, tuple[float, float]]
+    confidence: dict[str, float]
+    score: float
+    reason: str | None = None
+    extras: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def coco17(self) -> np.ndarray:
+        """The skeleton as 17 COCO keypoints ``(x, y, score)`` (float64, (17, 3)) such that
+        :func:`animator.skeleton.skeleton_from_coco` gives back these joints (nose = neck; eyes and
+        ears on the neck with half its confidence; shoulders, elbows, wrists, hips, knees, ankles)."""
+        j, c = self.joints, self.confidence
+        rows = []
+        for name in ("neck", "neck", "neck", "neck", "neck"):
+            rows.append((*j[name], c[name]))
+        pairs = (("left_shoulder", "right_shoulder"), ("left_elbow", "right_elbow"),
+                 ("left_hand", "right_hand"), ("left_hip", "right_hip"), ("left_knee", "right_knee"),
+                 ("left_foot", "right_foot"))
+        for left, right in pairs:
+            rows.append((*j[left], c[left]))
+            rows.append((*j[right], c[right]))
+        out = np.array(rows, dtype=np.float64)
+        out[1:5, 2] *= 0.5
+        return out
+
+
+def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0)) -> Fit:
+    """Fit the 16 joints to a boolean mask of one drawn figure (see the module docstring).
+
+    Args:
+        mask: (H, W) boolean (or 0/non-zero) array, True on the figure.
+        origin: added to every joint (e.g. the crop's top-left corner in the photo).
+    """
+    m = np.asarray(mask)
+    if m.ndim != 2:
+        raise ValueError(f"expected an (H, W) mask, got shape {m.shape}")
+    m = m.astype(bool)
+    ox, oy = float(origin[0]), float(origin[1])
+    if m.sum() < 16:
+        return _nothing(m, ox, oy, "the mask is empty")
+    ys, xs = np.nonzero(m)
+    top, left, bottom, right = ys.min(), xs.min(), ys.max() + 1, xs.max() + 1
+    crop = m[top:bottom, left:right]
+    scale = min(1.0, WORK_SIDE / max(crop.shape))
+    work = _resize_mask(crop, scale)
+    work = _largest(ndimage.binary_fill_holes(np.pad(work, 2)))
+    opened = ndimage.binary_opening(work, _SQUARE)
+    if opened.sum() > 0.5 * work.sum():
+        work = _largest(opened)
+
+    def to_photo(p: tuple[float, float]) -> tuple[float, float]:
+        x, y = p
+        return (float((x - 2 + 0.5) / scale - 0.5 + left + ox), float((y - 2 + 0.5) / scale - 0.5 + top + oy))
+
+    return _fit_work(work, to_photo)
+
+
+def _nothing(m: np.ndarray, ox: float, oy: float, reason: str) -> Fit:
+    h, w = m.shape
+    centre = (ox + w / 2.0, oy + h / 2.0)
+    return Fit({n: centre for n in SKELETON_JOINTS}, {n: 0.0 for n in SKELETON_JOINTS}, 0.0, reason)
+
+
+def _resize_mask(m: np.ndarray, scale: float) -> np.ndarray:
+    if scale >= 1.0:
+        return m.copy()
+    from PIL import Image
+
+    h, w = m.shape
+    size = (max(1, round(w * scale)), max(1, round(h * scale)))
+    img = Image.fromarray(m.astype(np.uint8) * 255).resize(size, Image.Resampling.BOX)
+    return np.asarray(img) >= 128
+
+
+def _largest(m: np.ndarray) -> np.ndarray:
+    labels, n = ndimage.label(m, structure=_SQUARE)
+    if n <= 1:
+        return m.astype(bool)
+    sizes = np.bincount(labels.ravel())
+    sizes[0] = 0
+    return labels == int(np.argmax(sizes))
+
+
+class _Tree:
+    """The skeleton's pixels as a graph: node ids, positions (x, y), shortest paths."""
+
+    def __init__(self, skel: np.ndarray):
+        ys, xs = np.nonzero(skel)
+        self.xy = np.stack([xs, ys], axis=1).astype(np.float64)
+        self.n = len(xs)
+        index = -np.ones(skel.shape, np.int64)
+        index[ys, xs] = np.arange(self.n)
+        self.index = index
+        rows, cols, wts = [], [], []
+        h, w = skel.shape
+        for dy, dx, wt in ((0, 1, 1.0), (1, 0, 1.0), (1, 1, 2 ** 0.5), (1, -1, 2 ** 0.5)):
+            a = index[0:h - dy, max(0, -dx):w - max(0, dx)]
+            b = index[dy:h, max(0, dx):w + min(0, dx)]
+            ok = (a >= 0) & (b >= 0)
+            rows.append(a[ok])
+            cols.append(b[ok])
+            wts.append(np.full(int(ok.sum()), wt))
+        r, c, wt = np.concatenate(rows), np.concatenate(cols), np.concatenate(wts)
+        self.graph = coo_matrix((np.concatenate([wt, wt]), (np.concatenate([r, c]), np.concatenate([c, r]))),
+                                shape=(self.n, self.n)).tocsr()
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def solve(self, sources: list[int]) -> None:
+        todo = [s for s in sources if s not in self._cache]
+        if not todo:
+            return
+        dist, pred = dijkstra(self.graph, directed=False, indices=todo, return_predecessors=True)
+        for k, s in enumerate(todo):
+            self._cache[s] = (dist[k], pred[k])
+
+    def dist(self, a: int) -> np.ndarray:
+        self.solve([a])
+        return self._cache[a][0]
+
+    def path(self, a: int, b: int) -> np.ndarray:
+        """Node ids from a to b (inclusive)."""
+        self.solve([a])
+        pred = self._cache[a][1]
+        out = [b]
+        while out[-1] != a:
+            p = pred[out[-1]]
+            if p < 0:
+                return np.array([a], np.int64)
+            out.append(int(p))
+        return np.array(out[::-1], np.int64)
+
+
+def _prune(skel: np.ndarray, dt: np.ndarray, size: float) -> np.ndarray:
+    """Remove side branches shorter than the body's local radius plus ``SPUR * size`` (a few
+    passes: fingers first, then what was their hand's branch is long and stays)."""
+    skel = skel.copy()
+    for _ in range(4):
+        ends, junctions = ends_and_junctions(skel)
+        if junctions.sum() == 0:
+            break
+        removed = False
+        end_pts = list(zip(*np.nonzero(ends)))
+        if len(end_pts) <= 2:
+            break
+        for y, x in end_pts:
+            branch, stop = _walk(skel, junctions, y, x)
+            if stop is None:
+                continue  # reached another end: the skeleton is one line
+            length = _length(branch + [stop])
+            if length < dt[stop] + SPUR * size:
+                for by, bx in branch:
+                    skel[by, bx] = False
+                removed = True
+        if not removed:
+            break
+    return _largest(skel)
+
+
+def _walk(skel: np.ndarray, junctions: np.ndarray, y: int, x: int):
+    """Pixels from an end to (not including) the first junction pixel, and that junction (or None)."""
+    h, w = skel.shape
+    path = [(y, x)]
+    seen = {(y, x)}
+    cur = (y, x)
+    while True:
+        cy, cx = cur
+        nxt = []
+        for dy in (-1, 0, 1):
+            for dx in (-1, 0, 1):
+                if dy == 0 and dx == 0:
+                    continue
+                ny, nx = cy + dy, cx + dx
+                if 0 <= ny < h and 0 <= nx < w and skel[ny, nx] and (ny, nx) not in seen:
+                    nxt.append((ny, nx))
+        if not nxt:
+            return path, None
+        hit = [p for p in nxt if junctions[p]]
+        if hit:
+            return path, hit[0]
+        if len(nxt) > 1:
+            # two unvisited neighbours that touch each other (a diagonal corner): take the 4-neighbour
+            four = [p for p in nxt if p[0] == cy or p[1] == cx]
+            nxt = four or nxt
+        cur = nxt[0]
+        seen.add(cur)
+        path.append(cur)
+        if len(path) > 100000:
+            return path, None
+
+
+def _length(pts) -> float:
+    a = np.asarray(pts, np.float64)
+    if len(a) < 2:
+        return 0.0
+    return float(np.hypot(*np.diff(a, axis=0).T).sum())
+
+
+def _arc(tree: _Tree, path: np.ndarray) -> np.ndarray:
+    pts = tree.xy[path]
+    if len(pts) < 2:
+        return np.zeros(len(pts))
+    return np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(pts, axis=0).T))])
+
+
+def _at(tree: _Tree, path: np.ndarray, s: float) -> np.ndarray:
+    """The point at arc length s along a path (clipped to its ends)."""
+    arc = _arc(tree, path)
+    pts = tree.xy[path]
+    if len(pts) == 1:
+        return pts[0].copy()
+    s = float(np.clip(s, 0.0, arc[-1]))
+    return np.array([np.interp(s, arc, pts[:, 0]), np.interp(s, arc, pts[:, 1])])
+
+
+def _middle(tree: _Tree, path: np.ndarray, start: float, stop: float) -> tuple[np.ndarray, float]:
+    """A limb's middle joint between arc lengths start and stop: the sharpest bend if the limb is
+    bent (point furthest from the chord, more than BEND of the chord away), else half way.
+    Returns the point and a confidence (1 for a clear bend or a straight limb)."""
+    arc = _arc(tree, path)
+    a, b = _at(tree, path, start), _at(tree, path, stop)
+    sel = (arc >= start) & (arc <= stop)
+    chord = b - a
+    length = float(np.hypot(*chord))
+    if sel.sum() >= 3 and length > 1e-6:
+        pts = tree.xy[path][sel]
+        rel = pts - a
+        dev = np.abs(rel[:, 0] * chord[1] - rel[:, 1] * chord[0]) / length
+        k = int(np.argmax(dev))
+        if dev[k] > BEND * length:
+            return pts[k].copy(), 1.0
+    return _at(tree, path, 0.5 * (start + stop)), 1.0
+
+
+def _fit_work(work: np.ndarray, to_photo) -> Fit:
+    dt = ndimage.distance_transform_edt(work)
+    ys, xs = np.nonzero(work)
+    height = float(ys.max() - ys.min() + 1)
+    width = float(xs.max() - xs.min() + 1)
+    size = max(height, width)
+    cx, cy = float(xs.mean()), float(ys.mean())
+    skel = _prune(thin(work), dt, size)
+    tree = _Tree(skel)
+    ends_map, _ = ends_and_junctions(skel)
+    end_ids = [int(tree.index[y, x]) for y, x in zip(*np.nonzero(ends_map))]
+    if tree.n == 0:
+        return _nothing_work(work, to_photo, "the mask has no skeleton")
+    if not end_ids:
+        end_ids = [0]
+    tree.solve(end_ids)
+    exy = tree.xy
+    reasons: list[str] = []
+    conf: dict[str, float] = {}
+
+    # Feet: the lowest end in the lower half, then the lowest end on another leg (far along the
+    # skeleton from the first); more legs than two: the two lowest of distinct legs are taken.
+    lower = sorted([e for e in end_ids if exy[e, 1] > cy], key=lambda e: -exy[e, 1])
+    feet: list[int] = []
+    if lower:
+        feet.append(lower[0])
+        d0 = tree.dist(lower[0])
+        for e in lower[1:]:
+            if d0[e] > 0.2 * height:
+                feet.append(e)
+                break
+    if len(feet) == 2:
+        leg_path = tree.path(feet[0], feet[1])
+        crotch = int(leg_path[int(np.argmin(exy[leg_path, 1]))])
+    else:
+        reasons.append("no two legs found" if not feet else "only one leg found")
+        # the skeleton point nearest the mask's centroid stands in for the crotch
+        crotch = int(np.argmin(np.hypot(exy[:, 0] - cx, exy[:, 1] - cy)))
+    tree.solve([crotch])
+    cpt = exy[crotch]
+
+    # Head: among the other ends, the one rising highest above the crotch near the middle.
+    others = [e for e in end_ids if e not in feet]
+    head = None
+    if others:
+        def head_cost(e: int) -> float:
+            return (exy[e, 1] - cpt[1]) / height + 1.2 * abs(exy[e, 0] - cpt[0]) / height
+        best = min(others, key=head_cost)
+        if cpt[1] - exy[best, 1] > 0.15 * height:
+            head = best
+    if head is None:
+        reasons.append("no head found above the body")
+        top = int(np.argmin(exy[:, 1]))
+        head_end = top if cpt[1] - exy[top, 1] > 0.15 * height else None
+    else:
+        head_end = head
+    spine = tree.path(head_end, crotch) if head_end is not None else np.array([crotch])
+    spine_set = set(spine.tolist())
+
+    # Hands: the outermost ends left and right of the spine (more arms: the outermost on each side).
+    arm_ends = [e for e in others if e != head]
+    spine_x = float(np.median(exy[spine, 0]))
+    right_side = [e for e in arm_ends if exy[e, 0] < spine_x]
+    left_side = [e for e in arm_ends if exy[e, 0] >= spine_x]
+    hands = {
+        "right": min(right_side, key=lambda e: exy[e, 0] - 0.3 * tree.dist(crotch)[e]) if right_side else None,
+        "left": max(left_side, key=lambda e: exy[e, 0] + 0.3 * tree.dist(crotch)[e]) if left_side else None,
+    }
+    found_hands = [h for h in hands.values() if h is not None]
+    if not found_hands:
+        reasons.append("no arms found")
+    elif len(found_hands) == 1:
+        reasons.append("only one arm found")
+
+    joints: dict[str, np.ndarray] = {}
+    # Neck (AnimatedDrawings' neck joint sits on the nose): the head's centre.
+    if head_end is not None and len(spine) > 1:
+        joints["neck"], conf["neck"] = _head_centre(tree, spine, dt)
+    else:
+        joints["neck"], conf["neck"] = cpt.copy(), 0.0
+
+    # Arms.
+    for side in ("right", "left"):
+        h = hands[side]
+        if h is None:
+            continue
+        p = tree.path(h, crotch)
+        on_spine = np.array([n in spine_set for n in p.tolist()])
+        j = int(np.argmax(on_spine)) if on_spine.any() else len(p) - 1
+        arm = p[:j + 1][::-1]  # spine -> hand
+        arc = _arc(tree, arm)
+        out = min(SHOULDER_OUT * dt[int(tree.xy[arm[0], 1]), int(tree.xy[arm[0], 0])], 0.4 * arc[-1])
+        joints[f"{side}_shoulder"] = _at(tree, arm, out)
+        joints[f"{side}_elbow"], _ = _middle(tree, arm, out, arc[-1])
+        joints[f"{side}_hand"] = tree.xy[h].copy()
+        conf[f"{side}_shoulder"] = conf[f"{side}_elbow"] = conf[f"{side}_hand"] = 1.0
+
+    # Legs.
+    if len(feet) == 2:
+        order = sorted(feet, key=lambda e: exy[e, 0])  # the figure's right foot is on the image's left
+        for side, f in zip(("right", "left"), order):
+            leg = tree.path(crotch, f)
+            arc = _arc(tree, leg)
+            out = min(HIP_OUT * dt[int(cpt[1]), int(cpt[0])], 0.4 * arc[-1])
+            joints[f"{side}_hip"] = _at(tree, leg, out)
+            joints[f"{side}_knee"], _ = _middle(tree, leg, out, arc[-1])
+            joints[f"{side}_foot"] = tree.xy[f].copy()
+            conf[f"{side}_hip"] = conf[f"{side}_knee"] = conf[f"{side}_foot"] = 1.0
+
+    # What was not found sits on its parent (a limb folded to a point), confidence 0.
+    if "right_hip" not in joints:
+        for side in ("right", "left"):
+            for part in ("hip", "knee", "foot"):
+                joints[f"{side}_{part}"], conf[f"{side}_{part}"] = cpt.copy(), 0.0
+    joints["root"] = joints["hip"] = 0.5 * (joints["right_hip"] + joints["left_hip"])
+    conf["root"] = conf["hip"] = min(conf["right_hip"], conf["left_hip"]) if len(feet) == 2 else 0.0
+    found = [s for s in ("right", "left") if f"{s}_shoulder" in joints]
+    if found:
+        shoulder_y = np.mean([joints[f"{s}_shoulder"] for s in found], axis=0)
+    else:
+        shoulder_y = _at(tree, spine[::-1], 0.6 * _arc(tree, spine)[-1]) if len(spine) > 1 else cpt.copy()
+    for side in ("right", "left"):
+        if f"{side}_shoulder" not in joints:
+            for part in ("shoulder", "elbow", "hand"):
+                joints[f"{side}_{part}"], conf[f"{side}_{part}"] = np.array(shoulder_y, float), 0.0
+    joints["torso"] = 0.5 * (joints["right_shoulder"] + joints["left_shoulder"])
+    conf["torso"] = 0.5 * (conf["right_shoulder"] + conf["left_shoulder"]) if found else 0.0
+
+    score = float(np.mean([conf[n] for n in SKELETON_JOINTS]))
+    # A person stands upright: head above the shoulders above the hips above the feet.
+    if not reasons:
+        order_ok = (joints["neck"][1] < joints["torso"][1] < joints["root"][1] + 0.05 * height
+                    and joints["root"][1] < min(joints["right_foot"][1], joints["left_foot"][1]))
+        if not order_ok:
+            reasons.append("the parts are not stacked like a standing person's")
+            score *= 0.5
+    if reasons:
+        score = min(score, 0.3)
+    out_joints = {n: to_photo((float(joints[n][0]), float(joints[n][1]))) for n in SKELETON_JOINTS}
+    return Fit(out_joints, {n: float(conf[n]) for n in SKELETON_JOINTS}, round(score, 4),
+               "; ".join(reasons) if reasons else None)
+
+
+def _head_centre(tree: _Tree, spine: np.ndarray, dt: np.ndarray) -> tuple[np.ndarray, float]:
+    """The widest point of the spine's top before it narrows into a neck (head end -> crotch).
+
+    Without a narrowing in the top 60% of the spine: the point a fifth of the way down."""
+    pts = tree.xy[spine]
+    r = dt[pts[:, 1].astype(int), pts[:, 0].astype(int)]
+    arc = _arc(tree, spine)
+    limit = int(np.searchsorted(arc, 0.6 * arc[-1]))
+    best = 0
+    for i in range(1, max(2, limit)):
+        if r[i] > r[best]:
+            best = i
+        elif r[i] < 0.6 * r[best] and r[best] > 1.5:
+            return pts[best].copy(), 1.0
+    return _at(tree, spine, 0.2 * arc[-1]), 0.5
+
+
+def _nothing_work(work: np.ndarray, to_photo, reason: str) -> Fit:
+    ys, xs = np.nonzero(work)
+    c = to_photo((float(xs.mean()), float(ys.mean())))
+    return Fit({n: c for n in SKELETON_JOINTS}, {n: 0.0 for n in SKELETON_JOINTS}, 0.0, reason)
