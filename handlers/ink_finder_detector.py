@@ -13,38 +13,24 @@ from typing import Any, Sequence
 
 import numpy as np
 
-try:  # inside a model archive the shared modules sit next to this file
-    from handler_base import clip_box
+try:  # inside a model archive the shared module sits next to this file
     from ink_finder_base import InkFinderHandler
 except ImportError:  # imported as part of the repository's ``handlers`` package
-    from .handler_base import clip_box
     from .ink_finder_base import InkFinderHandler
 
 
 class InkFinderDetectorHandler(InkFinderHandler):
-    """The boxes of the drawn figures in each photo of a batch."""
+    """The boxes of the drawn figures in each photo of a batch (``animator.finder.answers``)."""
 
     model_name = "drawn_humanoid_detector"
 
     def load_finder(self) -> Any:
-        from animator.finder import find_figures
+        from animator.finder.answers import detector_answer
 
         self.score_threshold = float(self.settings.get("score_threshold", 0.0))
         self.max_detections = max(1, int(self.settings.get("max_detections", 8)))
-        return find_figures
+        return detector_answer
 
     def predict(self, images: Sequence[np.ndarray]) -> list[Any]:
-        return [self._answer(img) for img in images]
-
-    def _answer(self, bgr: np.ndarray) -> list[dict[str, Any]]:
-        height, width = bgr.shape[:2]
-        rgb = np.ascontiguousarray(bgr[:, :, ::-1])
-        out = []
-        for figure in self.model(rgb, max_figures=self.max_detections):
-            score = float(figure.score)
-            if score < self.score_threshold:
-                continue
-            out.append({"bbox": [round(v, 2) for v in clip_box(figure.box, width, height)],
-                        "score": round(score, 5), "category": "drawn_humanoid"})
-        out.sort(key=lambda d: -d["score"])
-        return out[: self.max_detections]
+        return [self.model(np.ascontiguousarray(bgr[:, :, ::-1]), self.max_detections, self.score_threshold)
+                for bgr in images]

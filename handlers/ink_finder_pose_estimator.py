@@ -26,38 +26,23 @@ except ImportError:  # imported as part of the repository's ``handlers`` package
 
 logger = logging.getLogger(__name__)
 
-NUM_KEYPOINTS = 17
-
 
 class InkFinderPoseHandler(InkFinderHandler):
-    """Mask and skeleton fit of each crop of a batch."""
+    """Mask and skeleton fit of each crop of a batch (``animator.finder.answers``)."""
 
     model_name = "drawn_humanoid_pose_estimator"
 
     def load_finder(self) -> Any:
-        from animator.finder import fit_skeleton
-        from animator.segment import segment_drawing
+        from animator.finder.answers import pose_answer
 
-        self.segment = segment_drawing
-        return fit_skeleton
+        return pose_answer
 
     def predict(self, images: Sequence[np.ndarray]) -> list[Any]:
-        return [self._answer(img) for img in images]
-
-    def _answer(self, bgr: np.ndarray) -> list[dict[str, Any]]:
-        height, width = bgr.shape[:2]
-        mask = self.segment(np.ascontiguousarray(bgr[:, :, ::-1]))
-        if not mask.any():
-            logger.info("%s: nothing separates from the paper in a %dx%d crop", self.model_name, width, height)
-            return []
-        fit = self.model(mask)
-        reason = getattr(fit, "reason", None)
-        if reason:
-            logger.info("%s: no skeleton fitted (%s)", self.model_name, reason)
-            return []
-        coco = np.asarray(fit.coco17(), dtype=np.float64).reshape(NUM_KEYPOINTS, 3)
-        coco[:, 0] = np.clip(coco[:, 0], 0, max(width - 1, 0))
-        coco[:, 1] = np.clip(coco[:, 1], 0, max(height - 1, 0))
-        keypoints = [[round(float(x), 2), round(float(y), 2), round(float(s), 4)] for x, y, s in coco]
-        return [{"keypoints": keypoints, "bbox": [0.0, 0.0, float(width), float(height)],
-                 "score": round(float(fit.score), 4)}]
+        out = []
+        for bgr in images:
+            people, reason = self.model(np.ascontiguousarray(bgr[:, :, ::-1]))
+            if reason:
+                logger.info("%s: no skeleton in a %dx%d crop: %s", self.model_name, bgr.shape[1], bgr.shape[0],
+                            reason)
+            out.append(people)
+        return out

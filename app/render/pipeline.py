@@ -162,9 +162,12 @@ class Pipeline:
         except (ModelsUnavailable, ModelServerUnavailable) as exc:
             answer = self._in_app(exc, "find", finder_steps.find_figures_in, img.rgb, deadline, timings,
                                   found)["detections"]
+            by_finder = True
         else:
-            self._note_model_server(found)
-        return self._detections(answer, width, height)
+            by_finder = self._note_model_server(found)
+        # DOODLEPOD_MIN_DETECTION_SCORE is a cut on the trained detector's scores; the finder's score
+        # ranks its boxes on another scale, and it reports only what it takes for a figure
+        return self._detections(answer, width, height, 0.0 if by_finder else None)
 
     def _in_app(self, exc: Exception, stage: str, fn: Callable[..., dict[str, Any]], arg: Any, deadline: Deadline,
                 timings: dict[str, float], found: list[str] | None) -> dict[str, Any]:
@@ -181,10 +184,13 @@ class Pipeline:
             found.append(FOUND_BY_INK_FINDER_IN_APP["code"])
         return out
 
-    def _note_model_server(self, found: list[str] | None) -> None:
-        """Note the model server's finder when its answer named the finder's archives as its weights."""
-        if found is not None and getattr(self.torchserve, "weights", None) == "finder":
+    def _note_model_server(self, found: list[str] | None) -> bool:
+        """True, and the model server's finder noted in ``found``, when its answer named the finder's
+        archives as its weights."""
+        by_finder = getattr(self.torchserve, "weights", None) == "finder"
+        if by_finder and found is not None:
             found.append(FOUND_BY_INK_FINDER["code"])
+        return by_finder
 
     def segment(self, img: steps.PreparedImage, box: tuple[int, int, int, int], deadline: Deadline,
                 timings: dict[str, float]) -> steps.SegmentedCrop:
@@ -354,7 +360,7 @@ class Pipeline:
         bbox_img = [round(v / img.scale, 1) for v in box]
         return Result(set_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings, warnings_of(found))
 
-    def _detections(self, detections: Any, width: int, height: int) -> list[Detection]:
+    def _detections(self, detections: Any, width: int, height: int, min_score: float | None = None) -> list[Detection]:
         if not isinstance(detections, list) or not all(isinstance(d, dict) for d in detections):
             raise ModelServerError("the detector answered in an unexpected format (expected a list of "
                                    "{bbox, score})")
@@ -363,7 +369,8 @@ class Pipeline:
                             key=lambda p: p[0], reverse=True)
         except (TypeError, ValueError):
             raise ModelServerError("the detector answered a score that is not a number") from None
-        kept = [(score, b) for score, b in scored if score >= self.settings.min_detection_score]
+        cut = self.settings.min_detection_score if min_score is None else min_score
+        kept = [(score, b) for score, b in scored if score >= cut]
         log.info("detections=%d kept=%d best_score=%s", len(scored), len(kept),
                  f"{scored[0][0]:.3f}" if scored else "-")
         found = []
