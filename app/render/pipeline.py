@@ -171,10 +171,11 @@ class Pipeline:
 
     def _in_app(self, exc: Exception, stage: str, fn: Callable[..., dict[str, Any]], arg: Any, deadline: Deadline,
                 timings: dict[str, float], found: list[str] | None) -> dict[str, Any]:
-        """The ink finder in a render process in place of a model that is not there (``exc``, re-raised
-        when DOODLEPOD_FINDER_FALLBACK is off). The request already holds its render slot, and the step
-        runs under its deadline, as every render-process step does."""
-        if not self.settings.finder_fallback:
+        """The ink finder in a render process in place of a model that is not there (``exc``: re-raised
+        when DOODLEPOD_FINDER_FALLBACK is off, or when the model server is there but busy or slow).
+        The request already holds its render slot, and the step runs under its deadline, as every
+        render-process step does."""
+        if not self.settings.finder_fallback or not getattr(exc, "down", True):
             raise exc
         log.warning("stage=%s the model server is not there (%s: %s): the app's ink finder answers", stage,
                     getattr(exc, "code", type(exc).__name__), getattr(exc, "message", exc))
