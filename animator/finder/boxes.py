@@ -3,9 +3,10 @@
 1. work on a copy whose longer side is :data:`WORK_SIDE` pixels (box averaging);
 2. ink: the darkest channel (a coloured stroke is dark in some channel), an adaptive threshold
    against a Gaussian local mean (uneven light, shadows), specks dropped;
-3. strokes of one figure join: a closing with a disc of :data:`JOIN` of the photo's side, holes
-   filled, connected components;
-4. nearby pieces merge (a head drawn apart from its body, a hand, a hat), figures a page apart do not;
+3. strokes of one figure join: a closing with a disc of :data:`JOIN` of the photo's side, then
+   connected components (pieces);
+4. nearby pieces merge (a head drawn apart from its body, a face inside an outlined head, a hat),
+   figures a page apart do not; a piece touching the photo's edge merges with nothing;
 5. each piece is scored: its ink, its size on the page, its shape, less where it touches the
    photo's edge (the table, the paper's edge, a finger, a shadow).
 """
@@ -122,7 +123,7 @@ def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
     ink = ndimage.binary_opening(ink, np.ones((2, 2), bool))  # sensor noise and paper grain
     joined = ndimage.binary_closing(np.pad(ink, 2 * int(JOIN * side) + 2), _disc(JOIN * side))
     pad = 2 * int(JOIN * side) + 2
-    joined = ndimage.binary_fill_holes(joined[pad:-pad, pad:-pad] | ink)
+    joined = joined[pad:-pad, pad:-pad] | ink
     labels, count = ndimage.label(joined, structure=np.ones((3, 3), bool))
     if count == 0:
         return []
@@ -134,7 +135,9 @@ def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
         box = [sl[1].start, sl[0].start, sl[1].stop, sl[0].stop]
         pieces.append(_Piece(box, float(ink_count[k]), [k]))
     pieces = [p for p in pieces if p.side >= 0.5 * MIN_SIDE * side]
-    pieces = _merge(pieces)
+    # what touches the photo's edge (the table, the sheet's edge, a shadow) merges with nothing
+    edge = [p for p in pieces if _touches(p.box, w, h)]
+    pieces = _merge([p for p in pieces if not _touches(p.box, w, h)]) + edge
     scored = []
     for p in pieces:
         if p.side < MIN_SIDE * side:
@@ -150,6 +153,11 @@ def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
     return out
 
 
+def _touches(box: list[int], w: int, h: int) -> int:
+    l, t, r, b = box
+    return int(l <= 1) + int(t <= 1) + int(r >= w - 1) + int(b >= h - 1)
+
+
 def _score(p: _Piece, ink: np.ndarray, labels: np.ndarray, w: int, h: int) -> float:
     l, t, r, b = p.box
     bw, bh = r - l, b - t
@@ -163,6 +171,5 @@ def _score(p: _Piece, ink: np.ndarray, labels: np.ndarray, w: int, h: int) -> fl
     aspect = bh / max(1.0, bw)
     shape = 1.0 if 0.5 <= aspect <= 4.0 else (0.5 if 0.25 <= aspect <= 8.0 else 0.15)
     # the photo's edge: the table, the paper's edge, a finger, a shadow
-    touches = (l <= 1) + (t <= 1) + (r >= w - 1) + (b >= h - 1)
-    edge = (1.0, 0.45, 0.15, 0.05, 0.02)[touches]
+    edge = (1.0, 0.45, 0.15, 0.05, 0.02)[_touches(p.box, w, h)]
     return float(np.clip((0.55 * size + 0.25 * amount + 0.2) * shape * edge, 0.0, 1.0))
