@@ -68,12 +68,13 @@ class Fit:
         return out
 
 
-def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0)) -> Fit:
+def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0), *, work_side: int = WORK_SIDE) -> Fit:
     """Fit the 16 joints to a boolean mask of one drawn figure (see the module docstring).
 
     Args:
         mask: (H, W) boolean (or 0/non-zero) array, True on the figure.
         origin: added to every joint (e.g. the crop's top-left corner in the photo).
+        work_side: the mask is fitted on a grid whose longer side is at most this (speed).
     """
     m = np.asarray(mask)
     if m.ndim != 2:
@@ -85,7 +86,7 @@ def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0)) -> Fit:
     ys, xs = np.nonzero(m)
     top, left, bottom, right = ys.min(), xs.min(), ys.max() + 1, xs.max() + 1
     crop = m[top:bottom, left:right]
-    scale = min(1.0, WORK_SIDE / max(crop.shape))
+    scale = min(1.0, work_side / max(crop.shape))
     work = _resize_mask(crop, scale)
     work = _largest(ndimage.binary_fill_holes(np.pad(work, 2)))
 
