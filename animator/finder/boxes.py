@@ -3,9 +3,12 @@
 1. work on a copy whose longer side is :data:`WORK_SIDE` pixels (box averaging);
 2. ink: the darkest channel (a coloured stroke is dark in some channel), an adaptive threshold
    against a Gaussian local mean (uneven light, shadows), specks dropped;
-3. strokes of one figure join: a closing with a disc of :data:`JOIN` of the photo's side, holes
-   filled, connected components;
-4. nearby pieces merge (a head drawn apart from its body, a hand, a hat), figures a page apart do not;
+3. strokes of one figure join: a closing with a disc of :data:`JOIN` of the photo's side, then
+   connected components (pieces);
+   dense ink that reaches the photo's edge (a table, cloth, a sleeve) is cut away first, so that a
+   figure drawn close to the sheet's edge does not join it;
+4. nearby pieces merge (a head drawn apart from its body, a face inside an outlined head, a hat),
+   figures a page apart do not; a piece touching the photo's edge merges with nothing;
 5. each piece is scored: its ink, its size on the page, its shape, less where it touches the
    photo's edge (the table, the paper's edge, a finger, a shadow).
 """
@@ -26,8 +29,20 @@ OFFSET = 14.0
 JOIN = 0.012
 #: Pieces merge when the gap between their boxes is below this share of the larger piece's size
 #: (for a small piece next to a large one, MERGE_SMALL).
-MERGE = 0.08
-MERGE_SMALL = 0.25
+MERGE = 0.03
+MERGE_SMALL = 0.12
+#: Edge clutter: ink denser than CLUTTER_DENSITY in a window of CLUTTER_WINDOW of the photo's side,
+#: reaching the photo's edge.
+CLUTTER_WINDOW = 0.03
+CLUTTER_DENSITY = 0.5
+#: A piece whose box covers more than this share of the photo is not penalised for touching its edge.
+TIGHT_CROP = 0.7
+#: The best pieces (this many) are checked for a person's shape: a skeleton fitted to the piece's
+#: mask on a grid of PERSON_SIDE pixels; a piece's score is its box score times (0.3 + 0.7 x the fit's).
+PERSON_CHECKS = 5
+PERSON_SIDE = 96
+#: A box whose IoU with a better box is above this is dropped.
+NMS_OVERLAP = 0.5
 #: Pieces smaller than this share of the photo's longer side are not figures.
 MIN_SIDE = 0.04
 
@@ -58,6 +73,21 @@ def _work_copy(rgb: np.ndarray) -> tuple[np.ndarray, float]:
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     img = Image.fromarray(np.ascontiguousarray(rgb[..., :3] if rgb.ndim == 3 else rgb))
     return np.asarray(img.resize(size, Image.Resampling.BOX)), scale
+
+
+def _edge_clutter(ink: np.ndarray, side: int) -> np.ndarray:
+    """Where ink is dense and reaches the photo's edge (a table, cloth, a sleeve: not paper), grown
+    by a few strokes' widths: strokes that run into it are cut off there instead of joining it."""
+    size = max(3, int(CLUTTER_WINDOW * side))
+    dense = ndimage.uniform_filter(ink.astype(np.float32), size=size) > CLUTTER_DENSITY
+    labels, count = ndimage.label(dense)
+    if count == 0:
+        return dense
+    border = np.unique(np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
+    core = np.isin(labels, border[border > 0])
+    if not core.any():
+        return core
+    return ndimage.binary_dilation(core, _disc(2 * JOIN * side))
 
 
 def _disc(radius: int) -> np.ndarray:
@@ -92,7 +122,7 @@ def _merge(pieces: list[_Piece]) -> list[_Piece]:
             for j in range(i + 1, len(pieces)):
                 a, b = pieces[i], pieces[j]
                 big, small = (a, b) if a.side >= b.side else (b, a)
-                limit = (MERGE_SMALL if small.side < 0.4 * big.side else MERGE) * big.side
+                limit = (MERGE_SMALL if small.side < 0.25 * big.side else MERGE) * big.side
                 if _gap(a.box, b.box) <= limit:
                     a.box = [min(a.box[0], b.box[0]), min(a.box[1], b.box[1]),
                              max(a.box[2], b.box[2]), max(a.box[3], b.box[3])]
@@ -120,37 +150,70 @@ def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
     side = max(h, w)
     ink = ink_mask(work, sigma=LOCAL_SIGMA * side)
     ink = ndimage.binary_opening(ink, np.ones((2, 2), bool))  # sensor noise and paper grain
-    joined = ndimage.binary_closing(np.pad(ink, 2 * int(JOIN * side) + 2), _disc(JOIN * side))
     pad = 2 * int(JOIN * side) + 2
-    joined = ndimage.binary_fill_holes(joined[pad:-pad, pad:-pad] | ink)
+    joined = ndimage.binary_closing(np.pad(ink, pad), _disc(JOIN * side))[pad:-pad, pad:-pad] | ink
+    clutter = _edge_clutter(ink, side)
+    candidates: list[tuple[_Piece, np.ndarray]] = []
+    for hypothesis in (joined, joined & ~clutter) if clutter.any() else (joined,):
+        candidates += _pieces(hypothesis, ink, w, h)
+    scored = [(_score(p, w, h), p, labels) for p, labels in candidates if p.side >= MIN_SIDE * side]
+    scored.sort(key=lambda t: -t[0])
+    # person-likeness: the skeleton fitted to each of the best pieces' masks
+    from .fit import fit_skeleton
+
+    rescored = []
+    for k, (base, p, labels) in enumerate(scored[:PERSON_CHECKS]):
+        l, t, r, b = p.box
+        piece = ndimage.binary_fill_holes(np.isin(labels[t:b, l:r], p.labels))
+        person = fit_skeleton(piece, work_side=PERSON_SIDE).score
+        rescored.append((base * (0.3 + 0.7 * person), p))
+    rescored += [(0.3 * base, p) for base, p, _ in scored[PERSON_CHECKS:]]
+    rescored.sort(key=lambda t: -t[0])
+    kept: list[tuple[float, _Piece]] = []
+    for sc, p in rescored:
+        if all(_overlap(p.box, q.box) < NMS_OVERLAP for _, q in kept):
+            kept.append((sc, p))
+    out = []
+    for sc, p in kept[:max_figures]:
+        l, t, r, b = p.box
+        box = (int(np.floor(l / scale)), int(np.floor(t / scale)),
+               min(img.shape[1], int(np.ceil(r / scale))), min(img.shape[0], int(np.ceil(b / scale))))
+        out.append(Figure(box, round(float(sc), 4)))
+    return out
+
+
+def _pieces(joined: np.ndarray, ink: np.ndarray, w: int, h: int) -> list[tuple[_Piece, np.ndarray]]:
+    """Connected pieces of ``joined`` (nearby ones merged), each with the label image they index."""
     labels, count = ndimage.label(joined, structure=np.ones((3, 3), bool))
     if count == 0:
         return []
+    side = max(w, h)
     ink_count = np.bincount(labels[ink], minlength=count + 1)
     pieces = []
     for k, sl in enumerate(ndimage.find_objects(labels), start=1):
         if sl is None or ink_count[k] < 4:
             continue
-        box = [sl[1].start, sl[0].start, sl[1].stop, sl[0].stop]
-        pieces.append(_Piece(box, float(ink_count[k]), [k]))
+        pieces.append(_Piece([sl[1].start, sl[0].start, sl[1].stop, sl[0].stop], float(ink_count[k]), [k]))
     pieces = [p for p in pieces if p.side >= 0.5 * MIN_SIDE * side]
-    pieces = _merge(pieces)
-    scored = []
-    for p in pieces:
-        if p.side < MIN_SIDE * side:
-            continue
-        scored.append((_score(p, ink, labels, w, h), p))
-    scored.sort(key=lambda t: -t[0])
-    out = []
-    for s, p in scored[:max_figures]:
-        l, t, r, b = p.box
-        box = (int(np.floor(l / scale)), int(np.floor(t / scale)),
-               min(img.shape[1], int(np.ceil(r / scale))), min(img.shape[0], int(np.ceil(b / scale))))
-        out.append(Figure(box, round(float(s), 4)))
-    return out
+    # what touches the photo's edge (the table, the sheet's edge, a shadow) merges with nothing
+    edge = [p for p in pieces if _touches(p.box, w, h)]
+    return [(p, labels) for p in _merge([p for p in pieces if not _touches(p.box, w, h)]) + edge]
 
 
-def _score(p: _Piece, ink: np.ndarray, labels: np.ndarray, w: int, h: int) -> float:
+def _overlap(a: list[int], b: list[int]) -> float:
+    """Intersection over union of two boxes."""
+    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - ix * iy
+    return ix * iy / union if union > 0 else 0.0
+
+
+def _touches(box: list[int], w: int, h: int) -> int:
+    l, t, r, b = box
+    return int(l <= 1) + int(t <= 1) + int(r >= w - 1) + int(b >= h - 1)
+
+
+def _score(p: _Piece, w: int, h: int) -> float:
     l, t, r, b = p.box
     bw, bh = r - l, b - t
     side = max(w, h)
@@ -162,7 +225,7 @@ def _score(p: _Piece, ink: np.ndarray, labels: np.ndarray, w: int, h: int) -> fl
     # shape: a person is taller than wide or about square; a strip along the page is not
     aspect = bh / max(1.0, bw)
     shape = 1.0 if 0.5 <= aspect <= 4.0 else (0.5 if 0.25 <= aspect <= 8.0 else 0.15)
-    # the photo's edge: the table, the paper's edge, a finger, a shadow
-    touches = (l <= 1) + (t <= 1) + (r >= w - 1) + (b >= h - 1)
-    edge = (1.0, 0.45, 0.15, 0.05, 0.02)[touches]
+    # the photo's edge: the table, the paper's edge, a finger, a shadow; unless the piece fills the
+    # photo (a photo cropped to the drawing)
+    edge = 1.0 if bw * bh > TIGHT_CROP * w * h else (1.0, 0.7, 0.4, 0.25, 0.15)[_touches(p.box, w, h)]
     return float(np.clip((0.55 * size + 0.25 * amount + 0.2) * shape * edge, 0.0, 1.0))

@@ -68,12 +68,13 @@ class Fit:
         return out
 
 
-def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0)) -> Fit:
+def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0), *, work_side: int = WORK_SIDE) -> Fit:
     """Fit the 16 joints to a boolean mask of one drawn figure (see the module docstring).
 
     Args:
         mask: (H, W) boolean (or 0/non-zero) array, True on the figure.
         origin: added to every joint (e.g. the crop's top-left corner in the photo).
+        work_side: the mask is fitted on a grid whose longer side is at most this (speed).
     """
     m = np.asarray(mask)
     if m.ndim != 2:
@@ -85,12 +86,9 @@ def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0)) -> Fit:
     ys, xs = np.nonzero(m)
     top, left, bottom, right = ys.min(), xs.min(), ys.max() + 1, xs.max() + 1
     crop = m[top:bottom, left:right]
-    scale = min(1.0, WORK_SIDE / max(crop.shape))
+    scale = min(1.0, work_side / max(crop.shape))
     work = _resize_mask(crop, scale)
     work = _largest(ndimage.binary_fill_holes(np.pad(work, 2)))
-    opened = ndimage.binary_opening(work, _SQUARE)
-    if opened.sum() > 0.5 * work.sum():
-        work = _largest(opened)
 
     def to_photo(p: tuple[float, float]) -> tuple[float, float]:
         x, y = p
@@ -315,16 +313,26 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
         crotch = int(np.argmin(np.hypot(exy[:, 0] - cx, exy[:, 1] - cy)))
     tree.solve([crotch])
     cpt = exy[crotch]
+    leg_drop = float(np.mean(exy[feet, 1]) - cpt[1]) if len(feet) == 2 else 0.0
 
-    # Head: among the other ends, the one rising highest above the crotch near the middle.
+    # Head: among the other ends above the crotch, the one that is most head-like: high, near the
+    # middle, and round (a wide blob at the top of its path: a hand at the end of a thin arm is not).
     others = [e for e in end_ids if e not in feet]
     head = None
-    if others:
+    cdist = tree.dist(crotch)
+
+    def blob(e: int) -> float:
+        p = tree.path(e, crotch)
+        arc = _arc(tree, p)
+        top = p[arc <= 0.35 * arc[-1]] if len(p) > 1 else p
+        pts = tree.xy[top].astype(int)
+        return float(dt[pts[:, 1], pts[:, 0]].max())
+
+    above = [e for e in others if cpt[1] - exy[e, 1] > 0.15 * height]
+    if above:
         def head_cost(e: int) -> float:
-            return (exy[e, 1] - cpt[1]) / height + 1.2 * abs(exy[e, 0] - cpt[0]) / height
-        best = min(others, key=head_cost)
-        if cpt[1] - exy[best, 1] > 0.15 * height:
-            head = best
+            return ((exy[e, 1] - cpt[1]) + 1.0 * abs(exy[e, 0] - cpt[0]) - 2.5 * blob(e)) / height
+        head = min(above, key=head_cost)
     if head is None:
         reasons.append("no head found above the body")
         top = int(np.argmin(exy[:, 1]))
@@ -333,15 +341,26 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
         head_end = head
     spine = tree.path(head_end, crotch) if head_end is not None else np.array([crotch])
     spine_set = set(spine.tolist())
+    spine_arc = _arc(tree, spine)  # from the head end
+    spine_len = float(spine_arc[-1]) if len(spine) > 1 else 0.0
+    spine_pos = {int(n): float(spine_len - a) for n, a in zip(spine, spine_arc)}  # height above the crotch
 
-    # Hands: the outermost ends left and right of the spine (more arms: the outermost on each side).
-    arm_ends = [e for e in others if e != head]
+    # Hands: the outermost ends left and right of the spine, above the crotch or joining the spine
+    # well above it (a skirt's corners are low and join it low); more arms: the outermost per side.
+    def joins(e: int) -> tuple[int, int]:
+        p = tree.path(e, crotch)
+        on = np.array([n in spine_set for n in p.tolist()])
+        j = int(np.argmax(on)) if on.any() else len(p) - 1
+        return j, int(p[j])
+
+    arm_ends = [e for e in others if e != head
+                and (exy[e, 1] < cpt[1] + 0.2 * leg_drop or spine_pos.get(joins(e)[1], 0.0) > 0.25 * spine_len)]
     spine_x = float(np.median(exy[spine, 0]))
     right_side = [e for e in arm_ends if exy[e, 0] < spine_x]
     left_side = [e for e in arm_ends if exy[e, 0] >= spine_x]
     hands = {
-        "right": min(right_side, key=lambda e: exy[e, 0] - 0.3 * tree.dist(crotch)[e]) if right_side else None,
-        "left": max(left_side, key=lambda e: exy[e, 0] + 0.3 * tree.dist(crotch)[e]) if left_side else None,
+        "right": min(right_side, key=lambda e: exy[e, 0] - 0.3 * cdist[e]) if right_side else None,
+        "left": max(left_side, key=lambda e: exy[e, 0] + 0.3 * cdist[e]) if left_side else None,
     }
     found_hands = [h for h in hands.values() if h is not None]
     if not found_hands:
