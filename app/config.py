@@ -227,7 +227,8 @@ SETTINGS: tuple[Setting, ...] = (
             "got 503/507 (with backoff).", _non_negative_int),
     Setting("DOODLEPOD_MODELS_STATE_FILE", "", "A JSON file in which `make run` says how far the models' "
             "preparation has got (the model stack building, TorchServe starting): /ping reports it, and requests "
-            "that need the models answer 503 models_unavailable meanwhile. Empty: TorchServe's own state only."),
+            "that need the models are answered by the app's own ink finder meanwhile (DOODLEPOD_FINDER_FALLBACK; "
+            "off: 503 models_unavailable). Empty: TorchServe's own state only."),
     Setting("DOODLEPOD_FINDER_FALLBACK", "true", "While the model server is being prepared or is down (the "
             "models' state file says so, it refuses connections, or it has not loaded a model), find a photo's "
             "drawing and fit its joints with the ink finder in the app's own render processes (under the request's "
