@@ -173,61 +173,35 @@ class _Tree:
 
 
 def _prune(skel: np.ndarray, dt: np.ndarray, size: float) -> np.ndarray:
-    """Remove side branches shorter than the body's local radius plus ``SPUR * size`` (a few
-    passes: fingers first, then what was their hand's branch is long and stays)."""
+    """Remove side branches shorter than the body's local radius at their junction plus
+    ``SPUR * size`` (a few passes: fingers first, then what was their hand's branch is long and
+    stays). A branch is a piece of the skeleton between an end and the pixels around a junction."""
     skel = skel.copy()
     for _ in range(4):
         ends, junctions = ends_and_junctions(skel)
-        if junctions.sum() == 0:
+        if not junctions.any() or ends.sum() <= 2:
             break
-        removed = False
-        end_pts = list(zip(*np.nonzero(ends)))
-        if len(end_pts) <= 2:
+        near = ndimage.binary_dilation(junctions, _SQUARE)
+        branches, count = ndimage.label(skel & ~near, structure=_SQUARE)
+        if count == 0:
             break
-        for y, x in end_pts:
-            branch, stop = _walk(skel, junctions, y, x)
-            if stop is None:
-                continue  # reached another end: the skeleton is one line
-            length = _length(branch + [stop])
-            if length < dt[stop] + SPUR * size:
-                for by, bx in branch:
-                    skel[by, bx] = False
-                removed = True
-        if not removed:
+        ids = np.arange(1, count + 1)
+        with_end = np.bincount(branches[ends], minlength=count + 1)[1:] > 0
+        length = np.bincount(branches.ravel(), minlength=count + 1)[1:].astype(np.float64) + 1.5
+        # the radius at the junction a branch meets: the largest DT of the junction pixels next to it
+        radius_at = ndimage.grey_dilation(np.where(junctions, dt, 0.0), size=(5, 5))
+        touches = ndimage.maximum(radius_at, branches, ids)
+        reach = np.asarray(touches, dtype=np.float64)
+        spur = with_end & (reach > 0) & (length < reach + SPUR * size)
+        if not spur.any():
             break
+        drop = np.zeros(count + 1, bool)
+        drop[ids[spur]] = True
+        skel &= ~drop[branches]
+        skel = _largest(skel)
+        # the junction pixels left behind by a removed branch are thinned again next pass
+        skel = thin(skel)
     return _largest(skel)
-
-
-def _walk(skel: np.ndarray, junctions: np.ndarray, y: int, x: int):
-    """Pixels from an end to (not including) the first junction pixel, and that junction (or None)."""
-    h, w = skel.shape
-    path = [(y, x)]
-    seen = {(y, x)}
-    cur = (y, x)
-    while True:
-        cy, cx = cur
-        nxt = []
-        for dy in (-1, 0, 1):
-            for dx in (-1, 0, 1):
-                if dy == 0 and dx == 0:
-                    continue
-                ny, nx = cy + dy, cx + dx
-                if 0 <= ny < h and 0 <= nx < w and skel[ny, nx] and (ny, nx) not in seen:
-                    nxt.append((ny, nx))
-        if not nxt:
-            return path, None
-        hit = [p for p in nxt if junctions[p]]
-        if hit:
-            return path, hit[0]
-        if len(nxt) > 1:
-            # two unvisited neighbours that touch each other (a diagonal corner): take the 4-neighbour
-            four = [p for p in nxt if p[0] == cy or p[1] == cx]
-            nxt = four or nxt
-        cur = nxt[0]
-        seen.add(cur)
-        path.append(cur)
-        if len(path) > 100000:
-            return path, None
 
 
 def _length(pts) -> float:
