@@ -43,6 +43,8 @@ PERSON_CHECKS = 5
 PERSON_SIDE = 96
 #: A box whose IoU with a better box is above this is dropped.
 NMS_OVERLAP = 0.5
+#: At most this many pieces (the most ink) are merged and scored.
+MAX_PIECES = 48
 #: Pieces smaller than this share of the photo's longer side are not figures.
 MIN_SIDE = 0.04
 
@@ -161,7 +163,11 @@ def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
     candidates: list[tuple[_Piece, np.ndarray]] = []
     for hypothesis in (joined, joined & ~clutter) if clutter.any() else (joined,):
         candidates += _pieces(hypothesis, ink, w, h)
-    scored = [(_score(p, w, h), p, labels) for p, labels in candidates if p.side >= MIN_SIDE * side]
+    rim = np.zeros((h, w), bool)  # the photo's rim: ink that lies mostly there frames the photo
+    band = max(2, int(0.03 * side))
+    rim[:band], rim[-band:], rim[:, :band], rim[:, -band:] = True, True, True, True
+    scored = [(_score(p, w, h, _rim_share(p, labels, ink, rim)), p, labels)
+              for p, labels in candidates if p.side >= MIN_SIDE * side]
     scored.sort(key=lambda t: -t[0])
     # person-likeness: the skeleton fitted to each of the best pieces' masks
     from .fit import fit_skeleton
@@ -202,6 +208,7 @@ def _pieces(joined: np.ndarray, ink: np.ndarray, w: int, h: int) -> list[tuple[_
             continue
         pieces.append(_Piece([sl[1].start, sl[0].start, sl[1].stop, sl[0].stop], float(ink_count[k]), [k]))
     pieces = [p for p in pieces if p.side >= 0.5 * MIN_SIDE * side]
+    pieces = sorted(pieces, key=lambda p: -p.ink)[:MAX_PIECES]  # the work's bound on a noisy photo
     # what touches the photo's edge (the table, the sheet's edge, a shadow) merges with nothing
     edge = [p for p in pieces if _touches(p.box, w, h)]
     return [(p, labels) for p in _merge([p for p in pieces if not _touches(p.box, w, h)]) + edge]
@@ -220,7 +227,18 @@ def _touches(box: list[int], w: int, h: int) -> int:
     return int(l <= 1) + int(t <= 1) + int(r >= w - 1) + int(b >= h - 1)
 
 
-def _score(p: _Piece, w: int, h: int) -> float:
+def _rim_share(p: _Piece, labels: np.ndarray, ink: np.ndarray, rim: np.ndarray) -> float:
+    """The share of a piece's ink on the photo's rim (only worked out for pieces touching the edge)."""
+    l, t, r, b = p.box
+    if l > 1 and t > 1 and r < labels.shape[1] - 1 and b < labels.shape[0] - 1:
+        return 0.0
+    member = np.zeros(int(labels.max()) + 1, bool)
+    member[p.labels] = True
+    mine = member[labels[t:b, l:r]] & ink[t:b, l:r]
+    return float((mine & rim[t:b, l:r]).sum()) / max(1.0, float(mine.sum()))
+
+
+def _score(p: _Piece, w: int, h: int, rim_share: float = 0.0) -> float:
     l, t, r, b = p.box
     bw, bh = r - l, b - t
     side = max(w, h)
@@ -233,6 +251,7 @@ def _score(p: _Piece, w: int, h: int) -> float:
     aspect = bh / max(1.0, bw)
     shape = 1.0 if 0.5 <= aspect <= 4.0 else (0.5 if 0.25 <= aspect <= 8.0 else 0.15)
     # the photo's edge: the table, the paper's edge, a finger, a shadow; unless the piece fills the
-    # photo (a photo cropped to the drawing)
-    edge = 1.0 if bw * bh > TIGHT_CROP * w * h else (1.0, 0.7, 0.4, 0.25, 0.15)[_touches(p.box, w, h)]
+    # photo (a photo cropped to the drawing) with its ink inside, not along the rim (a frame)
+    tight = bw * bh > TIGHT_CROP * w * h and rim_share < 0.3
+    edge = 1.0 if tight else (1.0, 0.7, 0.4, 0.25, 0.15)[_touches(p.box, w, h)]
     return float(np.clip((0.55 * size + 0.25 * amount + 0.2) * shape * edge, 0.0, 1.0))
