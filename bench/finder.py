@@ -110,9 +110,13 @@ def main() -> None:
     ious: dict[str, list[float]] = defaultdict(list)
     errs: dict[str, list[float]] = defaultdict(list)
     cpu: dict[str, list[float]] = defaultdict(list)
+    top1: dict[str, list[bool]] = defaultdict(list)
+    parts = {"find_figures": [], "segment_drawing": [], "fit_skeleton": []}
     for kind, rgb, truth in items(args.photos):
         t0 = time.process_time()
         figs = find_figures(rgb)
+        parts["find_figures"].append(1000 * (time.process_time() - t0))
+        top1[kind].append(bool(figs) and max(iou(figs[0].box, b) for b, _ in truth) >= 0.7)
         used = 0.0
         for box, joints in truth:
             size = float(max(box[2] - box[0], box[3] - box[1]))
@@ -125,32 +129,41 @@ def main() -> None:
             t1 = time.process_time()
             left, top, right, bottom = best.box
             mask = segment_drawing(rgb[top:bottom, left:right])
+            t2 = time.process_time()
             fit = fit_skeleton(mask, origin=(left, top))
-            used += time.process_time() - t1
+            t3 = time.process_time()
+            used += t3 - t1
+            parts["segment_drawing"].append(1000 * (t2 - t1))
+            parts["fit_skeleton"].append(1000 * (t3 - t2))
             e = pck(fit.joints, joints, size)
             errs[kind] += e
             if args.verbose:
                 bad = {n: round(x, 2) for n, x in zip(joints, e) if x >= 0.1}
                 print(f"  {kind} iou {v:.2f} score {fit.score:.2f} {fit.reason or ''} {bad}")
-        cpu[kind].append(1000 * (time.process_time() - t0 - used) + 1000 * used)
+        cpu[kind].append(1000 * (time.process_time() - t0))
     for name in ("char1", "char2", "char3", "char4"):
         mask = np.asarray(Image.open(CHARS / name / "mask.png")) > 127
         ys, xs = np.nonzero(mask)
         fit = fit_skeleton(mask)
         errs["ad-mask"] += pck(fit.joints, cfg_joints(name), float(max(np.ptp(ys), np.ptp(xs)) + 1))
-    print(f"{'set':12s} {'figures':>7s} {'IoU>=0.7':>8s} {'IoU med':>7s} {'PCK@0.1':>7s} {'PCK@0.2':>7s} "
-          f"{'ms/photo':>8s} {'ms max':>6s}")
-    def row(name, iv, ev, cv):
+    print(f"{'set':12s} {'photos':>6s} {'figures':>7s} {'IoU>=0.7':>8s} {'IoU med':>7s} {'top box':>7s} "
+          f"{'PCK@0.1':>7s} {'PCK@0.2':>7s} {'ms/photo':>8s} {'ms max':>6s}")
+
+    def row(name, iv, ev, cv, tv):
         e = np.asarray(ev)
         box = f"{np.mean(np.asarray(iv) >= 0.7):8.0%} {statistics.median(iv):7.2f}" if iv else f"{'-':>8s} {'-':>7s}"
+        top = f"{np.mean(tv):7.0%}" if tv else f"{'-':>7s}"
         ms = f"{statistics.median(cv):8.0f} {max(cv):6.0f}" if cv else f"{'-':>8s} {'-':>6s}"
-        print(f"{name:12s} {len(iv) or len(e) // 16:7d} {box} {np.mean(e < 0.1):7.0%} {np.mean(e < 0.2):7.0%} {ms}")
+        print(f"{name:12s} {len(tv):6d} {len(iv) or len(e) // 16:7d} {box} {top} {np.mean(e < 0.1):7.0%} "
+              f"{np.mean(e < 0.2):7.0%} {ms}")
     kinds = sorted(set(ious) | set(errs), key=lambda k: (k.startswith("ad"), k))
     for k in kinds:
-        row(k, ious.get(k, []), errs.get(k, []), cpu.get(k, []))
+        row(k, ious.get(k, []), errs.get(k, []), cpu.get(k, []), top1.get(k, []))
     photos = [k for k in kinds if k != "ad-mask"]
     row("all photos", sum((ious[k] for k in photos), []), sum((errs[k] for k in photos), []),
-        sum((cpu[k] for k in photos), []))
+        sum((cpu[k] for k in photos), []), sum((top1[k] for k in photos), []))
+    print("CPU ms per call, median / max: " + ", ".join(
+        f"{k} {statistics.median(v):.0f} / {max(v):.0f}" for k, v in parts.items() if v))
     print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

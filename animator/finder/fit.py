@@ -26,7 +26,7 @@ from .thin import ends_and_junctions, thin
 #: The mask is fitted on a grid whose longer side is at most this many pixels (speed; joints are
 #: read to about 1% of the figure's size there).
 WORK_SIDE = 200
-#: A branch from an end to its junction shorter than ``DT(junction) + SPUR * size`` is a spur.
+#: A branch from an end to its junction is a spur when length + DT(end) - DT(junction) < SPUR * size.
 SPUR = 0.06
 #: A limb's middle joint sits at the limb's sharpest bend when the bend strays this far (share of
 #: the limb's chord) from the straight line; otherwise half way along the limb.
@@ -35,6 +35,17 @@ BEND = 0.12
 #: spine) out from the spine along the limb.
 SHOULDER_OUT = 0.75
 HIP_OUT = 0.75
+#: At most BLOBS round blobs the thinning melted get a branch to their centre: those the skeleton
+#: passes further than BLOB_MISS of their radius from.
+BLOBS = 6
+BLOB_MISS = 0.6
+#: The head is told from a hand by its roundness: the widest point within this share of the
+#: figure's height of the end (a head's end sits in its middle, a hand's on a thin arm).
+HEAD_REACH = 0.12
+#: A shape filling more than this share of its box is a block, not a figure with limbs.
+SOLID = 0.75
+#: At most this many of the skeleton's ends are considered (the work's bound on a scribble).
+MAX_ENDS = 24
 
 _SQUARE = np.ones((3, 3), bool)
 
@@ -172,62 +183,73 @@ class _Tree:
         return np.array(out[::-1], np.int64)
 
 
+def _reach_blobs(skel: np.ndarray, dt: np.ndarray) -> np.ndarray:
+    """Thinning melts a round blob at the end of a line (a stick figure's head) into the line: a
+    branch is drawn from each such blob's centre (a peak of the distance transform the skeleton
+    passes far from) straight to the nearest skeleton pixel."""
+    if not skel.any():
+        return skel
+    peaks = (dt >= 3.0) & (dt == ndimage.maximum_filter(dt, size=5))
+    ys, xs = np.nonzero(peaks)
+    centres: list[tuple[int, int]] = []
+    for k in np.argsort(-dt[ys, xs], kind="stable"):
+        c = (int(ys[k]), int(xs[k]))
+        if all(abs(c[0] - o[0]) + abs(c[1] - o[1]) > 4 for o in centres):
+            centres.append(c)
+            if len(centres) == BLOBS:
+                break
+    if not centres:
+        return skel
+    gap, (iy, ix) = ndimage.distance_transform_edt(~skel, return_indices=True)
+    out = skel.copy()
+    for cy, cx in centres:
+        if gap[cy, cx] > BLOB_MISS * dt[cy, cx]:
+            ty, tx = int(iy[cy, cx]), int(ix[cy, cx])
+            n = int(max(abs(ty - cy), abs(tx - cx))) + 1
+            out[np.round(np.linspace(cy, ty, n)).astype(int), np.round(np.linspace(cx, tx, n)).astype(int)] = True
+    return thin(out) if not np.array_equal(out, skel) else out
+
+
+def _per_label_max(values: np.ndarray, labels: np.ndarray, count: int) -> np.ndarray:
+    """Per label 1..count, the largest value over its pixels (0 where none is positive)."""
+    out = np.zeros(count + 1)
+    sel = labels > 0
+    np.maximum.at(out, labels[sel], values[sel])
+    return out[1:]
+
+
 def _prune(skel: np.ndarray, dt: np.ndarray, size: float) -> np.ndarray:
-    """Remove side branches shorter than the body's local radius plus ``SPUR * size`` (a few
-    passes: fingers first, then what was their hand's branch is long and stays)."""
+    """Remove side branches that reach less than ``SPUR * size`` past the body at their junction:
+    length + DT(end) - DT(junction) (a few passes: fingers first, then what was their hand's branch
+    is long and stays). A branch is the skeleton between an end and the pixels around a junction."""
     skel = skel.copy()
     for _ in range(4):
         ends, junctions = ends_and_junctions(skel)
-        if junctions.sum() == 0:
+        if not junctions.any() or ends.sum() <= 2:
             break
-        removed = False
-        end_pts = list(zip(*np.nonzero(ends)))
-        if len(end_pts) <= 2:
+        near = ndimage.binary_dilation(junctions, _SQUARE)
+        branches, count = ndimage.label(skel & ~near, structure=_SQUARE)
+        if count == 0:
             break
-        for y, x in end_pts:
-            branch, stop = _walk(skel, junctions, y, x)
-            if stop is None:
-                continue  # reached another end: the skeleton is one line
-            length = _length(branch + [stop])
-            if length < dt[stop] + SPUR * size:
-                for by, bx in branch:
-                    skel[by, bx] = False
-                removed = True
-        if not removed:
+        ids = np.arange(1, count + 1)
+        with_end = np.bincount(branches[ends], minlength=count + 1)[1:] > 0
+        length = np.bincount(branches.ravel(), minlength=count + 1)[1:].astype(np.float64) + 1.5
+        # the radius at the junction a branch meets: the largest DT of the junction pixels next to it
+        radius_at = ndimage.grey_dilation(np.where(junctions, dt, 0.0), size=(5, 5))
+        reach = _per_label_max(radius_at, branches, count)
+        at_end = _per_label_max(np.where(ends, dt, 0.0), branches, count)
+        # how far the end's inscribed disc reaches past the junction's: a bump of the outline
+        # barely does; a limb does, and so does a round head whose end sits in its middle
+        spur = with_end & (reach > 0) & (length + at_end - reach < SPUR * size)
+        if not spur.any():
             break
+        drop = np.zeros(count + 1, bool)
+        drop[ids[spur]] = True
+        skel &= ~drop[branches]
+        skel = _largest(skel)
+        # the junction pixels left behind by a removed branch are thinned again next pass
+        skel = thin(skel)
     return _largest(skel)
-
-
-def _walk(skel: np.ndarray, junctions: np.ndarray, y: int, x: int):
-    """Pixels from an end to (not including) the first junction pixel, and that junction (or None)."""
-    h, w = skel.shape
-    path = [(y, x)]
-    seen = {(y, x)}
-    cur = (y, x)
-    while True:
-        cy, cx = cur
-        nxt = []
-        for dy in (-1, 0, 1):
-            for dx in (-1, 0, 1):
-                if dy == 0 and dx == 0:
-                    continue
-                ny, nx = cy + dy, cx + dx
-                if 0 <= ny < h and 0 <= nx < w and skel[ny, nx] and (ny, nx) not in seen:
-                    nxt.append((ny, nx))
-        if not nxt:
-            return path, None
-        hit = [p for p in nxt if junctions[p]]
-        if hit:
-            return path, hit[0]
-        if len(nxt) > 1:
-            # two unvisited neighbours that touch each other (a diagonal corner): take the 4-neighbour
-            four = [p for p in nxt if p[0] == cy or p[1] == cx]
-            nxt = four or nxt
-        cur = nxt[0]
-        seen.add(cur)
-        path.append(cur)
-        if len(path) > 100000:
-            return path, None
 
 
 def _length(pts) -> float:
@@ -280,7 +302,7 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     width = float(xs.max() - xs.min() + 1)
     size = max(height, width)
     cx, cy = float(xs.mean()), float(ys.mean())
-    skel = _prune(thin(work), dt, size)
+    skel = _prune(_reach_blobs(thin(work), dt), dt, size)
     tree = _Tree(skel)
     ends_map, _ = ends_and_junctions(skel)
     end_ids = [int(tree.index[y, x]) for y, x in zip(*np.nonzero(ends_map))]
@@ -288,6 +310,9 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
         return _nothing_work(work, to_photo, "the mask has no skeleton")
     if not end_ids:
         end_ids = [0]
+    if len(end_ids) > MAX_ENDS:  # a scribble: the ends farthest from the middle stand for it
+        far = np.hypot(tree.xy[end_ids, 0] - cx, tree.xy[end_ids, 1] - cy)
+        end_ids = [end_ids[k] for k in sorted(np.argsort(-far, kind="stable")[:MAX_ENDS])]
     tree.solve(end_ids)
     exy = tree.xy
     reasons: list[str] = []
@@ -315,8 +340,9 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     cpt = exy[crotch]
     leg_drop = float(np.mean(exy[feet, 1]) - cpt[1]) if len(feet) == 2 else 0.0
 
-    # Head: among the other ends above the crotch, the one that is most head-like: high, near the
-    # middle, and round (a wide blob at the top of its path: a hand at the end of a thin arm is not).
+    # Head: among the other ends above the crotch (and round blobs on the skeleton), the one that is
+    # most head-like: high, near the middle, and round (a wide blob at the top of its path: a hand at
+    # the end of a thin arm is not).
     others = [e for e in end_ids if e not in feet]
     head = None
     cdist = tree.dist(crotch)
@@ -324,11 +350,18 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     def blob(e: int) -> float:
         p = tree.path(e, crotch)
         arc = _arc(tree, p)
-        top = p[arc <= 0.35 * arc[-1]] if len(p) > 1 else p
+        top = p[arc <= min(0.35 * arc[-1], HEAD_REACH * height)] if len(p) > 1 else p
         pts = tree.xy[top].astype(int)
         return float(dt[pts[:, 1], pts[:, 0]].max())
 
-    above = [e for e in others if cpt[1] - exy[e, 1] > 0.15 * height]
+    # a round blob the skeleton passes through (a head that an arm drawn across it runs into)
+    on_skel = np.where(skel, dt, 0.0)
+    r_nodes = dt[exy[:, 1].astype(int), exy[:, 0].astype(int)]
+    bulge = (on_skel == ndimage.maximum_filter(on_skel, size=7)) & (on_skel >= 2.5 * float(np.median(r_nodes)))
+    blobs = [int(tree.index[y, x]) for y, x in zip(*np.nonzero(bulge))]
+    blobs = sorted(blobs, key=lambda n: -r_nodes[n])[:3]
+    above = [e for e in others + [b for b in blobs if b not in others and b not in feet]
+             if cpt[1] - exy[e, 1] > 0.15 * height]
     if above:
         def head_cost(e: int) -> float:
             return ((exy[e, 1] - cpt[1]) + 1.0 * abs(exy[e, 0] - cpt[0]) - 2.5 * blob(e)) / height
@@ -430,6 +463,9 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
         if not order_ok:
             reasons.append("the parts are not stacked like a standing person's")
             score *= 0.5
+    fill = float(work.sum()) / (height * width)
+    if fill > SOLID:
+        reasons.append("a solid block: no limbs stand out of it")
     if reasons:
         score = min(score, 0.3)
     out_joints = {n: to_photo((float(joints[n][0]), float(joints[n][1]))) for n in SKELETON_JOINTS}

@@ -1,20 +1,14 @@
 """Thin a boolean mask to a one-pixel skeleton, and classify its pixels (ends, junctions).
 
 Zhang & Suen's parallel thinning (1984), written with numpy: each pass codes every pixel's
-8 neighbours as a byte (``scipy.ndimage.correlate`` with powers of two) and looks the byte up in a
-table of 256 entries that says whether the pixel may go. It stops when a pass removes nothing.
+8 neighbours as a byte (shifted copies OR-ed together) and looks the byte up in a table of 256
+entries that says whether the pixel may go. It stops when a pass removes nothing.
 
 Neighbour bits, clockwise from north: N=1, NE=2, E=4, SE=8, S=16, SW=32, W=64, NW=128.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy import ndimage
-
-#: correlate() weights: the byte of a pixel's 8 neighbours (bits as in the module docstring).
-_WEIGHTS = np.array([[128, 1, 2],
-                     [64, 0, 4],
-                     [32, 16, 8]], dtype=np.int32)
 
 
 def _bits(code: int) -> list[int]:
@@ -49,7 +43,17 @@ _FIRST, _SECOND, CROSSINGS, COUNT = _tables()
 
 def neighbour_code(img: np.ndarray) -> np.ndarray:
     """Per pixel, the byte of its 8 neighbours (outside the image counts as background)."""
-    return ndimage.correlate(img.astype(np.int32), _WEIGHTS, mode="constant", cval=0)
+    p = np.pad(np.asarray(img, dtype=np.uint8), 1)
+    h, w = p.shape[0] - 2, p.shape[1] - 2
+    code = p[0:h, 1:w + 1].copy()                 # N
+    code |= p[0:h, 2:w + 2] << 1                  # NE
+    code |= p[1:h + 1, 2:w + 2] << 2              # E
+    code |= p[2:h + 2, 2:w + 2] << 3              # SE
+    code |= p[2:h + 2, 1:w + 1] << 4              # S
+    code |= p[2:h + 2, 0:w] << 5                  # SW
+    code |= p[1:h + 1, 0:w] << 6                  # W
+    code |= p[0:h, 0:w] << 7                      # NW
+    return code
 
 
 def thin(mask: np.ndarray, max_passes: int = 500) -> np.ndarray:
@@ -67,8 +71,7 @@ def thin(mask: np.ndarray, max_passes: int = 500) -> np.ndarray:
     # Zhang-Suen leaves 4-connected corners on diagonal runs (a pixel whose two neighbours touch
     # each other): drop those whose removal keeps the run connected, so ends and junctions read
     # cleanly. A pixel goes when it has exactly two neighbours, N/S and E/W adjacent (an "L").
-    code = neighbour_code(img)
-    corner = img & np.isin(code, _L_CODES)
+    corner = img & _IS_L[neighbour_code(img)]
     if corner.any():
         img &= ~corner
     return img
@@ -81,7 +84,8 @@ def _l_codes() -> np.ndarray:
     return np.array(codes, dtype=np.int32)
 
 
-_L_CODES = _l_codes()
+_IS_L = np.zeros(256, bool)
+_IS_L[_l_codes()] = True
 
 
 def ends_and_junctions(skeleton: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
