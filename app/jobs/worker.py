@@ -95,7 +95,9 @@ def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job
                          request_id=job_id, joints=joints, bbox=payload.get("bbox"), size=payload.get("size"),
                          progress=progress)
     result = ctx.pipeline.run(job)
-    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
+    extra = {"warnings": result.warnings} if result.warnings else {}  # which finder found the drawing
+    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms,
+            **extra}
 
 
 @handler("character_animations")

@@ -143,3 +143,55 @@ def test_blank_paper_is_refused_with_a_reason_not_invented_joints(app_finding_in
     resp = requests.post(f"{app_finding_in_process.url}/animate",
                          files={"image": ("p.png", stack.encode(paper), "image/png")}, timeout=120)
     assert resp.status_code == 422 and resp.json()["error"] == "no_character", resp.text
+
+
+@pytest.fixture(scope="module")
+def one_slot_app():
+    """The fallback with one render slot and no waiting room: the finder's work is admitted like a render."""
+    workdir = stack.make_workdir("dp-finder-slot-")
+    closed = stack.free_port()
+    app = stack.Gunicorn(workdir / "app", {
+        "DOODLEPOD_TORCHSERVE_URL": f"http://127.0.0.1:{closed}",
+        "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": f"http://127.0.0.1:{closed}", "DOODLEPOD_TORCHSERVE_RETRIES": "0",
+        "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_RENDER_SIZE": "160",
+        "DOODLEPOD_RENDER_PROCESSES": "1", "DOODLEPOD_DEFAULT_MOTIONS": "dab", "DOODLEPOD_MAX_INFLIGHT": "1",
+        "DOODLEPOD_ADMISSION_WAIT_S": "0"})
+    try:
+        app.start()
+        yield app
+    finally:
+        app.stop()
+        stack.remove(workdir)
+
+
+def test_the_apps_finder_holds_a_render_slot_and_keeps_the_deadline(one_slot_app) -> None:
+    """Hostile neighbours: a photo that keeps the one slot busy turns the next away at once (503
+    overloaded, not a queue behind the finder), and a deadline shorter than the finder's work ends
+    in 504 within it, the slot free again for the next request."""
+    import concurrent.futures as cf
+
+    from tests.studio.test_studio_by_hand import PHOTO  # char4: a 4032x3024 JPEG, the finder's longest case
+
+    app = one_slot_app
+
+    def send(headers=None):
+        return requests.post(f"{app.url}/animate", files={"image": ("c.jpg", PHOTO, "image/jpeg")},
+                             headers=headers or {}, timeout=120)
+
+    with cf.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(send)
+        deadline = time.monotonic() + 20
+        while "animate motions=" not in app.log_text() and time.monotonic() < deadline:
+            time.sleep(0.02)  # logged once the first holds its render slot (then it decodes and finds)
+        t0 = time.monotonic()
+        second = send()
+        assert second.status_code == 503 and second.json()["error"] == "overloaded", second.text
+        assert time.monotonic() - t0 < 5
+        assert first.result().status_code == 200, first.result().text
+    t0 = time.monotonic()
+    late = send({"X-Deadline-Seconds": "0.8"})
+    took = time.monotonic() - t0
+    assert late.status_code == 504 and late.json()["error"] == "deadline_exceeded", late.text
+    assert took < 4, took
+    ok = send()
+    assert ok.status_code == 200 and [w["code"] for w in ok.json()["warnings"]] == [CODE], ok.text
