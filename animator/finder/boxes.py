@@ -2,7 +2,8 @@
 
 1. work on a copy whose longer side is :data:`WORK_SIDE` pixels (box averaging);
 2. ink: the darkest channel (a coloured stroke is dark in some channel), an adaptive threshold
-   against a Gaussian local mean (uneven light, shadows), specks dropped;
+   against a Gaussian-like local mean (uneven light, shadows), with hysteresis (faint parts of a
+   line count when they join its darker parts), specks dropped;
 3. strokes of one figure join: a closing with a square of :data:`JOIN` of the photo's side, then
    connected components (pieces);
    dense ink that reaches the photo's edge (a table, cloth, a sleeve) is cut away first, so that a
@@ -25,6 +26,8 @@ WORK_SIDE = 400
 #: (grey levels) below that mean that counts as ink.
 LOCAL_SIGMA = 0.04
 OFFSET = 14.0
+#: ... and, connected to such ink, the fainter pixels this far below it (hysteresis).
+WEAK = 6.0
 #: Strokes closer than this share of the photo's longer side are joined into one piece.
 JOIN = 0.012
 #: Pieces merge when the gap between their boxes is below this share of the larger piece's size
@@ -57,15 +60,25 @@ class Figure:
     score: float
 
 
-def ink_mask(rgb: np.ndarray, sigma: float, offset: float = OFFSET) -> np.ndarray:
-    """Ink on paper: True where the darkest channel is ``offset`` below its local mean (a
-    Gaussian-like weighted mean of standard deviation ``sigma`` pixels)."""
+def ink_mask(rgb: np.ndarray, sigma: float, offset: float = OFFSET, weak: float = WEAK) -> np.ndarray:
+    """Ink on paper: the darkest channel's drop below its local mean (a Gaussian-like weighted mean
+    of standard deviation ``sigma`` pixels), with hysteresis: pixels ``weak`` below it that are
+    connected to pixels ``offset`` below it (a faint pencil line joined to its darker parts; the
+    paper's grain, faint everywhere, stays out)."""
     img = np.asarray(rgb)
     gray = img[..., :3].min(axis=2).astype(np.float32) if img.ndim == 3 else img.astype(np.float32)
     # two passes of a box filter: a Gaussian's shape at a fraction of its cost
     n = max(3, int(round((6.0 * sigma * sigma + 1.0) ** 0.5)) | 1)
     local = ndimage.uniform_filter(ndimage.uniform_filter(gray, n, mode="nearest"), n, mode="nearest")
-    return gray < local - offset
+    drop = local - gray
+    strong = ndimage.binary_opening(drop > offset, np.ones((2, 2), bool))  # sensor noise and grain
+    labels, count = ndimage.label(drop > weak, structure=np.ones((3, 3), bool))
+    if count == 0:
+        return strong
+    keep = np.zeros(count + 1, bool)
+    keep[labels[strong]] = True
+    keep[0] = False
+    return keep[labels]
 
 
 def _work_copy(rgb: np.ndarray) -> tuple[np.ndarray, float]:
@@ -154,7 +167,6 @@ def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
     h, w = work.shape[:2]
     side = max(h, w)
     ink = ink_mask(work, sigma=LOCAL_SIGMA * side)
-    ink = ndimage.binary_opening(ink, np.ones((2, 2), bool))  # sensor noise and paper grain
     pad = 2 * int(JOIN * side) + 2
     k = 2 * max(1, int(JOIN * side)) + 1  # a square closing (separable: fast)
     grown = ndimage.maximum_filter(np.pad(ink, pad).view(np.uint8), size=k)

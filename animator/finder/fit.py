@@ -31,10 +31,14 @@ SPUR = 0.06
 #: A limb's middle joint sits at the limb's sharpest bend when the bend strays this far (share of
 #: the limb's chord) from the straight line; otherwise half way along the limb.
 BEND = 0.12
+#: ... looked for between this share of the limb from either end.
+BEND_MARGIN = 0.2
 #: Shoulders and hips sit this share of the body's local half-width (distance transform at the
 #: spine) out from the spine along the limb.
 SHOULDER_OUT = 0.75
 HIP_OUT = 0.75
+#: A spine thinner than this share of the figure's height is a stick figure's line.
+THIN_SPINE = 0.035
 #: At most BLOBS round blobs the thinning melted get a branch to their centre: those the skeleton
 #: passes further than BLOB_MISS of their radius from.
 BLOBS = 6
@@ -282,7 +286,9 @@ def _middle(tree: _Tree, path: np.ndarray, start: float, stop: float) -> tuple[n
     Returns the point and a confidence (1 for a clear bend or a straight limb)."""
     arc = _arc(tree, path)
     a, b = _at(tree, path, start), _at(tree, path, stop)
-    sel = (arc >= start) & (arc <= stop)
+    # the bend is looked for in the limb's middle: a hooked hand or foot at its end is not an elbow
+    margin = BEND_MARGIN * (stop - start)
+    sel = (arc >= start + margin) & (arc <= stop - margin)
     chord = b - a
     length = float(np.hypot(*chord))
     if sel.sum() >= 3 and length > 1e-6:
@@ -408,6 +414,15 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     else:
         joints["neck"], conf["neck"] = cpt.copy(), 0.0
 
+    # Where the spine leaves the head (its first node outside the head's inscribed circle): an arm
+    # that runs into the head (drawn across it) is taken to start there.
+    spine_index = {int(n): k for k, n in enumerate(spine)}
+    neck_base = 0
+    if conf["neck"] > 0:
+        radius = dt[int(joints["neck"][1]), int(joints["neck"][0])]
+        away = np.hypot(exy[spine, 0] - joints["neck"][0], exy[spine, 1] - joints["neck"][1]) > radius
+        neck_base = int(np.argmax(away)) if away.any() else 0
+
     # Arms.
     for side in ("right", "left"):
         h = hands[side]
@@ -416,7 +431,10 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
         p = tree.path(h, crotch)
         on_spine = np.array([n in spine_set for n in p.tolist()])
         j = int(np.argmax(on_spine)) if on_spine.any() else len(p) - 1
-        arm = p[:j + 1][::-1]  # spine -> hand
+        if spine_index.get(int(p[j]), len(spine)) < neck_base:
+            arm = tree.path(int(spine[neck_base]), h)
+        else:
+            arm = p[:j + 1][::-1]  # spine -> hand
         arc = _arc(tree, arm)
         out = min(SHOULDER_OUT * dt[int(tree.xy[arm[0], 1]), int(tree.xy[arm[0], 0])], 0.4 * arc[-1])
         joints[f"{side}_shoulder"] = _at(tree, arm, out)
@@ -424,13 +442,28 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
         joints[f"{side}_hand"] = tree.xy[h].copy()
         conf[f"{side}_shoulder"] = conf[f"{side}_elbow"] = conf[f"{side}_hand"] = 1.0
 
-    # Legs.
+    # Legs. A stick figure's legs fork from a thin spine; the ink fills the fork's top (the pen's
+    # width, the mask's closing), so the skeleton forks lower than the drawing: the crotch moves up
+    # the spine to where it is as thin as the spine again.
+    hip_node = crotch
+    if len(feet) == 2 and len(spine) > 4:
+        up = spine[::-1]  # crotch -> head
+        r_up = dt[exy[up, 1].astype(int), exy[up, 0].astype(int)]
+        arc_up = _arc(tree, up)
+        mid = (arc_up > 0.3 * arc_up[-1]) & (arc_up < 0.7 * arc_up[-1])
+        r_ref = float(np.median(r_up[mid])) if mid.any() else 0.0
+        if 0 < r_ref < THIN_SPINE * height:
+            k = 0
+            while k + 1 < len(up) and r_up[k] > 1.3 * r_ref and arc_up[k + 1] < 0.15 * height:
+                k += 1
+            hip_node = int(up[k])
+    hpt = exy[hip_node]
     if len(feet) == 2:
         order = sorted(feet, key=lambda e: exy[e, 0])  # the figure's right foot is on the image's left
         for side, f in zip(("right", "left"), order):
-            leg = tree.path(crotch, f)
+            leg = tree.path(hip_node, f)
             arc = _arc(tree, leg)
-            out = min(HIP_OUT * dt[int(cpt[1]), int(cpt[0])], 0.4 * arc[-1])
+            out = min(HIP_OUT * dt[int(hpt[1]), int(hpt[0])], 0.4 * arc[-1])
             joints[f"{side}_hip"] = _at(tree, leg, out)
             joints[f"{side}_knee"], _ = _middle(tree, leg, out, arc[-1])
             joints[f"{side}_foot"] = tree.xy[f].copy()

@@ -135,8 +135,8 @@ def draw_figure(rng: np.random.Generator, style: str, height: float) -> tuple[np
                 x, y = P[k]
                 d.ellipse((x - r, y - r, x + r, y + r), fill=255)
             fx, fy = P[f"{side}_foot"]
-            d.ellipse((fx - 0.6 * lw + sgn * 0.5 * lw, fy - 0.5 * lw, fx + 0.6 * lw + sgn * 1.1 * lw, fy + 0.6 * lw),
-                      fill=255)
+            toe = fx + sgn * 1.1 * lw  # a shoe pointing outwards
+            d.ellipse((min(fx, toe) - 0.6 * lw, fy - 0.5 * lw, max(fx, toe) + 0.6 * lw, fy + 0.6 * lw), fill=255)
         if style == "dress":
             knee_y = 0.5 * (P["right_knee"][1] + P["left_knee"][1])
             hem = cy + 0.6 * (knee_y - cy)
