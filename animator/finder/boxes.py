@@ -7,7 +7,8 @@
 3. strokes of one figure join: a closing with a square of :data:`JOIN` of the photo's side, then
    connected components (pieces);
    dense ink that reaches the photo's edge (a table, cloth, a sleeve) is cut away first, so that a
-   figure drawn close to the sheet's edge does not join it;
+   figure drawn close to the sheet's edge does not join it (a second set of pieces); long straight
+   lines across the sheet (a ruled page, a margin) likewise (a third set);
 4. nearby pieces merge (a head drawn apart from its body, a face inside an outlined head, a hat),
    figures a page apart do not; a piece touching the photo's edge merges with nothing;
 5. each piece is scored: its ink, its size on the page, its shape, less where it touches the
@@ -34,6 +35,8 @@ JOIN = 0.012
 #: (for a small piece next to a large one, MERGE_SMALL).
 MERGE = 0.03
 MERGE_SMALL = 0.12
+#: Ruled lines: straight ink runs longer than this share of the photo's side.
+RULED = 0.25
 #: Edge clutter: ink denser than CLUTTER_DENSITY in a window of CLUTTER_WINDOW of the photo's side,
 #: reaching the photo's edge.
 CLUTTER_WINDOW = 0.03
@@ -108,6 +111,26 @@ def _edge_clutter(ink: np.ndarray, side: int) -> np.ndarray:
     return ndimage.binary_dilation(core, _disc(2 * JOIN * side))
 
 
+def _ruled_lines(ink: np.ndarray, side: int) -> np.ndarray:
+    """Long straight lines across the sheet (a ruled or squared page, a margin): thin ink (at most
+    a few pixels across) that holds a horizontal or vertical run of RULED of the side once thickened
+    by 2 px across the run (a line tilted by up to ~5% in the photo still holds it), grown by two
+    pixels into the ink around it. A figure's body, thick across the line, stays."""
+    n = max(8, int(RULED * side))
+    u8 = ink.view(np.uint8)
+    out = np.zeros_like(ink)
+    for axis in (1, 0):
+        across = 1 - axis
+        thin = ink & ~ndimage.maximum_filter1d(ndimage.minimum_filter1d(u8, 7, axis=across), 7,
+                                                axis=across).astype(bool)
+        thick = ndimage.maximum_filter1d(u8, 5, axis=across)
+        run = ndimage.maximum_filter1d(ndimage.minimum_filter1d(thick, n, axis=axis), n, axis=axis)
+        out |= run.astype(bool) & thin
+    if not out.any():
+        return out
+    return ndimage.binary_dilation(out, iterations=2) & ink
+
+
 def _disc(radius: int) -> np.ndarray:
     r = max(1, int(radius))
     y, x = np.mgrid[-r:r + 1, -r:r + 1]
@@ -171,9 +194,17 @@ def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
     k = 2 * max(1, int(JOIN * side)) + 1  # a square closing (separable: fast)
     grown = ndimage.maximum_filter(np.pad(ink, pad).view(np.uint8), size=k)
     joined = ndimage.minimum_filter(grown, size=k)[pad:-pad, pad:-pad].astype(bool) | ink
+    hypotheses = [joined]
     clutter = _edge_clutter(ink, side)
+    if clutter.any():
+        hypotheses.append(joined & ~clutter)
+    ruled = _ruled_lines(ink, side)
+    if ruled.any():
+        unruled = ink & ~ruled
+        grown = ndimage.maximum_filter(np.pad(unruled, pad).view(np.uint8), size=k)
+        hypotheses.append(ndimage.minimum_filter(grown, size=k)[pad:-pad, pad:-pad].astype(bool) | unruled)
     candidates: list[tuple[_Piece, np.ndarray]] = []
-    for hypothesis in (joined, joined & ~clutter) if clutter.any() else (joined,):
+    for hypothesis in hypotheses:
         candidates += _pieces(hypothesis, ink, w, h)
     rim = np.zeros((h, w), bool)  # the photo's rim: ink that lies mostly there frames the photo
     band = max(2, int(0.03 * side))
@@ -264,6 +295,6 @@ def _score(p: _Piece, w: int, h: int, rim_share: float = 0.0) -> float:
     shape = 1.0 if 0.5 <= aspect <= 4.0 else (0.5 if 0.25 <= aspect <= 8.0 else 0.15)
     # the photo's edge: the table, the paper's edge, a finger, a shadow; unless the piece fills the
     # photo (a photo cropped to the drawing) with its ink inside, not along the rim (a frame)
-    tight = bw * bh > TIGHT_CROP * w * h and rim_share < 0.3
-    edge = 1.0 if tight else (1.0, 0.7, 0.4, 0.25, 0.15)[_touches(p.box, w, h)]
+    tight = bw * bh > TIGHT_CROP * w * h and rim_share < 0.3 and _touches(p.box, w, h) < 4
+    edge = 0.85 if tight else (1.0, 0.7, 0.4, 0.25, 0.15)[_touches(p.box, w, h)]
     return float(np.clip((0.55 * size + 0.25 * amount + 0.2) * shape * edge, 0.0, 1.0))

@@ -24,7 +24,7 @@ from ..character import SKELETON_JOINTS
 from .thin import ends_and_junctions, thin
 
 #: The mask is fitted on a grid whose longer side is at most this many pixels (speed; joints are
-#: read to about 1% of the figure's size there).
+#: read to about 1% of the figure's size there). Each cell is set when any of its pixels is.
 WORK_SIDE = 200
 #: A branch from an end to its junction is a spur when length + DT(end) - DT(junction) < SPUR * size.
 SPUR = 0.06
@@ -48,6 +48,9 @@ BLOB_MISS = 0.6
 HEAD_REACH = 0.12
 #: A shape filling more than this share of its box is a block, not a figure with limbs.
 SOLID = 0.75
+#: A skeleton with more ends than this (after pruning) is not a person (a comb of ruled lines, a
+#: tree, a scribble); the drawn people and AnimatedDrawings' examples have 4 to 8.
+BRANCHY = 12
 #: At most this many of the skeleton's ends are considered (the work's bound on a scribble).
 MAX_ENDS = 24
 
@@ -101,13 +104,13 @@ def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0), *, work
     ys, xs = np.nonzero(m)
     top, left, bottom, right = ys.min(), xs.min(), ys.max() + 1, xs.max() + 1
     crop = m[top:bottom, left:right]
-    scale = min(1.0, work_side / max(crop.shape))
-    work = _resize_mask(crop, scale)
+    f = max(1, -(-max(crop.shape) // work_side))  # ceil: the work grid's cell, in mask pixels
+    work = _pool(crop, f)
     work = _largest(ndimage.binary_fill_holes(np.pad(work, 2)))
 
     def to_photo(p: tuple[float, float]) -> tuple[float, float]:
         x, y = p
-        return (float((x - 2 + 0.5) / scale - 0.5 + left + ox), float((y - 2 + 0.5) / scale - 0.5 + top + oy))
+        return (float((x - 2) * f + (f - 1) / 2.0 + left + ox), float((y - 2) * f + (f - 1) / 2.0 + top + oy))
 
     return _fit_work(work, to_photo)
 
@@ -118,15 +121,16 @@ def _nothing(m: np.ndarray, ox: float, oy: float, reason: str) -> Fit:
     return Fit({n: centre for n in SKELETON_JOINTS}, {n: 0.0 for n in SKELETON_JOINTS}, 0.0, reason)
 
 
-def _resize_mask(m: np.ndarray, scale: float) -> np.ndarray:
-    if scale >= 1.0:
+def _pool(m: np.ndarray, f: int) -> np.ndarray:
+    """The mask on a grid f times coarser: a cell is set when any of its pixels is (a thin stroke
+    stays whole however far the mask is shrunk)."""
+    if f == 1:
         return m.copy()
-    from PIL import Image
-
     h, w = m.shape
-    size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    img = Image.fromarray(m.astype(np.uint8) * 255).resize(size, Image.Resampling.BOX)
-    return np.asarray(img) >= 128
+    hp, wp = -(-h // f) * f, -(-w // f) * f
+    padded = np.zeros((hp, wp), bool)
+    padded[:h, :w] = m
+    return padded.reshape(hp // f, f, wp // f, f).any(axis=(1, 3))
 
 
 def _largest(m: np.ndarray) -> np.ndarray:
@@ -314,6 +318,7 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     end_ids = [int(tree.index[y, x]) for y, x in zip(*np.nonzero(ends_map))]
     if tree.n == 0:
         return _nothing_work(work, to_photo, "the mask has no skeleton")
+    many_ends = len(end_ids)
     if not end_ids:
         end_ids = [0]
     if len(end_ids) > MAX_ENDS:  # a scribble: the ends farthest from the middle stand for it
@@ -499,6 +504,8 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     fill = float(work.sum()) / (height * width)
     if fill > SOLID:
         reasons.append("a solid block: no limbs stand out of it")
+    if many_ends > BRANCHY:
+        reasons.append(f"too many branches for a person ({many_ends} ends)")
     if reasons:
         score = min(score, 0.3)
     out_joints = {n: to_photo((float(joints[n][0]), float(joints[n][1]))) for n in SKELETON_JOINTS}
