@@ -24,7 +24,7 @@ from ..character import SKELETON_JOINTS
 from .thin import ends_and_junctions, thin
 
 #: The mask is fitted on a grid whose longer side is at most this many pixels (speed; joints are
-#: read to about 1% of the figure's size there). Each cell is set when any of its pixels is.
+#: read to about 1% of the figure's size there). A cell is set when a stroke crosses it.
 WORK_SIDE = 200
 #: A branch from an end to its junction is a spur when length + DT(end) - DT(junction) < SPUR * size.
 SPUR = 0.06
@@ -122,15 +122,15 @@ def _nothing(m: np.ndarray, ox: float, oy: float, reason: str) -> Fit:
 
 
 def _pool(m: np.ndarray, f: int) -> np.ndarray:
-    """The mask on a grid f times coarser: a cell is set when any of its pixels is (a thin stroke
-    stays whole however far the mask is shrunk)."""
+    """The mask on a grid f times coarser: a cell is set when at least f of its f x f pixels are
+    (a one-pixel stroke across the cell: thin strokes stay whole however far the mask is shrunk)."""
     if f == 1:
         return m.copy()
     h, w = m.shape
     hp, wp = -(-h // f) * f, -(-w // f) * f
     padded = np.zeros((hp, wp), bool)
     padded[:h, :w] = m
-    return padded.reshape(hp // f, f, wp // f, f).any(axis=(1, 3))
+    return padded.reshape(hp // f, f, wp // f, f).sum(axis=(1, 3), dtype=np.int32) >= f
 
 
 def _largest(m: np.ndarray) -> np.ndarray:
