@@ -2,11 +2,13 @@
 
 1. work on a copy whose longer side is :data:`WORK_SIDE` pixels (box averaging);
 2. ink: the darkest channel (a coloured stroke is dark in some channel), an adaptive threshold
-   against a Gaussian local mean (uneven light, shadows), specks dropped;
+   against a Gaussian-like local mean (uneven light, shadows), with hysteresis (faint parts of a
+   line count when they join its darker parts), specks dropped;
 3. strokes of one figure join: a closing with a square of :data:`JOIN` of the photo's side, then
    connected components (pieces);
    dense ink that reaches the photo's edge (a table, cloth, a sleeve) is cut away first, so that a
-   figure drawn close to the sheet's edge does not join it;
+   figure drawn close to the sheet's edge does not join it (a second set of pieces); long straight
+   lines across the sheet (a ruled page, a margin) likewise (a third set);
 4. nearby pieces merge (a head drawn apart from its body, a face inside an outlined head, a hat),
    figures a page apart do not; a piece touching the photo's edge merges with nothing;
 5. each piece is scored: its ink, its size on the page, its shape, less where it touches the
@@ -25,12 +27,16 @@ WORK_SIDE = 400
 #: (grey levels) below that mean that counts as ink.
 LOCAL_SIGMA = 0.04
 OFFSET = 14.0
+#: ... and, connected to such ink, the fainter pixels this far below it (hysteresis).
+WEAK = 6.0
 #: Strokes closer than this share of the photo's longer side are joined into one piece.
 JOIN = 0.012
 #: Pieces merge when the gap between their boxes is below this share of the larger piece's size
 #: (for a small piece next to a large one, MERGE_SMALL).
 MERGE = 0.03
 MERGE_SMALL = 0.12
+#: Ruled lines: straight ink runs longer than this share of the photo's side.
+RULED = 0.25
 #: Edge clutter: ink denser than CLUTTER_DENSITY in a window of CLUTTER_WINDOW of the photo's side,
 #: reaching the photo's edge.
 CLUTTER_WINDOW = 0.03
@@ -57,15 +63,25 @@ class Figure:
     score: float
 
 
-def ink_mask(rgb: np.ndarray, sigma: float, offset: float = OFFSET) -> np.ndarray:
-    """Ink on paper: True where the darkest channel is ``offset`` below its local mean (a
-    Gaussian-like weighted mean of standard deviation ``sigma`` pixels)."""
+def ink_mask(rgb: np.ndarray, sigma: float, offset: float = OFFSET, weak: float = WEAK) -> np.ndarray:
+    """Ink on paper: the darkest channel's drop below its local mean (a Gaussian-like weighted mean
+    of standard deviation ``sigma`` pixels), with hysteresis: pixels ``weak`` below it that are
+    connected to pixels ``offset`` below it (a faint pencil line joined to its darker parts; the
+    paper's grain, faint everywhere, stays out)."""
     img = np.asarray(rgb)
     gray = img[..., :3].min(axis=2).astype(np.float32) if img.ndim == 3 else img.astype(np.float32)
     # two passes of a box filter: a Gaussian's shape at a fraction of its cost
     n = max(3, int(round((6.0 * sigma * sigma + 1.0) ** 0.5)) | 1)
     local = ndimage.uniform_filter(ndimage.uniform_filter(gray, n, mode="nearest"), n, mode="nearest")
-    return gray < local - offset
+    drop = local - gray
+    strong = ndimage.binary_opening(drop > offset, np.ones((2, 2), bool))  # sensor noise and grain
+    labels, count = ndimage.label(drop > weak, structure=np.ones((3, 3), bool))
+    if count == 0:
+        return strong
+    keep = np.zeros(count + 1, bool)
+    keep[labels[strong]] = True
+    keep[0] = False
+    return keep[labels]
 
 
 def _work_copy(rgb: np.ndarray) -> tuple[np.ndarray, float]:
@@ -93,6 +109,26 @@ def _edge_clutter(ink: np.ndarray, side: int) -> np.ndarray:
     if not core.any():
         return core
     return ndimage.binary_dilation(core, _disc(2 * JOIN * side))
+
+
+def _ruled_lines(ink: np.ndarray, side: int) -> np.ndarray:
+    """Long straight lines across the sheet (a ruled or squared page, a margin): thin ink (at most
+    a few pixels across) that holds a horizontal or vertical run of RULED of the side once thickened
+    by 2 px across the run (a line tilted by up to ~5% in the photo still holds it), grown by two
+    pixels into the ink around it. A figure's body, thick across the line, stays."""
+    n = max(8, int(RULED * side))
+    u8 = ink.view(np.uint8)
+    out = np.zeros_like(ink)
+    for axis in (1, 0):
+        across = 1 - axis
+        thin = ink & ~ndimage.maximum_filter1d(ndimage.minimum_filter1d(u8, 7, axis=across), 7,
+                                                axis=across).astype(bool)
+        thick = ndimage.maximum_filter1d(u8, 5, axis=across)
+        run = ndimage.maximum_filter1d(ndimage.minimum_filter1d(thick, n, axis=axis), n, axis=axis)
+        out |= run.astype(bool) & thin
+    if not out.any():
+        return out
+    return ndimage.binary_dilation(out, iterations=2) & ink
 
 
 def _disc(radius: int) -> np.ndarray:
@@ -154,14 +190,21 @@ def find_figures(rgb: np.ndarray, max_figures: int = 8) -> list[Figure]:
     h, w = work.shape[:2]
     side = max(h, w)
     ink = ink_mask(work, sigma=LOCAL_SIGMA * side)
-    ink = ndimage.binary_opening(ink, np.ones((2, 2), bool))  # sensor noise and paper grain
     pad = 2 * int(JOIN * side) + 2
     k = 2 * max(1, int(JOIN * side)) + 1  # a square closing (separable: fast)
     grown = ndimage.maximum_filter(np.pad(ink, pad).view(np.uint8), size=k)
     joined = ndimage.minimum_filter(grown, size=k)[pad:-pad, pad:-pad].astype(bool) | ink
+    hypotheses = [joined]
     clutter = _edge_clutter(ink, side)
+    if clutter.any():
+        hypotheses.append(joined & ~clutter)
+    ruled = _ruled_lines(ink, side)
+    if ruled.any():
+        unruled = ink & ~ruled
+        grown = ndimage.maximum_filter(np.pad(unruled, pad).view(np.uint8), size=k)
+        hypotheses.append(ndimage.minimum_filter(grown, size=k)[pad:-pad, pad:-pad].astype(bool) | unruled)
     candidates: list[tuple[_Piece, np.ndarray]] = []
-    for hypothesis in (joined, joined & ~clutter) if clutter.any() else (joined,):
+    for hypothesis in hypotheses:
         candidates += _pieces(hypothesis, ink, w, h)
     rim = np.zeros((h, w), bool)  # the photo's rim: ink that lies mostly there frames the photo
     band = max(2, int(0.03 * side))
@@ -252,6 +295,6 @@ def _score(p: _Piece, w: int, h: int, rim_share: float = 0.0) -> float:
     shape = 1.0 if 0.5 <= aspect <= 4.0 else (0.5 if 0.25 <= aspect <= 8.0 else 0.15)
     # the photo's edge: the table, the paper's edge, a finger, a shadow; unless the piece fills the
     # photo (a photo cropped to the drawing) with its ink inside, not along the rim (a frame)
-    tight = bw * bh > TIGHT_CROP * w * h and rim_share < 0.3
-    edge = 1.0 if tight else (1.0, 0.7, 0.4, 0.25, 0.15)[_touches(p.box, w, h)]
+    tight = bw * bh > TIGHT_CROP * w * h and rim_share < 0.3 and _touches(p.box, w, h) < 4
+    edge = 0.85 if tight else (1.0, 0.7, 0.4, 0.25, 0.15)[_touches(p.box, w, h)]
     return float(np.clip((0.55 * size + 0.25 * amount + 0.2) * shape * edge, 0.0, 1.0))

@@ -24,17 +24,21 @@ from ..character import SKELETON_JOINTS
 from .thin import ends_and_junctions, thin
 
 #: The mask is fitted on a grid whose longer side is at most this many pixels (speed; joints are
-#: read to about 1% of the figure's size there).
+#: read to about 1% of the figure's size there). A cell is set when a stroke crosses it.
 WORK_SIDE = 200
 #: A branch from an end to its junction is a spur when length + DT(end) - DT(junction) < SPUR * size.
 SPUR = 0.06
 #: A limb's middle joint sits at the limb's sharpest bend when the bend strays this far (share of
 #: the limb's chord) from the straight line; otherwise half way along the limb.
 BEND = 0.12
+#: ... looked for between this share of the limb from either end.
+BEND_MARGIN = 0.2
 #: Shoulders and hips sit this share of the body's local half-width (distance transform at the
 #: spine) out from the spine along the limb.
 SHOULDER_OUT = 0.75
 HIP_OUT = 0.75
+#: A spine thinner than this share of the figure's height is a stick figure's line.
+THIN_SPINE = 0.035
 #: At most BLOBS round blobs the thinning melted get a branch to their centre: those the skeleton
 #: passes further than BLOB_MISS of their radius from.
 BLOBS = 6
@@ -44,6 +48,9 @@ BLOB_MISS = 0.6
 HEAD_REACH = 0.12
 #: A shape filling more than this share of its box is a block, not a figure with limbs.
 SOLID = 0.75
+#: A skeleton with more ends than this (after pruning) is not a person (a comb of ruled lines, a
+#: tree, a scribble); the drawn people and AnimatedDrawings' examples have 4 to 8.
+BRANCHY = 12
 #: At most this many of the skeleton's ends are considered (the work's bound on a scribble).
 MAX_ENDS = 24
 
@@ -97,13 +104,13 @@ def fit_skeleton(mask: np.ndarray, origin: tuple[float, float] = (0, 0), *, work
     ys, xs = np.nonzero(m)
     top, left, bottom, right = ys.min(), xs.min(), ys.max() + 1, xs.max() + 1
     crop = m[top:bottom, left:right]
-    scale = min(1.0, work_side / max(crop.shape))
-    work = _resize_mask(crop, scale)
+    f = max(1, -(-max(crop.shape) // work_side))  # ceil: the work grid's cell, in mask pixels
+    work = _pool(crop, f)
     work = _largest(ndimage.binary_fill_holes(np.pad(work, 2)))
 
     def to_photo(p: tuple[float, float]) -> tuple[float, float]:
         x, y = p
-        return (float((x - 2 + 0.5) / scale - 0.5 + left + ox), float((y - 2 + 0.5) / scale - 0.5 + top + oy))
+        return (float((x - 2) * f + (f - 1) / 2.0 + left + ox), float((y - 2) * f + (f - 1) / 2.0 + top + oy))
 
     return _fit_work(work, to_photo)
 
@@ -114,15 +121,16 @@ def _nothing(m: np.ndarray, ox: float, oy: float, reason: str) -> Fit:
     return Fit({n: centre for n in SKELETON_JOINTS}, {n: 0.0 for n in SKELETON_JOINTS}, 0.0, reason)
 
 
-def _resize_mask(m: np.ndarray, scale: float) -> np.ndarray:
-    if scale >= 1.0:
+def _pool(m: np.ndarray, f: int) -> np.ndarray:
+    """The mask on a grid f times coarser: a cell is set when at least f of its f x f pixels are
+    (a one-pixel stroke across the cell: thin strokes stay whole however far the mask is shrunk)."""
+    if f == 1:
         return m.copy()
-    from PIL import Image
-
     h, w = m.shape
-    size = (max(1, round(w * scale)), max(1, round(h * scale)))
-    img = Image.fromarray(m.astype(np.uint8) * 255).resize(size, Image.Resampling.BOX)
-    return np.asarray(img) >= 128
+    hp, wp = -(-h // f) * f, -(-w // f) * f
+    padded = np.zeros((hp, wp), bool)
+    padded[:h, :w] = m
+    return padded.reshape(hp // f, f, wp // f, f).sum(axis=(1, 3), dtype=np.int32) >= f
 
 
 def _largest(m: np.ndarray) -> np.ndarray:
@@ -282,7 +290,9 @@ def _middle(tree: _Tree, path: np.ndarray, start: float, stop: float) -> tuple[n
     Returns the point and a confidence (1 for a clear bend or a straight limb)."""
     arc = _arc(tree, path)
     a, b = _at(tree, path, start), _at(tree, path, stop)
-    sel = (arc >= start) & (arc <= stop)
+    # the bend is looked for in the limb's middle: a hooked hand or foot at its end is not an elbow
+    margin = BEND_MARGIN * (stop - start)
+    sel = (arc >= start + margin) & (arc <= stop - margin)
     chord = b - a
     length = float(np.hypot(*chord))
     if sel.sum() >= 3 and length > 1e-6:
@@ -308,6 +318,7 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     end_ids = [int(tree.index[y, x]) for y, x in zip(*np.nonzero(ends_map))]
     if tree.n == 0:
         return _nothing_work(work, to_photo, "the mask has no skeleton")
+    many_ends = len(end_ids)
     if not end_ids:
         end_ids = [0]
     if len(end_ids) > MAX_ENDS:  # a scribble: the ends farthest from the middle stand for it
@@ -408,6 +419,15 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     else:
         joints["neck"], conf["neck"] = cpt.copy(), 0.0
 
+    # Where the spine leaves the head (its first node outside the head's inscribed circle): an arm
+    # that runs into the head (drawn across it) is taken to start there.
+    spine_index = {int(n): k for k, n in enumerate(spine)}
+    neck_base = 0
+    if conf["neck"] > 0:
+        radius = dt[int(joints["neck"][1]), int(joints["neck"][0])]
+        away = np.hypot(exy[spine, 0] - joints["neck"][0], exy[spine, 1] - joints["neck"][1]) > radius
+        neck_base = int(np.argmax(away)) if away.any() else 0
+
     # Arms.
     for side in ("right", "left"):
         h = hands[side]
@@ -416,7 +436,10 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
         p = tree.path(h, crotch)
         on_spine = np.array([n in spine_set for n in p.tolist()])
         j = int(np.argmax(on_spine)) if on_spine.any() else len(p) - 1
-        arm = p[:j + 1][::-1]  # spine -> hand
+        if spine_index.get(int(p[j]), len(spine)) < neck_base:
+            arm = tree.path(int(spine[neck_base]), h)
+        else:
+            arm = p[:j + 1][::-1]  # spine -> hand
         arc = _arc(tree, arm)
         out = min(SHOULDER_OUT * dt[int(tree.xy[arm[0], 1]), int(tree.xy[arm[0], 0])], 0.4 * arc[-1])
         joints[f"{side}_shoulder"] = _at(tree, arm, out)
@@ -424,13 +447,28 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
         joints[f"{side}_hand"] = tree.xy[h].copy()
         conf[f"{side}_shoulder"] = conf[f"{side}_elbow"] = conf[f"{side}_hand"] = 1.0
 
-    # Legs.
+    # Legs. A stick figure's legs fork from a thin spine; the ink fills the fork's top (the pen's
+    # width, the mask's closing), so the skeleton forks lower than the drawing: the crotch moves up
+    # the spine to where it is as thin as the spine again.
+    hip_node = crotch
+    if len(feet) == 2 and len(spine) > 4:
+        up = spine[::-1]  # crotch -> head
+        r_up = dt[exy[up, 1].astype(int), exy[up, 0].astype(int)]
+        arc_up = _arc(tree, up)
+        mid = (arc_up > 0.3 * arc_up[-1]) & (arc_up < 0.7 * arc_up[-1])
+        r_ref = float(np.median(r_up[mid])) if mid.any() else 0.0
+        if 0 < r_ref < THIN_SPINE * height:
+            k = 0
+            while k + 1 < len(up) and r_up[k] > 1.3 * r_ref and arc_up[k + 1] < 0.15 * height:
+                k += 1
+            hip_node = int(up[k])
+    hpt = exy[hip_node]
     if len(feet) == 2:
         order = sorted(feet, key=lambda e: exy[e, 0])  # the figure's right foot is on the image's left
         for side, f in zip(("right", "left"), order):
-            leg = tree.path(crotch, f)
+            leg = tree.path(hip_node, f)
             arc = _arc(tree, leg)
-            out = min(HIP_OUT * dt[int(cpt[1]), int(cpt[0])], 0.4 * arc[-1])
+            out = min(HIP_OUT * dt[int(hpt[1]), int(hpt[0])], 0.4 * arc[-1])
             joints[f"{side}_hip"] = _at(tree, leg, out)
             joints[f"{side}_knee"], _ = _middle(tree, leg, out, arc[-1])
             joints[f"{side}_foot"] = tree.xy[f].copy()
@@ -466,6 +504,8 @@ def _fit_work(work: np.ndarray, to_photo) -> Fit:
     fill = float(work.sum()) / (height * width)
     if fill > SOLID:
         reasons.append("a solid block: no limbs stand out of it")
+    if many_ends > BRANCHY:
+        reasons.append(f"too many branches for a person ({many_ends} ends)")
     if reasons:
         score = min(score, 0.3)
     out_joints = {n: to_photo((float(joints[n][0]), float(joints[n][1]))) for n in SKELETON_JOINTS}

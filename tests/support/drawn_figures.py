@@ -135,8 +135,8 @@ def draw_figure(rng: np.random.Generator, style: str, height: float) -> tuple[np
                 x, y = P[k]
                 d.ellipse((x - r, y - r, x + r, y + r), fill=255)
             fx, fy = P[f"{side}_foot"]
-            d.ellipse((fx - 0.6 * lw + sgn * 0.5 * lw, fy - 0.5 * lw, fx + 0.6 * lw + sgn * 1.1 * lw, fy + 0.6 * lw),
-                      fill=255)
+            toe = fx + sgn * 1.1 * lw  # a shoe pointing outwards
+            d.ellipse((min(fx, toe) - 0.6 * lw, fy - 0.5 * lw, max(fx, toe) + 0.6 * lw, fy + 0.6 * lw), fill=255)
         if style == "dress":
             knee_y = 0.5 * (P["right_knee"][1] + P["left_knee"][1])
             hem = cy + 0.6 * (knee_y - cy)
@@ -214,15 +214,22 @@ def _apply(hm: np.ndarray, x: float, y: float) -> tuple[float, float]:
 
 
 def make_photo(seed: int, style: str | None = None, figures: int | None = None,
-               size: tuple[int, int] = (960, 720)) -> tuple[np.ndarray, list[Drawn]]:
+               size: tuple[int, int] = (960, 720), lined: bool = False) -> tuple[np.ndarray, list[Drawn]]:
     """A photo (H, W, 3) uint8 of a sheet with ``figures`` drawn people (1 to 3; random if None) in
-    ``style`` (random per figure if None), and the truth per figure."""
+    ``style`` (random per figure if None), and the truth per figure. ``lined``: a ruled sheet
+    (pale blue lines across it, a red margin line), drawn on over the lines."""
     rng = np.random.default_rng(seed)
     w, h = size
     if rng.random() < 0.3:
         w, h = h, w
     n = int(figures if figures is not None else rng.choice([1, 1, 1, 2, 3]))
     page = _paper(rng, w, h)
+    if lined:
+        gap = rng.uniform(0.035, 0.06) * h
+        for y in np.arange(rng.uniform(0.5, 1.5) * gap, h, gap):
+            page[int(y):int(y) + 2] *= np.array([0.72, 0.8, 0.95])
+        margin = int(rng.uniform(0.08, 0.14) * w)
+        page[:, margin:margin + 2] *= np.array([0.95, 0.6, 0.6])
     light_dir = rng.uniform(0, 2 * math.pi)
     yy, xx = np.mgrid[0:h, 0:w] / max(w, h)
     light = 1.0 - rng.uniform(0.05, 0.25) * (0.5 + 0.5 * (np.cos(light_dir) * xx + np.sin(light_dir) * yy))
