@@ -372,6 +372,7 @@ wait_until() {  # wait_until WHAT CHECK PID NAME LOG
 
 # On a warm machine the models start first: they take the longest to load.
 models_phase=building
+next_serve_check=0  # when the main loop may next ask whether the finder's archives can be served
 if [[ -n $models_ready_to_start ]]; then
   start_model_server || true
 fi
@@ -510,7 +511,9 @@ while true; do
       fi
     elif [[ $models_phase == building ]]; then
       relay_build_state
-      if serve_stack_ready && finder_is_final; then
+      # (at most every 10 s: the check imports torch)
+      if (( SECONDS >= next_serve_check )) && { next_serve_check=$((SECONDS + 10)); finder_is_final; } \
+          && serve_stack_ready; then
         log "torch and TorchServe are installed ($((SECONDS - start)) s after start): serving the ink finder's"
         log "  archives now, while the rest of the model stack (mmcv) builds in the background"
         start_model_server || true
