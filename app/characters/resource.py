@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import coordinates, documents, metrics
 from ..deadline import Deadline
@@ -47,9 +47,13 @@ from ..errors import (
     VersionMismatch,
 )
 from ..motions.library import Motion
+from ..orders import CharacterOrder
 from ..render import steps
 from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict
+
+if TYPE_CHECKING:
+    from animator.api import RenderOptions
 
 log = logging.getLogger("doodlepod.characters")
 
@@ -262,9 +266,7 @@ class Characters:
         self.pipeline.check_disk()
         for _ in range(EDIT_TRIES):
             record, tag = self.load(cid, deadline)
-            if if_match is not None and not version_matches(if_match, record.version):
-                raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}; "
-                                      "GET it again and reapply your change")
+            check_version(if_match, "character", cid, record.version, REAPPLY)
             new, written = self._apply(record, change, deadline, timings)
             try:
                 with self.pipeline.stage(timings, "swap"):
@@ -333,35 +335,28 @@ class Characters:
             log.warning("character %s: pruning old versions failed", record.id, exc_info=True)
 
     # -- render -------------------------------------------------------------------------------
-    def animation_key(self, record: Record, motion: Motion, options: dict[str, Any]) -> str:
+    def animation_key(self, record: Record, motion: Motion, options: RenderOptions) -> str:
         """Where the animation of ``motion`` for ``record``'s version is stored: the render cache's
         key names everything the file depends on (a client's own clip by its content's hash, a library
         motion by its files' hash: a changed clip or cut renders anew)."""
-        fps = options.get("fps", "default")
-        fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
-        cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
         clip = getattr(motion, "sha256", None)
         name = f"{motion.name}-{clip[:16]}" if clip else motion.name
-        file_name = f"{name}-{options['width']}px-{fps}fps{cap}.{file_suffix(options['format'])}"
+        file_name = f"{name}-{options.width}px-{self.pipeline.file_tag(options)}.{file_suffix(options.format)}"
         return self._file_key(record, f"{record.rev}/anim/{file_name}")
 
-    def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
-               deadline: Deadline, timings: dict[str, float], base_url: str,
-               slot: Callable[[], AbstractContextManager[Any]],
-               max_frames: int | None = None,
+    def render(self, order: CharacterOrder, motions: Sequence[Motion], deadline: Deadline,
+               timings: dict[str, float], slot: Callable[[], AbstractContextManager[Any]],
                progress: Callable[[dict[str, Any]], None] | None = None) -> tuple[Record, dict[str, str], list[str]]:
-        """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
-        rendered in parallel in the process pool (holding ``slot()`` while rendering; a slot it
-        yields that has a ``check()``, background work's, is checked while the renders run).
-        ``max_frames`` (checked by :func:`app.intake.shapes.parse_max_frames`) renders each clip in at most that many
+        """URLs of ``motions`` (the order's, resolved, and a client's clip) for the current version:
+        stored ones at once (cache hits), the others rendered in parallel in the process pool (holding
+        ``slot()`` while rendering; a slot it yields that has a ``check()``, background work's, is
+        checked while the renders run). ``order.max_frames`` renders each clip in at most that many
         frames (a preview). ``progress``: see :meth:`Pipeline.render`. Returns the record,
         ``{motion: url}`` in the asked order and the names that were cache hits."""
-        record, _ = self.load(cid, deadline)
-        if if_match is not None and not version_matches(if_match, record.version):
-            raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
-        options = self.pipeline.render_options(fmt, size)
-        if max_frames is not None:
-            options["max_frames"] = max_frames
+        record, _ = self.load(order.character, deadline)
+        check_version(order.if_match, "character", order.character, record.version)
+        options = self.pipeline.render_options(order.format, order.size, order.max_frames)
+        base_url = order.base_url
         keys = {m.name: self.animation_key(record, m, options) for m in motions}
         urls: dict[str, str] = {}
         stored = _together(*[(lambda k=keys[m.name]: self.storage.exists(k, deadline)) for m in motions])
@@ -460,6 +455,16 @@ def version_matches(if_match: str, version: int) -> bool:
         if tag == str(version):
             return True
     return False
+
+
+#: What a stale edit's 412 advises.
+REAPPLY = "; GET it again and reapply your change"
+
+
+def check_version(if_match: str | None, kind: str, rid: str, version: int, advice: str = "") -> None:
+    """412 ``version_mismatch`` unless ``if_match`` is absent or names ``version`` (:func:`version_matches`)."""
+    if if_match is not None and not version_matches(if_match, version):
+        raise VersionMismatch(f"{kind} {rid} is at version {version}, not {if_match.strip()}{advice}")
 
 
 def files_folder(record: Record) -> str:

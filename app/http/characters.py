@@ -12,15 +12,15 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from ..characters.resource import Edit, version_matches
-from ..errors import ApiError, VersionMismatch
+from ..characters.resource import Edit, check_version, version_matches
+from ..errors import ApiError
 from ..intake.models import CharacterEdit, CharacterForm, RenderRequest
-from ..intake.motions import motion_list
 from ..intake.read import read, takes
+from ..orders import CharacterOrder
 from ..services import services
-from .animate import check_image_header, uploaded_clip
+from .animate import check_image_header, motion_list, uploaded_clip
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
-from .jobs import admit_work, client, idempotent, meter_storage, submit, wants_async
+from .jobs import admit_work, idempotent, meter_storage, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
@@ -116,16 +116,18 @@ def delete_character(cid: str):
     return Response(status=204)
 
 
+def _order(cid: str, fields: RenderRequest, motions: list) -> CharacterOrder:
+    """The work order of the request's ``fields``, its motions resolved (:func:`motion_list`)."""
+    return CharacterOrder.of(fields, character=cid, motions=[m.name for m in motions],
+                             if_match=request.headers.get("If-Match"), base_url=base_url())
+
+
 def _animate_character_async(cid: str, fields: RenderRequest, deadline) -> Response:
     """Check what can be checked now (the character exists, If-Match, motions), then queue the render."""
-    chosen = motion_list(fields.motions)
+    order = _order(cid, fields, motion_list(fields.motions))
     record, _ = services().characters.load(cid, deadline)      # 404 now, not a failed job later
-    if_match = request.headers.get("If-Match")
-    if if_match is not None and not version_matches(if_match, record.version):
-        raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
-    payload = {"character": cid, "motions": [m.name for m in chosen], "format": fields.format, "size": fields.size,
-               "max_frames": fields.max_frames, "if_match": if_match, "base_url": base_url()}
-    return submit("character_animations", payload, None, fields.callback_url)
+    check_version(order.if_match, "character", cid, record.version)
+    return submit(order, None, fields.callback_url)
 
 
 @bp.post("/characters/<cid>/animations")
@@ -148,14 +150,12 @@ def _animate_character_now(cid: str, fields: RenderRequest, deadline) -> Respons
     chosen: list = []
     try:
         # own=deadline: names of the client's motions made from videos resolve too (copied for this request)
-        chosen = motion_list(fields.motions, defaults=clip is None, own=deadline, client=client()) \
-            + ([clip] if clip else [])
+        chosen = motion_list(fields.motions, defaults=clip is None, own=deadline)
+        order = _order(cid, fields, chosen)
+        chosen += [clip] if clip else []
         timings: dict[str, float] = {}
-        record, urls, hits = services().characters.render(cid, chosen, fields.format, fields.size,
-                                                          request.headers.get("If-Match"),
-                                                          deadline, timings, base_url(),
-                                                          partial(render_slot, request_priority()),
-                                                          max_frames=fields.max_frames)
+        record, urls, hits = services().characters.render(order, chosen, deadline, timings,
+                                                          partial(render_slot, request_priority()))
     finally:
         for motion in chosen or ([clip] if clip else []):
             if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request

@@ -18,8 +18,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,26 +35,14 @@ from ..errors import (
 )
 from ..loop import off_loop
 from ..motions.library import Motion
+from ..orders import AnimateOrder
 from ..storage.backends import LocalStorage, free_disk_mb
 from . import steps
 
+if TYPE_CHECKING:
+    from animator.api import RenderOptions
+
 log = logging.getLogger("doodlepod.pipeline")
-
-
-@dataclass
-class AnimateRequest:
-    """What a request asks for, already validated by the route."""
-
-    image: bytes
-    motions: Sequence[Motion]
-    format: str
-    deadline: Deadline
-    base_url: str
-    request_id: str
-    joints: list | None = None          # client joints (animator Joints) in image pixels, or None
-    bbox: Sequence[float] | None = None  # client box [l, t, r, b] in image pixels, or None
-    size: int | None = None              # width and height of the animations (checked), or the default
-    progress: Callable[[dict[str, Any]], None] | None = None  # see Pipeline.render
 
 
 @dataclass(frozen=True)
@@ -170,7 +158,7 @@ class Pipeline:
             steps.check_rig(character.mask, [(j.name, j.loc) for j in character.skeleton])
         return character
 
-    def render(self, character: tuple, motions: Sequence[Motion], options: dict[str, Any], deadline: Deadline,
+    def render(self, character: tuple, motions: Sequence[Motion], options: RenderOptions, deadline: Deadline,
                timings: dict[str, float], store: Callable[[Motion, dict[str, Any]], str],
                task: Callable[..., dict[str, Any]] = steps.render_motion,
                progress: Callable[[dict[str, Any]], None] | None = None,
@@ -187,7 +175,7 @@ class Pipeline:
         CPUs that the admitted requests' motions leave idle are given to the renders: each makes
         its frames in :meth:`processes_per_render` processes (the file is the same for any number)."""
         t0 = time.perf_counter()
-        options = {**options, "processes": self.processes_per_render(len(motions))}
+        options = replace(options, processes=self.processes_per_render(len(motions)))
         # longest clip first: with fewer render processes than motions, the short ones then fill in
         # beside it instead of a long one starting last and running alone
         order = sorted(motions, key=lambda m: getattr(m, "seconds", 0.0), reverse=True)
@@ -224,7 +212,7 @@ class Pipeline:
                 report("storing")
                 with self.stage(timings, f"upload:{motion.name}"):
                     done[motion.name] = store(motion, out)
-                metrics.ANIMATIONS.labels(motion=motion.name, format=options.get("format", "gif")).inc()
+                metrics.ANIMATIONS.labels(motion=motion.name, format=options.format).inc()
         except BaseException:
             # an error, a passed deadline or a dropped client: the other motions' renders stop now,
             # and the request (and its render slot) ends only once the render processes are free
@@ -240,10 +228,13 @@ class Pipeline:
 
         return processes_per_render(available_cpus(), self.settings.max_inflight, motions)
 
-    def render_options(self, fmt: str, size: int | None = None) -> dict[str, Any]:
-        """:class:`animator.RenderOptions` keyword arguments from the settings (``size`` overrides
-        DOODLEPOD_RENDER_SIZE). A thumbnail (side <= :data:`THUMBNAIL_SIDE`) is rigged on a coarser
-        mesh: its bends look the same at that size, and the mesh setup is most of its time."""
+    def render_options(self, fmt: str, size: int | None = None, max_frames: int | None = None) -> RenderOptions:
+        """The :class:`animator.RenderOptions` of a render from the settings (``size`` overrides
+        DOODLEPOD_RENDER_SIZE, ``max_frames`` a request's own cap over DOODLEPOD_RENDER_MAX_FRAMES). A
+        thumbnail (side <= :data:`THUMBNAIL_SIDE`) is rigged on a coarser mesh: its bends look the same
+        at that size, and the mesh setup is most of its time."""
+        from animator.api import RenderOptions
+
         s = self.settings
         side = int(size or s.render_size)
         options: dict[str, Any] = {"width": side, "height": side, "format": fmt, "threads": s.render_threads}
@@ -251,43 +242,55 @@ class Pipeline:
             options["mesh_cells"] = THUMBNAIL_MESH_CELLS
         if s.render_fps:
             options["fps"] = s.render_fps if s.render_fps == "native" else float(s.render_fps)
-        if s.render_max_frames:
-            options["max_frames"] = s.render_max_frames
-        return options
+        if max_frames is not None or s.render_max_frames:
+            options["max_frames"] = max_frames if max_frames is not None else s.render_max_frames
+        return RenderOptions(**options)
+
+    def file_tag(self, options: RenderOptions) -> str:
+        """The frame rate and frame cap in a stored render's name (``25fps``, ``defaultfps-max20``): a
+        render cache's key carries what its file depends on (the default rate while the settings name none)."""
+        fps: Any = options.fps if self.settings.render_fps else "default"
+        fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
+        return f"{fps}fps" + (f"-max{options.max_frames}" if options.max_frames else "")
 
     # -- /animate: every step in memory ---------------------------------------------------------
-    def run(self, req: AnimateRequest) -> Result:
+    def run(self, order: AnimateOrder, image: bytes, motions: Sequence[Motion], deadline: Deadline,
+            progress: Callable[[dict[str, Any]], None] | None = None) -> Result:
+        """POST /animate's work: ``order``'s character found on ``image`` (or placed by its joints and
+        box) and animated in ``motions`` (the order's, resolved, and a client's clip)."""
         timings: dict[str, float] = {}
-        if req.progress is not None:
-            req.progress({"stage": "preparing"})
-        img = self.decode(req.image, req.deadline, timings)
+        if progress is not None:
+            progress({"stage": "preparing"})
+        img = self.decode(image, deadline, timings)
         height, width = img.rgb.shape[:2]
-        if req.joints is not None:
-            coordinates.check_inside(req.joints, img.image_size)
-            work_joints = coordinates.joints_to_work(req.joints, img.scale)
-            box = coordinates.box_for_client(req.bbox, work_joints, img.scale, width, height)
+        joints = client_joints(order)
+        if joints is not None:
+            coordinates.check_inside(joints, img.image_size)
+            work_joints = coordinates.joints_to_work(joints, img.scale)
+            box = coordinates.box_for_client(None if order.bbox is None else list(order.bbox), work_joints,
+                                             img.scale, width, height)
         else:
-            box = self.detect(img, req.deadline, timings)[0].box
-        crop = self.segment(img, box, req.deadline, timings)
+            box = self.detect(img, deadline, timings)[0].box
+        crop = self.segment(img, box, deadline, timings)
         l, t, _, _ = box
-        if req.joints is not None:
+        if joints is not None:
             from animator.skeleton import transform_skeleton
             skeleton = transform_skeleton(work_joints, offset=(-l, -t))
         else:
-            skeleton = self.pose(crop.png, req.deadline, timings)
-        character = self.rig(crop.texture, crop.mask, skeleton, req.deadline, timings)
+            skeleton = self.pose(crop.png, deadline, timings)
+        character = self.rig(crop.texture, crop.mask, skeleton, deadline, timings)
 
         # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
         # client can repeat or make up) stays in the logs and headers and never names a stored file.
         set_id = new_storage_id()
 
         def store(motion: Motion, out: dict[str, Any]) -> str:
-            key = f"{set_id}/{motion.name}.{file_suffix(req.format)}"
-            self.storage.put(key, out["data"], out["mime"], req.deadline)
-            return self.storage.url(key, req.base_url)
+            key = f"{set_id}/{motion.name}.{file_suffix(order.format)}"
+            self.storage.put(key, out["data"], out["mime"], deadline)
+            return self.storage.url(key, order.base_url)
 
-        animations = self.render((character,), req.motions, self.render_options(req.format, req.size), req.deadline,
-                                 timings, store, progress=req.progress)
+        animations = self.render((character,), motions, self.render_options(order.format, order.size), deadline,
+                                 timings, store, progress=progress)
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
         bbox_img = [round(v / img.scale, 1) for v in box]
@@ -335,10 +338,20 @@ class Pipeline:
         return skeleton_from_coco(keypoints)
 
 
-def expected_frames(motion: Any, options: dict[str, Any]) -> int | None:
+def client_joints(order: AnimateOrder) -> list | None:
+    """The order's client joints as the animator's skeleton (image pixels), or None."""
+    if order.joints is None:
+        return None
+    from animator.skeleton import skeleton_from_client
+
+    with animator_boundary():
+        return skeleton_from_client([joint.model_dump() for joint in order.joints])
+
+
+def expected_frames(motion: Any, options: RenderOptions) -> int | None:
     """The frames the render of ``motion`` with ``options`` will make (the animator's own frame plan
     over the clip's header: frames in range and frame time), or None when the clip is not known here."""
-    from animator.frame_rate import DEFAULT_FPS, plan_frames
+    from animator.frame_rate import plan_frames
 
     clip = getattr(motion, "clip", None)
     if clip is None and getattr(motion, "frames", None) and getattr(motion, "frame_time_s", None):
@@ -346,8 +359,8 @@ def expected_frames(motion: Any, options: dict[str, Any]) -> int | None:
     if not clip:
         return None
     try:
-        return int(plan_frames(int(clip[0]), float(clip[1]), fps=options.get("fps", DEFAULT_FPS),
-                               max_frames=options.get("max_frames")).indices.size)
+        return int(plan_frames(int(clip[0]), float(clip[1]), fps=options.fps,
+                               max_frames=options.max_frames).indices.size)
     except Exception:  # noqa: BLE001 - an estimate; the render reports its own count
         return None
 
