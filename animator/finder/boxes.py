@@ -114,8 +114,9 @@ def _edge_clutter(ink: np.ndarray, side: int) -> np.ndarray:
 def _ruled_lines(ink: np.ndarray, side: int) -> np.ndarray:
     """Long straight lines across the sheet (a ruled or squared page, a margin): thin ink (at most
     a few pixels across) that holds a horizontal or vertical run of RULED of the side once thickened
-    by 2 px across the run (a line tilted by up to ~5% in the photo still holds it), grown by two
-    pixels into the ink around it. A figure's body, thick across the line, stays."""
+    by 2 px across the run (a line tilted by up to ~5% in the photo still holds it), with its
+    stubs half a run on, grown by two pixels into the ink around it. A figure's body, thick across
+    the line, stays."""
     n = max(8, int(RULED * side))
     u8 = ink.view(np.uint8)
     out = np.zeros_like(ink)
@@ -125,6 +126,9 @@ def _ruled_lines(ink: np.ndarray, side: int) -> np.ndarray:
                                                 axis=across).astype(bool)
         thick = ndimage.maximum_filter1d(u8, 5, axis=across)
         run = ndimage.maximum_filter1d(ndimage.minimum_filter1d(thick, n, axis=axis), n, axis=axis)
+        # and its stubs: the same line's thin ink up to half a run beyond where the run ended (between
+        # a figure and the margin, between two figures)
+        run = ndimage.maximum_filter1d(run, n, axis=axis)
         out |= run.astype(bool) & thin
     if not out.any():
         return out

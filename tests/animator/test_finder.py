@@ -184,3 +184,12 @@ def test_the_work_is_bounded_on_noise():
     assert len(figures) <= 3
     fit = fit_skeleton(rng.random((800, 800)) > 0.5)
     assert fit.score <= 0.3 and fit.reason
+
+
+@pytest.mark.parametrize("seed", [6, 9, 14])
+def test_a_figure_on_a_ruled_sheet(seed):
+    """The ruled lines join every figure to the whole sheet; with them cut away the figure's box is
+    found, and the sheet's comb of lines is not taken for a person."""
+    rgb, truth = make_photo(seed, figures=1, lined=True)
+    figures = find_figures(rgb)
+    assert _iou(figures[0].box, truth[0].box) >= 0.7
