@@ -26,6 +26,9 @@ const FORMATS = [
 ];
 const SIZES = [["", "server's default"], ["256", "256 px"], ["512", "512 px"], ["768", "768 px"], ["1024", "1024 px"]];
 const IMAGES = new Set(["gif", "webp", "apng"]);
+// Answers after which the server could not fit a skeleton in a box: the joints are placed by hand.
+const FIT_MISSED = new Set(["no_character", "no_skeleton", "invalid_character", "models_unavailable",
+  "model_server_unavailable", "model_server_error"]);
 const VIDEOS = new Set(["mp4", "webm"]);
 const TINY = "This server runs tiny random-initialised models, built for testing and never trained: what they " +
   "find is meaningless. Add each drawing they missed with “Add one the detector missed” (its box, then its " +
@@ -571,19 +574,41 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
     return state.editor;
   }
 
-  /** Open the editor on the page's photo with `box` and a standing figure scaled to it. */
+  /**
+   * The joints of a new character in `box`: where the server can fit them (trained models, or the ink
+   * finder where there are none) it cuts the character out with its fitted skeleton at once, and the
+   * editor opens on those joints to check (Save sends what the person moved); where it cannot (tiny
+   * random models, nothing figure-like in the box, no scene yet) the editor opens with a standing
+   * figure scaled to the box, sent with "Add to the scene".
+   */
   async function placeJoints(box) {
     say("Opening the photo for the joints…");
-    if (!state.photo) state.photo = await fetchBitmap(state.scene.urls.page);
+    if (!state.photo) state.photo = state.scene ? await fetchBitmap(state.scene.urls.page) : state.photo;
     const { width, height } = pageSize();
-    const doc = { draft: true, id: null, version: 0, image: { width, height }, bbox: box, joints: skeletonIn(box),
+    let doc = null;
+    if (state.scene && !state.tiny) {
+      say("Fitting a skeleton to the drawing in the box…");
+      try {
+        const before = new Set(state.scene.characters.map((c) => c.id));
+        await patch({ add: [{ bbox: box }] }, "Added: check its joints.");
+        const made = state.scene.characters.find((c) => !before.has(c.id));
+        if (made) doc = await call("GET", `characters/${encodeURIComponent(made.id)}`);
+      } catch (err) {
+        if (!(err instanceof ApiError && FIT_MISSED.has(err.code))) throw err;
+      }
+    }
+    state.fitted = doc;
+    doc = doc || { draft: true, id: null, version: 0, image: { width, height }, bbox: box, joints: skeletonIn(box),
       skeleton: SKELETON, detections: [], urls: {} };
     addPanel.hidden = false;
+    addSave.textContent = state.fitted ? "Save its joints" : "Add to the scene";
     const ed = editor();
     ed.setWholePhoto(false);
     ed.load(doc, state.photo, null, null);
-    editorHint.textContent = "Drag each joint onto its place on the drawing, then “Add to the scene”.";
-    say("Place the joints on the new character.");
+    editorHint.textContent = state.fitted
+      ? "The server fitted these joints: drag any that is off onto its place, then “Save its joints”."
+      : "Drag each joint onto its place on the drawing, then “Add to the scene”.";
+    say(state.fitted ? "Check the new character's joints." : "Place the joints on the new character.");
     addPanel.scrollIntoView({ block: "start", behavior: "instant" });
   }
 
@@ -598,6 +623,18 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
   });
   addSave.addEventListener("click", () => guarded(async () => {
     const edits = editor().edits();
+    if (state.fitted) { // already in the scene: only what the person moved goes to the character
+      if (edits.joints || edits.bbox) {
+        say("Saving its joints…");
+        await request("PATCH", `characters/${encodeURIComponent(state.fitted.id)}`,
+          { json: edits, ifMatch: `"${state.fitted.version}"` });
+        show(await call("GET", `scenes/${state.scene.id}`));
+      }
+      state.fitted = null;
+      cancelAdd();
+      say("Saved. Play the scene to see it move.");
+      return;
+    }
     if (!edits.bbox) return;
     const character = { bbox: edits.bbox, joints: edits.joints };
     say("Cutting out the new character…");
