@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from flask import Blueprint, g, request
+from werkzeug.http import parse_dict_header
 
 from .. import metrics
 from ..clients import client_id
@@ -33,12 +34,17 @@ def require_bearer_token() -> None:
     expected = services().settings.auth_token
     if not expected:
         return
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
+    token = bearer_token()
+    if not token:
         raise Unauthorized("this server needs 'Authorization: Bearer <token>'")
-    if not hmac.compare_digest(token.strip().encode(), expected.encode()):
+    if not hmac.compare_digest(token.encode(), expected.encode()):
         raise Unauthorized("the bearer token is not valid")
+
+
+def bearer_token() -> str:
+    """The request's bearer token ('' without one), as Werkzeug reads ``Authorization``."""
+    auth = request.authorization
+    return (auth.token or "") if auth is not None and auth.type == "bearer" else ""
 
 
 def request_deadline() -> Deadline:
@@ -88,11 +94,8 @@ def request_priority() -> str:
     (RFC 9218's lowest urgencies; the studio's previews send u=7), else :data:`RENDER`."""
     from ..render.admission import BACKGROUND, RENDER
 
-    for item in request.headers.get("Priority", "").split(","):
-        key, _, value = item.strip().partition("=")
-        if key.strip() == "u" and value.strip() in ("6", "7"):
-            return BACKGROUND
-    return RENDER
+    urgency = parse_dict_header(request.headers.get("Priority", "")).get("u")
+    return BACKGROUND if (urgency or "").strip() in ("6", "7") else RENDER
 
 
 def _slots_text(count: int) -> str:
@@ -185,8 +188,7 @@ def request_client() -> str:
         return cached
     token = ""
     if services().settings.auth_token:
-        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-        token = value.strip() if scheme.lower() == "bearer" else ""
+        token = bearer_token()
     g.client_identity = who = client_id(token, client_address())
     return who
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
+from werkzeug.http import parse_list_header
 
 from .. import metrics, shares
 from ..errors import ApiError, NotFound
@@ -42,8 +43,8 @@ _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 
 def wants_async() -> bool:
     """True when the request says ``Prefer: respond-async`` (RFC 7240; other preferences ignored)."""
-    prefs = ",".join(request.headers.getlist("Prefer")).lower().split(",")
-    return any(p.split(";")[0].split("=")[0].strip() == "respond-async" for p in prefs)
+    prefs = parse_list_header(",".join(request.headers.getlist("Prefer")))
+    return any(p.split(";")[0].split("=")[0].strip().lower() == "respond-async" for p in prefs)
 
 
 def client() -> str:

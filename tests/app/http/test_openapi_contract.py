@@ -297,9 +297,17 @@ def _headers_read_in_code() -> set[str]:
                     and node.func.attr in ("get", "getlist") and node.args and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, str) and _name_of(node.func.value) == "headers"):
                 headers.add(node.args[0].value.lower())
+            # the headers Werkzeug parses for the routes (request.if_none_match, request.authorization, ...)
+            if isinstance(node, ast.Attribute) and _name_of(node.value) == "request" and node.attr in PARSED:
+                headers.add(PARSED[node.attr])
     from app.jobs.idempotency import HEADER
     headers.add(HEADER.lower())
     return headers
+
+
+#: Werkzeug's parsed request headers, by the request's attribute.
+PARSED = {"if_match": "if-match", "if_none_match": "if-none-match", "authorization": "authorization",
+          "if_modified_since": "if-modified-since", "range": "range"}
 
 
 def _name_of(node: ast.AST) -> str:
