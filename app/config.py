@@ -286,7 +286,7 @@ SETTINGS: tuple[Setting, ...] = (
             "(never less than DOODLEPOD_IDEMPOTENCY_TTL_S: a repeated key must find its job).", _positive_int),
     Setting("DOODLEPOD_JOBS_POLL_AFTER_S", "2", "Retry-After sent with 202 and with unfinished jobs: how soon a "
             "client should poll.", _positive_int),
-    Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.jobs.worker) renders at "
+    Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.worker) renders at "
             "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
             "worker holds none). Videos (POST /motions) are not among them: see "
             "DOODLEPOD_WORKER_VIDEO_CONCURRENCY.", _positive_int),

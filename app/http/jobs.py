@@ -2,7 +2,7 @@
 
 * ``Prefer: respond-async`` on POST /animate (and POST /characters/{id}/animations): the request is
   checked as usual, then queued (app/jobs/queue.py) and answered ``202`` with ``Location: /jobs/{id}``
-  and ``Retry-After``; a worker (``python -m app.jobs.worker``) renders it.
+  and ``Retry-After``; a worker (``python -m app.worker``) renders it.
 * ``GET /jobs/{id}``: ``{"id", "status": queued|running|succeeded|failed, "animations"?, "error"?,
   "timings_ms"?, "created", "updated", ...}``.
 * :func:`admit_work` (every request that queues work): the client's token bucket (app/jobs/ratelimit.py),
@@ -155,7 +155,7 @@ def _replay(record: dict[str, Any]) -> Response:
 
 def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
            input_bytes: int | None = None) -> Response:
-    """Queue ``order`` (its payload a job of its kind: a handler of app/jobs/worker.py) and answer 202; or replay
+    """Queue ``order`` (its payload a job of its kind: a handler of app/worker.py) and answer 202; or replay
     the key's first answer. ``input_bytes``: the size of an input the order names (a stored video), for the
     client's share."""
     svc = services()

@@ -2,7 +2,7 @@
 
 Units: the address rules of app/jobs/egress.py (a resolver stub stands in for DNS, which cannot be
 made to answer on cue here), and one delivery attempt against a real tarpit socket on loopback.
-End to end: gunicorn (gevent) + ``python -m app.jobs.worker`` + Valkey + the fake-model TorchServe on
+End to end: gunicorn (gevent) + ``python -m app.worker`` + Valkey + the fake-model TorchServe on
 loopback; the receivers are real HTTP servers on loopback, let through by DOODLEPOD_WEBHOOK_ALLOW.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The render worker: ``python -m app.jobs.worker`` takes async jobs from Redis and renders them.
+"""The render worker: ``python -m app.worker`` takes async jobs from Redis and renders them.
 
 It is a second process type of the app's image, run beside gunicorn in the same pod (the
 ``worker`` container of deploy/deployment.yaml, a second process of ``make run``). It builds the
@@ -21,7 +21,7 @@ failure (4xx, ``render_failed``, ``deadline_exceeded``, a crash) ends ``failed``
 until ``DOODLEPOD_JOBS_MAX_ATTEMPTS``, then ends ``failed`` and is dead-lettered. No thread waits out
 the delay: the job thread goes on to the next job.
 
-``python -m app.jobs.worker --alive`` exits 0 if this pod's worker renewed its heartbeat file recently
+``python -m app.worker --alive`` exits 0 if this pod's worker renewed its heartbeat file recently
 (the container's liveness probe).
 """
 from __future__ import annotations
@@ -39,14 +39,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import shares
-from ..errors import ApiError
-from ..motions.library import pick
-from ..orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
-from . import retry
+from . import shares
+from .errors import ApiError
+from .jobs import retry
+from .motions.library import pick
+from .orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
 
 if TYPE_CHECKING:
-    from ..services import Services
+    from .services import Services
 
 log = logging.getLogger("doodlepod.worker")
 
@@ -119,8 +119,8 @@ def run_motion_from_video(ctx: Services, order: VideoOrder, video: bytes | None,
     """POST /motions' work: the person's movement in the video as the client's own motion
     (app/motions/own.py). It runs on a video thread, holding no render slot; the video waits
     in the storage (``video_key``; older jobs: the job's input in Redis)."""
-    from ..errors import InvalidVideo
-    from ..motions.own import make_motion
+    from .errors import InvalidVideo
+    from .motions.own import make_motion
 
     if order.video_key:
         video = ctx.storage.get(order.video_key, deadline)
@@ -145,13 +145,13 @@ class Worker:
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
-        from .egress import BoundedResolver
+        from .jobs.egress import BoundedResolver
         # callback names: looked up on threads of their own, within each attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S
         self.resolver = BoundedResolver(self.settings.webhook_dns_threads, self.settings.webhook_timeout_s)
 
     # --- the threads ------------------------------------------------------------------------
     def run(self) -> None:
-        from .. import metrics  # noqa: F401  (metrics files in the shared folder)
+        from . import metrics  # noqa: F401  (metrics files in the shared folder)
 
         threads = [threading.Thread(target=self._job_loop, args=(f"{self.name}-{i}",), name=f"job-{i}", daemon=True)
                    for i in range(self.settings.worker_concurrency)]
@@ -242,7 +242,7 @@ class Worker:
             (ids.add if on else ids.discard)(entry_id)
 
     def _heartbeat_loop(self) -> None:
-        from .queue import WEBHOOKS_GROUP, WORKERS_GROUP
+        from .jobs.queue import WEBHOOKS_GROUP, WORKERS_GROUP
 
         period = max(0.2, self.queue.visibility_s / 3)
         alive = self.run_dir / HEARTBEAT_FILE
@@ -262,8 +262,8 @@ class Worker:
 
     # --- one job ---------------------------------------------------------------------------------
     def _run(self, taken, consumer: str) -> None:
-        from .. import metrics
-        from ..deadline import Deadline
+        from . import metrics
+        from .deadline import Deadline
 
         stream = taken.stream or self.queue.stream
         self._track(stream, consumer, taken.entry_id, True)
@@ -314,7 +314,7 @@ class Worker:
             order = read_order(job.get("kind", ""), json.loads(job.get("payload") or "{}"))
             key = order.video_key if isinstance(order, VideoOrder) else ""
             if key:
-                from ..deadline import Deadline
+                from .deadline import Deadline
                 self.ctx.storage.delete(key, Deadline(30))
         except Exception as exc:  # the expiry sweep (or the bucket's lifecycle rule) removes it later
             log.warning("job %s: its stored input not removed: %s", job.get("id"), exc)
@@ -348,7 +348,7 @@ class Worker:
 
     def _failed(self, taken, owner: str, job: dict, exc: ApiError) -> None:
         """End or requeue the job as :func:`app.jobs.retry.decide` says for ``exc``."""
-        from .. import metrics
+        from . import metrics
 
         error = {"code": exc.code, "status": exc.status, "message": exc.message}
         attempt = int(job["attempts"])
@@ -377,7 +377,7 @@ class Worker:
         one over its receiver's or its client's share waits here (its entry kept alive by the
         heartbeat) until one of those deliveries ends, while the callbacks behind it in the stream go
         on (:data:`MAX_WAITING_CALLBACKS`)."""
-        from .queue import WEBHOOKS_GROUP
+        from .jobs.queue import WEBHOOKS_GROUP
 
         lanes = Lanes(self.settings.webhook_concurrency, PER_RECEIVER, self.settings.client_webhook_lanes)
         waiting: list[tuple[Any, tuple[str, str], dict[str, str] | None]] = []   # (taken, lane, raw job)
@@ -420,9 +420,9 @@ class Worker:
                          daemon=True).start()
 
     def _deliver_one(self, item, consumer: str, lanes: Lanes) -> None:
-        from .. import metrics
-        from .queue import now_iso
-        from .webhooks import Allowance, deliver
+        from . import metrics
+        from .jobs.queue import now_iso
+        from .jobs.webhooks import Allowance, deliver
 
         s = self.settings
         taken, lane, raw = item
@@ -548,14 +548,14 @@ def _age_s(job: dict) -> float:
 
 def build(settings) -> Worker | None:
     """The worker of ``settings``: the same pipeline as the web app, and the pod's render slots."""
-    from .. import runtime_dir
-    from ..logs import configure_logging
+    from . import runtime_dir
+    from .logs import configure_logging
 
     configure_logging(settings.log_level)
     run_dir = runtime_dir(settings)  # sets PROMETHEUS_MULTIPROC_DIR before metrics is imported
     if not settings.redis_url:
         return None
-    from ..services import build_services
+    from .services import build_services
 
     return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}"), run_dir)
 
@@ -588,7 +588,7 @@ def _idle(settings) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..config import load_settings
+    from .config import load_settings
 
     argv = sys.argv[1:] if argv is None else argv
     settings = load_settings()
