@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import shares
+from .clients.lanes import PER_RECEIVER, Lanes, receiver_of
 from .errors import ApiError
 from .jobs import retry
 from .motions.library import pick
@@ -464,61 +465,10 @@ class Worker:
             self._track(self.queue.hooks, consumer, taken.entry_id, False)
 
 
-#: Callbacks one worker delivers to one receiver (scheme, host, port) at once.
-PER_RECEIVER = 2
 #: Callbacks one worker holds while their lanes are busy before it takes no more from the stream. A
 #: client has at most DOODLEPOD_CLIENT_MAX_QUEUED of them (a job counts in that share until its callback
 #: is delivered), so a few clients with slow receivers cannot fill it and stall everyone's callbacks.
 MAX_WAITING_CALLBACKS = 512
-
-
-def receiver_of(url: str) -> str:
-    """Whose lane a callback takes: its URL's scheme, host and port."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port or ''}"
-
-
-class Lanes:
-    """Counts deliveries in flight: in all (at most ``total``), per receiver (at most ``each``) and per
-    client (at most ``per_client``, DOODLEPOD_CLIENT_WEBHOOK_LANES: a client that names many slow
-    receivers on many ports still holds only its own lanes). A lane is ``(receiver, client)``."""
-
-    def __init__(self, total: int, each: int, per_client: int | None = None) -> None:
-        self.total, self.each = total, each
-        self.per_client = per_client or total
-        self._lock = threading.Lock()
-        self._busy: dict[str, int] = {}
-        self._clients: dict[str, int] = {}
-
-    def has_room(self) -> bool:
-        with self._lock:
-            return sum(self._busy.values()) < self.total
-
-    def try_start(self, lane: tuple[str, str] | str) -> bool:
-        receiver, client = (lane, "") if isinstance(lane, str) else lane
-        with self._lock:
-            if (sum(self._busy.values()) >= self.total or self._busy.get(receiver, 0) >= self.each
-                    or self._clients.get(client, 0) >= self.per_client):
-                return False
-            self._busy[receiver] = self._busy.get(receiver, 0) + 1
-            self._clients[client] = self._clients.get(client, 0) + 1
-            return True
-
-    def end(self, lane: tuple[str, str] | str) -> None:
-        receiver, client = (lane, "") if isinstance(lane, str) else lane
-        with self._lock:
-            for counts, key in ((self._busy, receiver), (self._clients, client)):
-                left = counts.get(key, 0) - 1
-                if left > 0:
-                    counts[key] = left
-                else:
-                    counts.pop(key, None)
 
 
 def _progress_arg(run: Callable[..., Any], reporter: Callable[[dict[str, Any]], None]) -> dict[str, Any]:

@@ -15,11 +15,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.clients.lanes import Lanes
 from app.config import load_settings
 from app.jobs.egress import Allowance, BoundedResolver
 from app.jobs.queue import JobQueue
 from app.jobs.webhooks import deliver
-from app.worker import Lanes, Worker
+from app.worker import Worker
 from tests.support.rawhttp import Tarpit
 from tests.support.receiver import CallbackReceiver
 
