@@ -12,7 +12,7 @@
 #      the app, Redis and the worker start, and the studio's URL and the curl line that sends a
 #      drawing's joints are printed as soon as they answer ("the app is up").
 #   2. the model server: on a fresh machine the model stack (torch, TorchServe, the OpenMMLab stack:
-#      mmcv compiles for ~11 min on 2 cores, once) builds in the background meanwhile, at low CPU
+#      mmcv compiles for ~3 min on 2 idle cores, once) builds in the background meanwhile, at low CPU
 #      priority, its progress on this terminal, in its log and in GET /ping's "models" object; then
 #      the model archives are built and TorchServe starts. Until its models are READY, photo requests
 #      answer 503 models_unavailable with Retry-After. "doodlepod is running at" says all is ready.
@@ -185,10 +185,10 @@ else
   mkdir -p "$CACHE/logs"
   MODEL_LOG=$CACHE/logs/model-stack-$(date +%Y%m%d-%H%M%S).log
   log "the model stack is not installed yet: building it in the background (torch, TorchServe, the OpenMMLab"
-  log "  stack; mmcv compiles from source once, ~11 min on 2 cores); progress below, in GET /ping's \"models\","
+  log "  stack; mmcv compiles from source once, ~3 min on 2 idle cores); progress below, in GET /ping's \"models\","
   log "  and in $MODEL_LOG"
   models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
-    "step 1 of 7, installing the model stack" 0 7 780
+    "step 1 of 7, installing the model stack" 0 7 300
   (
     exec setsid bash -c 'nice -n 10 scripts/bootstrap.sh --models 2>&1 | tee "$1" \
       | grep --line-buffered -E "^\[(bootstrap|model-stack) |ERROR|rror:" | sed -u "s/^/  (background) /" >&2
