@@ -82,8 +82,7 @@ def create_app(**overrides: Any):
     run_dir = runtime_dir(settings)
 
     # Imports that need PROMETHEUS_MULTIPROC_DIR set come after runtime_dir().
-    from . import errors
-    from .http import register_blueprints
+    from .http import answers, register_blueprints
     from .http.hooks import install_hooks
     from .loop import under_gevent
     from .services import EXTENSION, build_services
@@ -96,7 +95,7 @@ def create_app(**overrides: Any):
     services = build_services(settings, run_dir, f"spill-{os.getpid()}")
     pool, storage = services.pool, services.storage
     app.extensions[EXTENSION] = services
-    errors.register(app)
+    answers.register(app)
     install_hooks(app)
     register_blueprints(app)
 

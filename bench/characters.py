@@ -112,8 +112,8 @@ def main() -> int:
         w0, c0 = time.perf_counter(), time.process_time()
         steps.render_stored(files["texture"], files["mask"], [(j.name, j.loc, j.parent) for j in char.skeleton],
                            str(motion.motion_cfg), str(motion.retarget_cfg),
-                           {"width": 256, "height": 256, "format": "gif", "fps": 15.0,
-                            "threads": load_settings().render_threads})
+                           animator.RenderOptions(width=256, height=256, format="gif", fps=15.0,
+                                                  threads=load_settings().render_threads))
         walls.append((time.perf_counter() - w0) * 1e3)
         cpus.append((time.process_time() - c0) * 1e3)
     print(f"characters API, {'S3 (moto)' if args.s3 else 'local disk'} storage, {args.character} + {args.motion}, "

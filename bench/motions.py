@@ -49,7 +49,7 @@ def library_on_char1() -> None:
         for m in library.values():
             t0 = time.perf_counter()
             out = render_motion(char, str(m.motion_cfg), None if m.retarget_cfg is None else str(m.retarget_cfg),
-                                options)
+                                animator.RenderOptions(**options))
             rows.append((m.name, (time.perf_counter() - t0) * 1e3, len(out["data"]), out["frame_count"],
                          m.seconds))
         print(f"\nthe library on char1, {label}, one render process:")

@@ -114,6 +114,7 @@ def preview_ab(reps: int = 5) -> None:
     """The preview's render (steps.render_stored, as the app runs it) A/B in this process."""
     import yaml
 
+    import animator
     from app.render import steps
     from app.render.pipeline import THUMBNAIL_MESH_CELLS
 
@@ -130,7 +131,7 @@ def preview_ab(reps: int = 5) -> None:
         for name, options in variants.items():
             t0 = time.perf_counter()
             steps.render_stored(texture, mask, joints, str(configs / "motion" / "dab.yaml"),
-                               str(configs / "retarget" / "fair1_ppf.yaml"), options)
+                               str(configs / "retarget" / "fair1_ppf.yaml"), animator.RenderOptions(**options))
             ms[name].append((time.perf_counter() - t0) * 1e3)
     print("preview render, char1 + dab at 128 px, in-process, alternating A/B:")
     for name, values in ms.items():

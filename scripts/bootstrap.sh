@@ -17,7 +17,8 @@
 #               need. Stamp: $VENV/.doodlepod-app-stamp. A minute or so on a cold machine.
 #   model half  the CPU OpenMMLab stack (scripts/install_model_stack.sh: mmcv compiled from source once
 #               with the two ops the models call, ~3 min on 2 idle cores, its wheel cached) and
-#               requirements/pose.txt. Stamp:
+#               requirements/pose.txt, then a smoke test (scripts/smoke_models.py: both handlers
+#               answer one image). Stamp:
 #               $VENV/.doodlepod-stamp (written last: the whole venv is ready).
 # Installing the model half only adds packages: it never reinstalls what the app half installed, so a
 # running app is not disturbed by it, and the app half never waits for it. Each half takes a lock, so
@@ -160,6 +161,9 @@ model_half() {
   fi
   log "installing requirements/pose.txt (without dependencies: see that file)"
   quiet_pip --no-deps -r requirements/pose.txt
+  # Proof that the stack runs, not only imports: both handlers load a tiny model and answer one
+  # image (seconds; 37 s at load 14). A failure leaves the stamp unwritten, so the next run tries again.
+  "$VENV/bin/python" scripts/smoke_models.py || { log "ERROR: the model stack is installed but cannot run the handlers"; return 1; }
   echo "$full_key" > "$full_stamp"
   log "model half of $VENV ready in $((SECONDS - start)) s"
 }

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import coordinates, documents, metrics
 from ..deadline import Deadline
@@ -47,9 +47,13 @@ from ..errors import (
     VersionMismatch,
 )
 from ..motions.library import Motion
+from ..orders import CharacterOrder
 from ..render import steps
 from ..render.pipeline import file_suffix
 from ..storage.backends import Conflict
+
+if TYPE_CHECKING:
+    from animator.api import RenderOptions
 
 log = logging.getLogger("doodlepod.characters")
 
@@ -167,12 +171,15 @@ class Characters:
 
     # -- create -------------------------------------------------------------------------------
     def create(self, image: bytes, joints: list | None, bbox: list[float] | None, deadline: Deadline,
-               timings: dict[str, float]) -> Record:
-        """decode -> detect -> segment -> pose -> rig, skipping what the client sent; store version 1."""
-        return self.create_on(self.pipeline.decode(image, deadline, timings), joints, bbox, deadline, timings)
+               timings: dict[str, float], found: list[str] | None = None) -> Record:
+        """decode -> detect -> segment -> pose -> rig, skipping what the client sent; store version 1.
+        ``found`` collects the codes of the finders that placed the box or joints
+        (:func:`app.render.pipeline.warnings_of`)."""
+        return self.create_on(self.pipeline.decode(image, deadline, timings), joints, bbox, deadline, timings,
+                              found=found)
 
     def create_on(self, img: Any, joints: list | None, bbox: list[float] | None, deadline: Deadline,
-                  timings: dict[str, float], detection: Any = None) -> Record:
+                  timings: dict[str, float], detection: Any = None, found: list[str] | None = None) -> Record:
         """:meth:`create` on an image already decoded (:meth:`Pipeline.decode`); ``detection`` (a
         :class:`Detection` of this image, e.g. one of a scene's) stands in for the detector."""
         p = self.pipeline
@@ -190,12 +197,12 @@ class Characters:
             work_joints = coordinates.joints_to_work(joints, img.scale)
             box = coordinates.box_for_client(None, work_joints, img.scale, width, height)
         else:
-            found = p.detect(img, deadline, timings)
-            detections = [{"box": list(d.box), "score": d.score} for d in found]
-            box = found[0].box
+            boxes = p.detect(img, deadline, timings, found)
+            detections = [{"box": list(d.box), "score": d.score} for d in boxes]
+            box = boxes[0].box
         crop = p.segment(img, box, deadline, timings)
         skeleton = (coordinates.joints_to_texture(joints, img.scale, box) if joints is not None
-                    else p.pose(crop.png, deadline, timings))
+                    else p.pose(crop.png, deadline, timings, found))
         cid = new_id()
         now = time.time()
         record = Record(id=cid, version=1, created_at=now, expires_at=now + self.settings.expiry_hours * 3600,
@@ -256,16 +263,16 @@ class Characters:
 
     # -- edit ---------------------------------------------------------------------------------
     def edit(self, cid: str, change: Edit, if_match: str | None, deadline: Deadline,
-             timings: dict[str, float]) -> Record:
+             timings: dict[str, float], found: list[str] | None = None) -> Record:
         """Apply ``change`` as version + 1, running only the steps it affects. With ``if_match``, a
-        document changed meanwhile answers 412; without, a lost race is retried on the new version."""
+        document changed meanwhile answers 412; without, a lost race is retried on the new version.
+        A new box without joints gets the skeleton the pose model (or the ink finder) fits in it;
+        ``found`` collects the finders' codes, as :meth:`create`'s."""
         self.pipeline.check_disk()
         for _ in range(EDIT_TRIES):
             record, tag = self.load(cid, deadline)
-            if if_match is not None and not version_matches(if_match, record.version):
-                raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}; "
-                                      "GET it again and reapply your change")
-            new, written = self._apply(record, change, deadline, timings)
+            check_version(if_match, "character", cid, record.version, REAPPLY)
+            new, written = self._apply(record, change, deadline, timings, found)
             try:
                 with self.pipeline.stage(timings, "swap"):
                     self.storage.put_if(self._key(cid, DOCUMENT), new.to_json(), "application/json", deadline, tag)
@@ -280,8 +287,8 @@ class Characters:
             return new
         raise EditConflict(f"character {cid} is being edited by others; retry")
 
-    def _apply(self, old: Record, change: Edit, deadline: Deadline,
-               timings: dict[str, float]) -> tuple[Record, list[str]]:
+    def _apply(self, old: Record, change: Edit, deadline: Deadline, timings: dict[str, float],
+               found: list[str] | None = None) -> tuple[Record, list[str]]:
         p = self.pipeline
         new = Record(**{**asdict(old), "version": old.version + 1, "rev": _folder("r", old.version + 1),
                         "files": dict(old.files), "keep": _folders_of(old)})
@@ -298,7 +305,7 @@ class Characters:
             new.box = [int(v) for v in box]
             given = {"texture": crop.texture, "mask": crop.mask}
             skeleton = (coordinates.joints_to_texture(joints, old.work_scale, box) if joints is not None
-                        else p.pose(crop.png, deadline, timings))
+                        else p.pose(crop.png, deadline, timings, found))
             new.skeleton = _skeleton_rows(skeleton)
         else:
             if joints is not None:
@@ -333,35 +340,28 @@ class Characters:
             log.warning("character %s: pruning old versions failed", record.id, exc_info=True)
 
     # -- render -------------------------------------------------------------------------------
-    def animation_key(self, record: Record, motion: Motion, options: dict[str, Any]) -> str:
+    def animation_key(self, record: Record, motion: Motion, options: RenderOptions) -> str:
         """Where the animation of ``motion`` for ``record``'s version is stored: the render cache's
         key names everything the file depends on (a client's own clip by its content's hash, a library
         motion by its files' hash: a changed clip or cut renders anew)."""
-        fps = options.get("fps", "default")
-        fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
-        cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
         clip = getattr(motion, "sha256", None)
         name = f"{motion.name}-{clip[:16]}" if clip else motion.name
-        file_name = f"{name}-{options['width']}px-{fps}fps{cap}.{file_suffix(options['format'])}"
+        file_name = f"{name}-{options.width}px-{self.pipeline.file_tag(options)}.{file_suffix(options.format)}"
         return self._file_key(record, f"{record.rev}/anim/{file_name}")
 
-    def render(self, cid: str, motions: Sequence[Motion], fmt: str, size: int, if_match: str | None,
-               deadline: Deadline, timings: dict[str, float], base_url: str,
-               slot: Callable[[], AbstractContextManager[Any]],
-               max_frames: int | None = None,
+    def render(self, order: CharacterOrder, motions: Sequence[Motion], deadline: Deadline,
+               timings: dict[str, float], slot: Callable[[], AbstractContextManager[Any]],
                progress: Callable[[dict[str, Any]], None] | None = None) -> tuple[Record, dict[str, str], list[str]]:
-        """URLs of ``motions`` for the current version: stored ones at once (cache hits), the others
-        rendered in parallel in the process pool (holding ``slot()`` while rendering; a slot it
-        yields that has a ``check()``, background work's, is checked while the renders run).
-        ``max_frames`` (checked by :func:`app.intake.shapes.parse_max_frames`) renders each clip in at most that many
+        """URLs of ``motions`` (the order's, resolved, and a client's clip) for the current version:
+        stored ones at once (cache hits), the others rendered in parallel in the process pool (holding
+        ``slot()`` while rendering; a slot it yields that has a ``check()``, background work's, is
+        checked while the renders run). ``order.max_frames`` renders each clip in at most that many
         frames (a preview). ``progress``: see :meth:`Pipeline.render`. Returns the record,
         ``{motion: url}`` in the asked order and the names that were cache hits."""
-        record, _ = self.load(cid, deadline)
-        if if_match is not None and not version_matches(if_match, record.version):
-            raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
-        options = self.pipeline.render_options(fmt, size)
-        if max_frames is not None:
-            options["max_frames"] = max_frames
+        record, _ = self.load(order.character, deadline)
+        check_version(order.if_match, "character", order.character, record.version)
+        options = self.pipeline.render_options(order.format, order.size, order.max_frames)
+        base_url = order.base_url
         keys = {m.name: self.animation_key(record, m, options) for m in motions}
         urls: dict[str, str] = {}
         stored = _together(*[(lambda k=keys[m.name]: self.storage.exists(k, deadline)) for m in motions])
@@ -460,6 +460,16 @@ def version_matches(if_match: str, version: int) -> bool:
         if tag == str(version):
             return True
     return False
+
+
+#: What a stale edit's 412 advises.
+REAPPLY = "; GET it again and reapply your change"
+
+
+def check_version(if_match: str | None, kind: str, rid: str, version: int, advice: str = "") -> None:
+    """412 ``version_mismatch`` unless ``if_match`` is absent or names ``version`` (:func:`version_matches`)."""
+    if if_match is not None and not version_matches(if_match, version):
+        raise VersionMismatch(f"{kind} {rid} is at version {version}, not {if_match.strip()}{advice}")
 
 
 def files_folder(record: Record) -> str:

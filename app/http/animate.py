@@ -15,14 +15,16 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, g, jsonify
+from flask import Blueprint, jsonify
 
 from ..deadline import Deadline
 from ..intake.bvh import check_upload
 from ..intake.models import AnimateForm, LegacyRequest, RenderRequest
-from ..intake.motions import motion_list
 from ..intake.read import read, takes
-from ..render.pipeline import AnimateRequest, Result
+from ..jobs.queue import REDIS_ERRORS
+from ..motions.library import resolve
+from ..orders import AnimateOrder
+from ..render.pipeline import Result
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, client, idempotent, submit, wants_async
@@ -46,23 +48,36 @@ def animate():
 
 
 def _animate_async(fields: AnimateForm):
-    """Check the request as the synchronous path would, then queue it (202 + Location)."""
-    motions = motion_list(fields.motions)
+    """Check the request as the synchronous path would, then queue its order (202 + Location)."""
+    order = _order(fields, motion_list(fields.motions))
     check_image_header(fields.image)
-    if fields.every_character:   # every character of the photo together (a scene, app/scenes/)
-        payload = {"motions": [m.name for m in motions], "format": fields.format, "size": fields.size,
-                   "every_character": True, "base_url": base_url()}
-        return submit("animate", payload, fields.image, fields.callback_url)
-    payload = {"motions": [m.name for m in motions], "format": fields.format, "size": fields.size,
-               "joints": skeleton_json(fields.joints), "bbox": fields.bbox, "base_url": base_url()}
-    return submit("animate", payload, fields.image, fields.callback_url)
+    return submit(order, fields.image, fields.callback_url)
 
 
-def skeleton_json(joints: list | None) -> list | None:
-    """Checked client joints as the skeleton list a job carries (the worker reads it back as sent)."""
-    if joints is None:
-        return None
-    return [{"name": j.name, "loc": [float(v) for v in j.loc], "parent": j.parent} for j in joints]
+def _order(fields: AnimateForm | LegacyRequest, motions: list, **given: Any) -> AnimateOrder:
+    """The work order of the request's ``fields``, its motions resolved (:func:`motion_list`)."""
+    return AnimateOrder.of(fields, motions=[m.name for m in motions], base_url=base_url(), **given)
+
+
+def motion_list(names: list[str], defaults: bool = True, own: Deadline | None = None) -> list:
+    """The motions the request names, resolved once (:func:`app.motions.library.resolve`): the library's;
+    the default motions when it names none and ``defaults`` (False: it brings its own clip); with ``own``
+    (a deadline; synchronous requests only) also the asking client's own motions, made from its videos and
+    copied for this request (the caller calls their ``remove()`` when it ends)."""
+    svc = services()
+    return resolve(svc.motions, names, svc.settings.default_motions if defaults else (),
+                   None if own is None else (lambda unknown: _own_motions(unknown, own)))
+
+
+def _own_motions(names: list[str], deadline: Deadline) -> dict[str, Any]:
+    svc = services()
+    if svc.own_motions is None:
+        return {}
+    try:
+        return svc.own_motions.find(client(), names, Path(svc.pipeline.scratch_dir) / "uploads", deadline)
+    except REDIS_ERRORS as exc:  # the library still works without Redis; own motions are then unknown
+        log.warning("own motions not looked up: Redis unavailable (%s)", type(exc).__name__)
+        return {}
 
 
 def check_image_header(data: bytes) -> None:
@@ -75,27 +90,27 @@ def check_image_header(data: bytes) -> None:
 
 def _animate(fields: AnimateForm, deadline: Deadline):
     if fields.every_character:   # every character of the photo together (a scene, app/scenes/)
-        named = motion_list(fields.motions)
+        order = _order(fields, motion_list(fields.motions))
         check_image_header(fields.image)
         with render_slot():
             timings: dict[str, float] = {}
-            answer = services().scenes.animate_photo(fields.image, services().motions, [m.name for m in named],
-                                                     fields.format, deadline, timings, base_url(), size=fields.size)
+            answer = services().scenes.animate_photo(order, fields.image, services().motions, deadline, timings)
         return jsonify(**answer, timings_ms=timings)
     clip = uploaded_clip(fields, deadline)
     named: list = []
     try:
-        named = motion_list(fields.motions, defaults=clip is None, own=deadline, client=client())
+        named = motion_list(fields.motions, defaults=clip is None, own=deadline)
+        order = _order(fields, named)
         check_image_header(fields.image)  # type, size: before a render slot is taken for it
         with render_slot():  # only now: the body is in and every field checked
-            result = _run({"image": fields.image, "motions": named + ([clip] if clip else []), "format": fields.format,
-                           "size": fields.size, "joints": fields.joints, "bbox": fields.bbox, "deadline": deadline})
+            result = _run(order, fields.image, named + ([clip] if clip else []), deadline)
     finally:
         for motion in named + ([clip] if clip else []):
             if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request
                 motion.remove()
+    extra = {"warnings": result.warnings} if result.warnings else {}
     return jsonify(id=result.id, animations=result.animations, character=result.character,
-                   timings_ms=result.timings_ms)
+                   timings_ms=result.timings_ms, **extra)
 
 
 @bp.post("/")
@@ -109,21 +124,19 @@ def legacy_animate():
 
 
 def _legacy_animate(fields: LegacyRequest, deadline: Deadline):
-    job = {"image": fields.file, "motions": motion_list([]), "format": services().settings.default_format,
-           "joints": fields.joints, "bbox": fields.bbox, "deadline": deadline}
+    motions = motion_list([])
+    order = _order(fields, motions, format=services().settings.default_format)
     with render_slot():
-        result = _run(job)
+        result = _run(order, fields.file, motions, deadline)
     return jsonify(result.animations)
 
 
-def _run(job_kwargs: dict[str, Any]) -> Result:
-    """Run the pipeline (the caller holds a render slot)."""
-    job = AnimateRequest(deadline=job_kwargs.pop("deadline"), base_url=base_url(), request_id=g.request_id,
-                         **job_kwargs)
+def _run(order: AnimateOrder, image: bytes, motions: list, deadline: Deadline) -> Result:
+    """Run the pipeline (the caller holds a render slot): ``motions`` are the order's, and a client's clip."""
     log.info("animate motions=%s format=%s bytes=%d client_joints=%s deadline=%.1fs",
-             ",".join(m.name for m in job.motions), job.format, len(job.image), job.joints is not None,
-             job.deadline.remaining())
-    result = services().pipeline.run(job)
+             ",".join(m.name for m in motions), order.format, len(image), order.joints is not None,
+             deadline.remaining())
+    result = services().pipeline.run(order, image, motions, deadline)
     log.info("timings_ms %s", json.dumps(result.timings_ms))
     return result
 

@@ -12,15 +12,16 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from ..characters.resource import Edit, version_matches
-from ..errors import ApiError, VersionMismatch
+from ..characters.resource import Edit, check_version, version_matches
+from ..errors import ApiError
 from ..intake.models import CharacterEdit, CharacterForm, RenderRequest
-from ..intake.motions import motion_list
 from ..intake.read import read, takes
+from ..orders import CharacterOrder
+from ..render.pipeline import warnings_of
 from ..services import services
-from .animate import check_image_header, uploaded_clip
+from .animate import check_image_header, motion_list, uploaded_clip
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
-from .jobs import admit_work, client, idempotent, meter_storage, submit, wants_async
+from .jobs import admit_work, idempotent, meter_storage, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
 
@@ -65,17 +66,20 @@ TINY_MODELS = {"code": "tiny_models",
 def _create_character(fields: CharacterForm, deadline) -> Response:
     check_image_header(fields.image)  # type, size: before a render slot is taken for it
     models = services().torchserve
+    found: list[str] = []  # the finders that placed the box or joints, when not trained models
     try:
         with render_slot():
             timings: dict[str, float] = {}
-            record = services().characters.create(fields.image, fields.joints, fields.bbox, deadline, timings)
+            record = services().characters.create(fields.image, fields.joints, fields.bbox, deadline, timings,
+                                                  found=found)
     except ApiError as exc:
-        if models.runs_tiny_models and fields.joints is None:
+        if models.runs_tiny_models and fields.joints is None and not found:
             exc.details["warnings"] = [TINY_MODELS]
         raise
     # the models placed something of it: say what they are
-    tiny = models.runs_tiny_models and fields.joints is None
-    response = _answer(record, 201, timings, {"warnings": [TINY_MODELS]} if tiny else None)
+    tiny = models.runs_tiny_models and fields.joints is None and not found
+    warnings = [TINY_MODELS] if tiny else warnings_of(found)
+    response = _answer(record, 201, timings, {"warnings": warnings} if warnings else None)
     response.headers["Location"] = f"/characters/{record.id}"
     return response
 
@@ -102,11 +106,14 @@ def edit_character(cid: str):
     admit_work()  # an edit stores a new version's files
     read_body(deadline)
     fields = read(CharacterEdit)
+    found: list[str] = []  # a new box without joints: the finders that fitted its skeleton
     with render_slot():
         timings: dict[str, float] = {}
         change = Edit(bbox=fields.bbox, joints=fields.joints, mask=fields.mask)
-        record = services().characters.edit(cid, change, request.headers.get("If-Match"), deadline, timings)
-    return _answer(record, 200, timings)
+        record = services().characters.edit(cid, change, request.headers.get("If-Match"), deadline, timings,
+                                            found=found)
+    warnings = warnings_of(found)
+    return _answer(record, 200, timings, {"warnings": warnings} if warnings else None)
 
 
 @bp.delete("/characters/<cid>")
@@ -116,16 +123,18 @@ def delete_character(cid: str):
     return Response(status=204)
 
 
+def _order(cid: str, fields: RenderRequest, motions: list) -> CharacterOrder:
+    """The work order of the request's ``fields``, its motions resolved (:func:`motion_list`)."""
+    return CharacterOrder.of(fields, character=cid, motions=[m.name for m in motions],
+                             if_match=request.headers.get("If-Match"), base_url=base_url())
+
+
 def _animate_character_async(cid: str, fields: RenderRequest, deadline) -> Response:
     """Check what can be checked now (the character exists, If-Match, motions), then queue the render."""
-    chosen = motion_list(fields.motions)
+    order = _order(cid, fields, motion_list(fields.motions))
     record, _ = services().characters.load(cid, deadline)      # 404 now, not a failed job later
-    if_match = request.headers.get("If-Match")
-    if if_match is not None and not version_matches(if_match, record.version):
-        raise VersionMismatch(f"character {cid} is at version {record.version}, not {if_match.strip()}")
-    payload = {"character": cid, "motions": [m.name for m in chosen], "format": fields.format, "size": fields.size,
-               "max_frames": fields.max_frames, "if_match": if_match, "base_url": base_url()}
-    return submit("character_animations", payload, None, fields.callback_url)
+    check_version(order.if_match, "character", cid, record.version)
+    return submit(order, None, fields.callback_url)
 
 
 @bp.post("/characters/<cid>/animations")
@@ -148,14 +157,12 @@ def _animate_character_now(cid: str, fields: RenderRequest, deadline) -> Respons
     chosen: list = []
     try:
         # own=deadline: names of the client's motions made from videos resolve too (copied for this request)
-        chosen = motion_list(fields.motions, defaults=clip is None, own=deadline, client=client()) \
-            + ([clip] if clip else [])
+        chosen = motion_list(fields.motions, defaults=clip is None, own=deadline)
+        order = _order(cid, fields, chosen)
+        chosen += [clip] if clip else []
         timings: dict[str, float] = {}
-        record, urls, hits = services().characters.render(cid, chosen, fields.format, fields.size,
-                                                          request.headers.get("If-Match"),
-                                                          deadline, timings, base_url(),
-                                                          partial(render_slot, request_priority()),
-                                                          max_frames=fields.max_frames)
+        record, urls, hits = services().characters.render(order, chosen, deadline, timings,
+                                                          partial(render_slot, request_priority()))
     finally:
         for motion in chosen or ([clip] if clip else []):
             if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request

@@ -28,6 +28,8 @@ from ..errors import ApiError, NotFound
 from ..jobs.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ..jobs.idempotency import check_record, fingerprint, redis_key, validate_key
 from ..jobs.queue import REDIS_ERRORS, JobsUnavailable
+from ..jobs.webhooks import validate_callback_url
+from ..orders import WorkOrder
 from ..services import services
 from .api import json_body, request_client
 
@@ -150,16 +152,19 @@ def _replay(record: dict[str, Any]) -> Response:
     return response
 
 
-def submit(kind: str, payload: dict[str, Any], input_data: bytes | None, callback_url: str = "",
+def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
            input_bytes: int | None = None) -> Response:
-    """Queue a job of ``kind`` (a handler of app/jobs/worker.py) and answer 202; or replay the key's first
-    answer. ``input_bytes``: the size of an input the payload names (a stored video), for the client's share."""
+    """Queue ``order`` (its payload a job of its kind: a handler of app/jobs/worker.py) and answer 202; or replay
+    the key's first answer. ``input_bytes``: the size of an input the order names (a stored video), for the
+    client's share."""
     svc = services()
     queue = _queue()
     key = validate_key(request.headers.get(IDEMPOTENCY_HEADER))
     fp = request_fingerprint() if key else ""
     who = client()
-    submitted = queue.submit(kind, payload, input_data, callback_url=callback_url, client=who,
+    # the address the callback names (DNS, the egress rules): the model checked its text only
+    callback_url = validate_callback_url(callback_url, svc.settings, client=who)
+    submitted = queue.submit(order.kind, order.to_json(), input_data, callback_url=callback_url, client=who,
                              idem_key=redis_key(svc.settings.redis_prefix, who, key) if key else "",
                              idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s,
                              input_bytes=input_bytes)

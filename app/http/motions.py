@@ -19,6 +19,7 @@ from ..intake import body
 from ..intake.models import VideoForm
 from ..intake.read import read, takes
 from ..motions.library import categories
+from ..orders import VideoOrder
 from ..services import services
 from ..shares import unmetered
 from .api import base_url, request_deadline
@@ -55,8 +56,6 @@ def make_motion():
     body.buffer_body(request.environ, limit + _FORM_OVERHEAD,
                      min(svc.settings.body_timeout_s, deadline.check("upload")))
     fields = read(VideoForm, respond_async=True)
-    # the part of the video to use (the job checks a start past its end): absent, its first seconds
-    window = {k: v for k, v in (("start_s", fields.start), ("end_s", fields.end)) if v is not None}
     video = fields.video
     # The video waits in the storage (it is a file), the job names it: Redis holds no video bytes.
     key = f"{QUEUED_VIDEOS}{uuid.uuid4().hex}.video"
@@ -64,8 +63,9 @@ def make_motion():
         svc.storage.put(key, video, "application/octet-stream", deadline)
     kept = False
     try:
-        answer = submit("motion_from_video", {"client": client(), "base_url": base_url(), "video_key": key, **window},
-                        None, fields.callback_url, input_bytes=len(video))
+        # the part of the video to use (the job checks a start past its end): absent, its first seconds
+        order = VideoOrder.of(fields, client=client(), video_key=key, base_url=base_url())
+        answer = submit(order, None, fields.callback_url, input_bytes=len(video))
         kept = answer.status_code == 202 and "Idempotent-Replayed" not in answer.headers
         return answer
     finally:

@@ -13,9 +13,10 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from ..errors import UnknownMotion
 from ..intake.models import SceneEdit, SceneForm, SceneRenderRequest
 from ..intake.read import read, takes
+from ..motions.library import pick
+from ..orders import SceneOrder
 from ..scenes.resource import SceneEdit as Change
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
@@ -39,11 +40,7 @@ def _answer(record, status: int = 200, extra: dict[str, Any] | None = None) -> R
 
 def _known(names: list[str]) -> None:
     """Every motion name is in the library (400 unknown_motion otherwise)."""
-    library = services().motions
-    unknown = [n for n in names if n not in library]
-    if unknown:
-        raise UnknownMotion(f"unknown motion(s): {', '.join(repr(n[:40]) for n in unknown[:5])}; "
-                            f"GET /motions lists the {len(library)} available")
+    pick(services().motions, names)
 
 
 def _picture(background: dict[str, Any] | None, deadline) -> bytes | None:
@@ -128,23 +125,25 @@ def animate_scene(sid: str):
     svc = services()
     if wants_async():
         fields = read(SceneRenderRequest, respond_async=True)
+        order = _order(sid, fields)
         record, _ = svc.scenes.load(sid, deadline)         # 404 now, not a failed job later
-        svc.scenes.plan(record, svc.motions, fields.format, fields.size, fields.max_frames)  # the work bound: 422 now
-        payload = {"scene": sid, "format": fields.format, "size": fields.size, "max_frames": fields.max_frames,
-                   "if_match": request.headers.get("If-Match"), "base_url": base_url()}
-        return submit("scene_animations", payload, None, fields.callback_url)
+        svc.scenes.plan(record, svc.motions, order)        # the work bound: 422 now
+        return submit(order, None, fields.callback_url)
     fields = read(SceneRenderRequest)
-    return idempotent(lambda: _animate_scene(sid, fields, deadline))
+    return idempotent(lambda: _animate_scene(_order(sid, fields), deadline))
 
 
-def _animate_scene(sid: str, fields: SceneRenderRequest, deadline) -> Response:
+def _order(sid: str, fields: SceneRenderRequest) -> SceneOrder:
+    """The work order of the request's ``fields``."""
+    return SceneOrder.of(fields, scene=sid, if_match=request.headers.get("If-Match"), base_url=base_url())
+
+
+def _animate_scene(order: SceneOrder, deadline) -> Response:
     timings: dict[str, float] = {}
-    record, out = services().scenes.render(sid, services().motions, fields.format, fields.size, fields.max_frames,
-                                           request.headers.get("If-Match"), deadline, timings, base_url(),
+    record, out = services().scenes.render(order, services().motions, deadline, timings,
                                            partial(render_slot, request_priority()))
-    response = jsonify(id=record.id, version=record.version, format=fields.format, size=fields.size,
+    response = jsonify(id=record.id, version=record.version, format=order.format, size=order.size,
                        animation=out["url"], width=out["width"], height=out["height"], cached=out["cached"],
                        timings_ms=timings)
     response.headers["ETag"] = f'"{record.version}"'
     return response
-

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InvalidMotion, animator_boundary
+from ..motions.library import UploadedMotion
 
 log = logging.getLogger("doodlepod.bvh")
 
@@ -33,31 +34,6 @@ class Clip:
 
     name: str
     data: bytes
-
-
-@dataclass(frozen=True)
-class UploadedMotion:
-    """A checked client clip, shaped like a library :class:`app.motions.Motion` for the pipeline.
-
-    ``motion_cfg`` is the .bvh file itself, already cut to the chosen frames (the render process
-    derives both configs from it); ``retarget_cfg`` is None (derived). ``sha256`` identifies the
-    cut clip (render caches key on it).
-    """
-
-    name: str
-    motion_cfg: Path
-    frames: int
-    joints: int
-    frame_time_s: float
-    family: str
-    sha256: str
-    retarget_cfg: None = None
-
-    def remove(self) -> None:
-        try:
-            os.unlink(self.motion_cfg)
-        except FileNotFoundError:
-            pass
 
 
 def check_upload(clip: Clip, start: int | None, end: int | None, settings: Any, folder: Path,

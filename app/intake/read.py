@@ -41,12 +41,11 @@ def read(model: type[M], *, respond_async: bool = False, settings: Any = None) -
     """The request's fields as ``model``, or the API error that says what is wrong with them.
 
     ``respond_async``: the request is a job (``Prefer: respond-async``, or a route that is always
-    one): ``callback_url`` is allowed and a ``bvh`` clip is not. ``settings``: the app's by default.
+    one): ``callback_url`` is allowed and a ``bvh`` clip is not. ``settings``: the app's by default
+    (``app.config["SETTINGS"]``: intake reads requests and never reaches the services).
     """
     if settings is None:
-        from ..services import services
-
-        settings = services().settings
+        settings = current_app.config["SETTINGS"]
     view = current_app.view_functions.get(request.endpoint or "")
     if getattr(view, "request_model", None) is not model:
         raise RuntimeError(f"{request.endpoint} reads {model.__name__} but declares "

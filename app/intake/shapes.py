@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationInf
 from animator import FORMATS
 
 from ..errors import BadMask, BadRequest, InvalidMotion, TooLarge, UnsupportedType, animator_boundary
-from ..jobs.webhooks import validate_callback_url
+from ..jobs.webhooks import callback_syntax
 from .body import MAX_JSON_DEPTH, parse_json
 from .bounds import Bound, schema_bounds
 from .bvh import Clip
@@ -110,7 +110,7 @@ def _text(raw: Any, name: str) -> str:
 
 def parse_motions(raw: Any, info: ValidationInfo) -> list[str]:
     """Motion names: one text or a list of them, each one name or a comma-separated list (duplicates
-    are dropped where the names are looked up: :func:`app.intake.motions.motion_list`)."""
+    are dropped where the names are looked up: :func:`app.motions.library.pick`)."""
     if _absent(raw):
         return []
     items = [raw] if isinstance(raw, str) else raw
@@ -341,14 +341,15 @@ Bbox = Annotated[list[float] | None, PlainValidator(parse_bbox, json_schema_inpu
 # --- callbacks -----------------------------------------------------------------------------------
 
 def parse_callback(raw: Any, info: ValidationInfo) -> str:
-    """The async job's callback URL ('' if none): only with ``Prefer: respond-async``, then checked
-    by :func:`app.jobs.webhooks.validate_callback_url` (400, or 422 ``callback_url_refused``)."""
+    """The async job's callback URL ('' if none): only with ``Prefer: respond-async``, its text checked
+    by :func:`app.jobs.webhooks.callback_syntax` (400); the address it names is checked when the job is
+    submitted (app/http/jobs.py: DNS, the egress rules, the client's lookup share)."""
     if raw is None or raw == "":
         return ""
     url = _text(raw, "callback_url")
     if not _asked_async(info):
         raise BadRequest("callback_url needs the header 'Prefer: respond-async'")
-    return validate_callback_url(url, _settings(info))
+    return callback_syntax(url, _settings(info))
 
 
 _Url = Annotated[str, Field(json_schema_extra={

@@ -70,12 +70,9 @@ def submit_resolver(settings: Any) -> BoundedResolver:
     return _SUBMIT_RESOLVER
 
 
-def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver | None = None, client: str = "") -> str:
-    """The callback URL of a request ('' if none): 400 unless an http(s) URL and webhooks are configured,
-    422 ``callback_url_refused`` when it names an address the server does not call (app/jobs/egress.py),
-    or whose name does not resolve within DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S (rule ``dns_timeout``); 429
-    ``callback_dns_share_used`` while the same client (``client``, default the request's) has a lookup
-    running: a client's slow names hold at most one of the lookup threads."""
+def callback_syntax(raw: str | None, settings: Any) -> str:
+    """The callback URL of a request ('' if none), its text alone (no lookup: what a request's model
+    checks): 400 unless an http(s) URL and webhooks are configured."""
     url = (raw or "").strip()
     if not url:
         return ""
@@ -87,6 +84,19 @@ def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver | No
             or any(ord(c) <= 32 or ord(c) == 127 for c in url)):
         raise BadRequest(f"callback_url must be an http(s) URL of at most {MAX_URL_LENGTH} characters, "
                          "without spaces or control characters")
+    return url
+
+
+def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver | None = None, client: str = "") -> str:
+    """The callback URL of a request ('' if none), checked before its job is queued: :func:`callback_syntax`,
+    then 422 ``callback_url_refused`` when it names an address the server does not call (app/jobs/egress.py),
+    or whose name does not resolve within DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S (rule ``dns_timeout``); 429
+    ``callback_dns_share_used`` while the same client (``client``, default the request's) has a lookup
+    running: a client's slow names hold at most one of the lookup threads."""
+    url = callback_syntax(raw, settings)
+    if not url:
+        return ""
+    parts = urlsplit(url)
     allow = Allowance.parse(settings.webhook_allow)
     if resolve is not None:
         check_callback(url, allow, resolve)

@@ -35,11 +35,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import shares
 from ..errors import ApiError
+from ..motions.library import pick
+from ..orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
 from . import retry
 
 if TYPE_CHECKING:
@@ -54,87 +57,66 @@ IDLE_POLL_S = 0.2
 PROGRESS_EVERY_S = 0.2
 
 
-#: kind -> handler(services, payload, input bytes, job id, deadline, progress=None) -> result dict (merged
-#: into the job); ``services`` is the worker's :class:`app.services.Services` (the same objects the web app
-#: has), ``progress(report)`` writes the job's progress (app/render/pipeline.py's ``progress_report``).
+#: kind -> handler(services, order, input bytes, job id, deadline, progress=None) -> result dict (merged into
+#: the job); ``order`` is the job's work order (:mod:`app.orders`, read back from its payload), ``services``
+#: the worker's :class:`app.services.Services` (the same objects the web app has), ``progress(report)``
+#: writes the job's progress (app/render/pipeline.py's ``progress_report``).
 HANDLERS: dict[str, Callable[..., dict[str, Any]]] = {}
 
 
-def handler(kind: str):
-    """Register the function that runs jobs of ``kind`` (routes queue them with that kind)."""
+def handler(order: type[WorkOrder]):
+    """Register the function that runs ``order``'s jobs (routes queue them with its kind)."""
     def register(fn):
-        HANDLERS[kind] = fn
+        HANDLERS[order.kind] = fn
         return fn
     return register
 
 
-@handler("animate")
-def run_animate(ctx: Services, payload: dict[str, Any], image: bytes | None, job_id: str, deadline,
+def read_order(kind: str, payload: dict[str, Any]) -> WorkOrder | dict[str, Any]:
+    """A job's work order, as the route made it; a kind with no order (a test's) gets its payload."""
+    order = ORDERS.get(kind)
+    return payload if order is None else order.from_json(payload)
+
+
+@handler(AnimateOrder)
+def run_animate(ctx: Services, order: AnimateOrder, image: bytes | None, job_id: str, deadline,
                 progress=None) -> dict:
     """POST /animate's work: the photo pipeline, with the request's validated fields."""
-    from ..errors import UnknownMotion
-    from ..render.pipeline import AnimateRequest
-
-    missing = [n for n in payload["motions"] if n not in ctx.motions]
-    if missing:
-        raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
-    if payload.get("every_character"):
+    motions = pick(ctx.motions, order.motions)
+    if order.every_character:
         timings: dict[str, float] = {}
-        answer = ctx.scenes.animate_photo(image or b"", ctx.motions, payload["motions"], payload["format"], deadline,
-                                          timings, payload["base_url"], progress=progress, size=payload.get("size"))
+        answer = ctx.scenes.animate_photo(order, image or b"", ctx.motions, deadline, timings, progress=progress)
         return {**answer, "timings_ms": timings}
-    joints = None
-    if payload.get("joints") is not None:
-        from animator.skeleton import skeleton_from_client
-
-        from ..errors import animator_boundary
-        with animator_boundary():
-            joints = skeleton_from_client(payload["joints"])
-    job = AnimateRequest(image=image or b"", motions=[ctx.motions[n] for n in payload["motions"]],
-                         format=payload["format"], deadline=deadline, base_url=payload["base_url"],
-                         request_id=job_id, joints=joints, bbox=payload.get("bbox"), size=payload.get("size"),
-                         progress=progress)
-    result = ctx.pipeline.run(job)
-    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
+    result = ctx.pipeline.run(order, image or b"", motions, deadline, progress=progress)
+    extra = {"warnings": result.warnings} if result.warnings else {}  # which finder found the drawing
+    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms,
+            **extra}
 
 
-@handler("character_animations")
-def run_character_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
+@handler(CharacterOrder)
+def run_character_animations(ctx: Services, order: CharacterOrder, _input: bytes | None, job_id: str,
                              deadline, progress=None) -> dict:
     """POST /characters/{id}/animations' work (app/characters/resource.py), the render slot already held."""
-    from contextlib import nullcontext
-
-    from ..errors import UnknownMotion
-
-    missing = [n for n in payload["motions"] if n not in ctx.motions]
-    if missing:
-        raise UnknownMotion(f"motion(s) no longer in the library: {', '.join(missing)}")
     timings: dict[str, float] = {}
-    record, urls, hits = ctx.characters.render(payload["character"], [ctx.motions[n] for n in payload["motions"]],
-                                               payload["format"], payload["size"], payload.get("if_match"),
-                                               deadline, timings, payload["base_url"], nullcontext,
-                                               max_frames=payload.get("max_frames"), progress=progress)
-    return {"character": {"id": record.id, "version": record.version}, "format": payload["format"],
-            "size": payload["size"], "animations": urls, "cached": hits, "timings_ms": timings}
+    record, urls, hits = ctx.characters.render(order, pick(ctx.motions, order.motions), deadline, timings,
+                                               nullcontext, progress=progress)
+    return {"character": {"id": record.id, "version": record.version}, "format": order.format,
+            "size": order.size, "animations": urls, "cached": hits, "timings_ms": timings}
 
 
-@handler("scene_animations")
-def run_scene_animations(ctx: Services, payload: dict[str, Any], _input: bytes | None, job_id: str,
+@handler(SceneOrder)
+def run_scene_animations(ctx: Services, order: SceneOrder, _input: bytes | None, job_id: str,
                          deadline, progress=None) -> dict:
     """POST /scenes/{id}/animations' work (app/scenes/resource.py), the render slot already held."""
-    from contextlib import nullcontext
-
     timings: dict[str, float] = {}
-    record, out = ctx.scenes.render(payload["scene"], ctx.motions, payload["format"], payload["size"],
-                                    payload.get("max_frames"), payload.get("if_match"), deadline, timings,
-                                    payload["base_url"], nullcontext, progress=progress)
-    return {"scene": {"id": record.id, "version": record.version}, "format": payload["format"],
-            "size": payload["size"], "animation": out["url"], "width": out["width"], "height": out["height"],
+    record, out = ctx.scenes.render(order, ctx.motions, deadline, timings, nullcontext, progress=progress)
+    return {"scene": {"id": record.id, "version": record.version}, "format": order.format,
+            "size": order.size, "animation": out["url"], "width": out["width"], "height": out["height"],
             "cached": out["cached"], "timings_ms": timings}
 
 
-@handler("motion_from_video")
-def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes | None, job_id: str,
+@handler(VideoOrder)
+def run_motion_from_video(ctx: Services, order: VideoOrder, video: bytes | None, job_id: str,
                           deadline, progress=None) -> dict:
     """POST /motions' work: the person's movement in the video as the client's own motion
     (app/motions/own.py). It runs on a video thread, holding no render slot; the video waits
@@ -142,11 +124,11 @@ def run_motion_from_video(ctx: Services, payload: dict[str, Any], video: bytes |
     from ..errors import InvalidVideo
     from ..motions.own import make_motion
 
-    if payload.get("video_key"):
-        video = ctx.storage.get(payload["video_key"], deadline)
+    if order.video_key:
+        video = ctx.storage.get(order.video_key, deadline)
         if video is None:
             raise InvalidVideo("the uploaded video is no longer stored (expired); send it again")
-    return make_motion(ctx, payload, video or b"", job_id, deadline, report=progress)
+    return make_motion(ctx, order, video or b"", job_id, deadline, report=progress)
 
 
 class Worker:
@@ -306,7 +288,8 @@ class Worker:
                 reporter = _progress_arg(run, self._reporter(taken.job_id))
                 with shares.metering() as meter:  # what the job stores counts in its client's share
                     try:
-                        result = run(self.ctx, json.loads(job["payload"]), started.input, taken.job_id,
+                        result = run(self.ctx, read_order(job["kind"], json.loads(job["payload"])), started.input,
+                                     taken.job_id,
                                      Deadline(self.settings.request_deadline_s), **reporter)
                     finally:
                         self._charge(job.get("client", ""), meter.bytes)
@@ -330,7 +313,8 @@ class Worker:
     def _ended(self, job: dict) -> None:
         """The job will not run again: remove what it kept outside Redis (a queued video)."""
         try:
-            key = json.loads(job.get("payload") or "{}").get("video_key")
+            order = read_order(job.get("kind", ""), json.loads(job.get("payload") or "{}"))
+            key = order.video_key if isinstance(order, VideoOrder) else ""
             if key:
                 from ..deadline import Deadline
                 self.ctx.storage.delete(key, Deadline(30))

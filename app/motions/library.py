@@ -27,11 +27,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
+
+from ..errors import UnknownMotion
 
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "motions"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -68,6 +72,32 @@ class Motion:
                 "licence": self.licence, "cmu_trial": self.cmu_trial or None, "source": self.source,
                 "motion_config": self.motion_cfg.name,
                 "retarget_config": "auto" if self.retarget_cfg is None else self.retarget_cfg.name}
+
+
+@dataclass(frozen=True)
+class UploadedMotion:
+    """A client's clip (uploaded with a request, or one of its own motions made from a video), checked,
+    shaped like a library :class:`Motion` for the pipeline.
+
+    ``motion_cfg`` is the .bvh file itself, already cut to the chosen frames (the render process
+    derives both configs from it); ``retarget_cfg`` is None (derived). ``sha256`` identifies the
+    cut clip (render caches key on it).
+    """
+
+    name: str
+    motion_cfg: Path
+    frames: int
+    joints: int
+    frame_time_s: float
+    family: str
+    sha256: str
+    retarget_cfg: None = None
+
+    def remove(self) -> None:
+        try:
+            os.unlink(self.motion_cfg)
+        except FileNotFoundError:
+            pass
 
 
 def _read_index(folder: Path) -> tuple[Path, dict]:
@@ -216,3 +246,32 @@ def _clip_frames(motion_cfg: str, _mtime: float) -> tuple[int, float] | None:
         return frames, frame_time
     start, end = cfg.frame_range(frames)
     return end - start, cfg.frame_time or frame_time
+
+
+def pick(library: Mapping[str, Motion], names: Iterable[str], own: Mapping[str, Any] | None = None) -> list[Any]:
+    """The motions ``names`` name, each once, in the order asked: the library's, else ``own``'s (a client's
+    own motions, looked up by the caller). 400 ``unknown_motion`` naming the others: the one place a
+    request's or a job's motion names are checked."""
+    own = own or {}
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in library and n not in own]
+    if unknown:
+        shown = ", ".join(repr(n[:40]) for n in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        raise UnknownMotion(f"unknown motion(s): {shown}; GET /motions lists the {len(library)} available")
+    return [library[n] if n in library else own[n] for n in names]
+
+
+def resolve(library: Mapping[str, Motion], names: Sequence[str], defaults: Sequence[str] = (),
+            own: Callable[[list[str]], dict[str, Any]] | None = None) -> list[Any]:
+    """The motions a request names (:func:`pick`), ``defaults`` when it names none; ``own(names)``: the
+    asking client's own motions among the names the library lacks (copied for the request: the caller
+    removes them when it ends; removed here when another name is unknown)."""
+    names = list(names) or list(defaults)
+    unknown = [n for n in names if n not in library]
+    found = own(unknown) if own is not None and unknown else {}
+    try:
+        return pick(library, names, found)
+    except UnknownMotion:
+        for motion in found.values():
+            motion.remove()
+        raise

@@ -9,7 +9,7 @@ exactly like library motions, until they expire.
   TTL of DOODLEPOD_EXPIRY_HOURS, the storage's own expiry (its sweep, or the bucket's lifecycle
   rule, removes the clip like any animation). Once the record is gone the name no longer resolves.
 * Rendering (:meth:`OwnMotions.resolve`): a name that is not in the library is looked up for the
-  asking client only; its clip is copied to the scratch folder as an :class:`app.intake.bvh.UploadedMotion`
+  asking client only; its clip is copied to the scratch folder as an :class:`app.motions.library.UploadedMotion`
   (retarget config derived from the clip's skeleton, as for an uploaded BVH) and removed after the request.
 
 Names are ``video-`` and 12 hex digits: they cannot be guessed, and a client only ever sees its own.
@@ -25,6 +25,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from ..orders import VideoOrder
+from .library import UploadedMotion
 
 log = logging.getLogger("doodlepod.motions")
 
@@ -61,8 +64,6 @@ class OwnMotions:
 
     def resolve(self, client: str, name: str, folder: Path, deadline: Any):
         """The client's motion ``name`` as an UploadedMotion in ``folder`` (the caller removes it), or None."""
-        from ..intake.bvh import UploadedMotion
-
         if not NAME.match(name):
             return None
         raw = self.redis.get(self._record_key(client, name))
@@ -80,10 +81,25 @@ class OwnMotions:
                               frame_time_s=1.0 / float(record["fps"]), family="video",
                               sha256=hashlib.sha256(data).hexdigest())
 
+    def find(self, client: str, names: list[str], folder: Path, deadline: Any) -> dict[str, UploadedMotion]:
+        """The client's own motions among ``names``, copied to ``folder`` (name -> motion; the caller removes
+        them); on an error, those copied so far are removed."""
+        found: dict[str, UploadedMotion] = {}
+        try:
+            for name in dict.fromkeys(names):
+                motion = self.resolve(client, name, folder, deadline)
+                if motion is not None:
+                    found[name] = motion
+        except BaseException:
+            for motion in found.values():
+                motion.remove()
+            raise
+        return found
 
-def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, deadline: Any,
+
+def make_motion(ctx: Any, order: VideoOrder, video: bytes, job_id: str, deadline: Any,
                 report: Any = None) -> dict[str, Any]:
-    """The ``motion_from_video`` job: the person's movement in ``video`` as the client's own motion.
+    """The ``motion_from_video`` job (``order``): the person's movement in ``video`` as the client's own motion.
     ``report(progress)``: where the frames read go (the worker's job progress; default: the job
     record directly)."""
     from animator.video.decode import VideoLimits
@@ -114,7 +130,7 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
         with animator_boundary():  # NoPersonError: no_person, VideoError: invalid_video (422)
             clip = motion_from_video(path, VideoLimits(max_seconds=settings.video_max_seconds),
                                      max_bytes=int(settings.video_max_mb * 2**20), progress=progress,
-                                     start_s=payload.get("start_s"), end_s=payload.get("end_s"))
+                                     start_s=order.start_s, end_s=order.end_s)
     finally:
         path.unlink(missing_ok=True)
     from animator.video.pose_bvh import SKELETON
@@ -126,7 +142,7 @@ def make_motion(ctx: Any, payload: dict[str, Any], video: bytes, job_id: str, de
             # the part of the video used: a longer one's first seconds unless the client chose
             "window": {"start_s": clip.window.start_s, "end_s": clip.window.end_s, "video_s": clip.window.video_s,
                        "note": clip.window.describe()}}
-    motion = ctx.own_motions.save(payload["client"], name, clip.text, info, deadline)
+    motion = ctx.own_motions.save(order.client, name, clip.text, info, deadline)
     log.info("own motion %s: %d frames at %g fps in %.0f ms", name, clip.n_frames, clip.fps,
              (time.perf_counter() - t0) * 1e3)
     return {"motion": motion}

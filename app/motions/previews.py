@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from dataclasses import asdict
 from typing import Any, Callable
 
 from ..deadline import Deadline
@@ -44,10 +45,9 @@ class MotionPreviews:
         self._stored: set[str] = set()
         self._making = threading.Lock()  # gevent-patched in the app: a greenlet lock
 
-    def options(self) -> dict[str, Any]:
-        options = self.pipeline.render_options("gif", PREVIEW_SIDE)
-        options["max_frames"] = PREVIEW_FRAMES
-        return options
+    def options(self) -> Any:
+        """The previews' :class:`animator.RenderOptions`."""
+        return self.pipeline.render_options("gif", PREVIEW_SIDE, PREVIEW_FRAMES)
 
     def key(self, motion: Motion) -> str:
         """``motions/previews/<name>-<digest>.gif`` (digest over the clip, configs, character, options)."""
@@ -55,7 +55,7 @@ class MotionPreviews:
             digest = hashlib.sha256((motion.sha256 or clip_digest(motion.motion_cfg, motion.retarget_cfg)).encode())
             for path in sorted(REFERENCE_DIR.iterdir()):
                 digest.update(path.name.encode() + b"\0" + path.read_bytes())
-            digest.update(json.dumps(self.options(), sort_keys=True).encode())
+            digest.update(json.dumps(asdict(self.options()), sort_keys=True).encode())
             self._keys[motion.name] = f"{PREFIX}{motion.name}-{digest.hexdigest()[:16]}.gif"
         return self._keys[motion.name]
 

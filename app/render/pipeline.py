@@ -3,8 +3,9 @@
 Stages (each timed, logged as ``stage=NAME ms=...`` and observed in the stage histogram):
 ``decode`` (decode, EXIF orientation, downsize; render process), ``detect`` (TorchServe),
 ``segment`` (crop the best box, mask the character; render process), ``pose`` (TorchServe on the
-crop), ``animate:<motion>`` (one pool task per motion, all in parallel) and
-``upload:<motion>`` (each file as soon as it is rendered).
+crop), ``find`` and ``fit`` (the ink finder in a render process, in place of ``detect`` and ``pose``
+while the model server is not there: :mod:`app.render.finder_steps`), ``animate:<motion>`` (one pool
+task per motion, all in parallel) and ``upload:<motion>`` (each file as soon as it is rendered).
 
 Coordinates: the client sees *image pixels* (the uploaded image after EXIF orientation, x right,
 y down); internally the pipeline works in the downsized *work pixels* (``work = image * scale``) and
@@ -18,8 +19,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +29,8 @@ from ..deadline import Deadline
 from ..errors import (
     InsufficientStorage,
     ModelServerError,
+    ModelServerUnavailable,
+    ModelsUnavailable,
     NoCharacter,
     NoSkeleton,
     StorageFull,
@@ -35,26 +38,32 @@ from ..errors import (
 )
 from ..loop import off_loop
 from ..motions.library import Motion
+from ..orders import AnimateOrder
 from ..storage.backends import LocalStorage, free_disk_mb
-from . import steps
+from . import finder_steps, steps
+
+if TYPE_CHECKING:
+    from animator.api import RenderOptions
 
 log = logging.getLogger("doodlepod.pipeline")
 
+#: ``warnings`` of an answer whose box or joints the ink finder found instead of trained models
+#: (docs/finder.md): on the model server (its archives are the finder's: no released weights there) ...
+FOUND_BY_INK_FINDER = {
+    "code": "found_by_ink_finder",
+    "message": "the drawing's box and joints were found by the ink finder on the model server (no trained "
+               "weights there): check them, and fix the box or a joint if one is off"}
+#: ... or in the app itself, while the model server is being prepared or is down.
+FOUND_BY_INK_FINDER_IN_APP = {
+    "code": "found_by_ink_finder_in_app",
+    "message": "the model server is not ready, so the app's own ink finder found the drawing's box and "
+               "joints: check them, and fix the box or a joint if one is off"}
+FINDER_WARNINGS = {w["code"]: w for w in (FOUND_BY_INK_FINDER, FOUND_BY_INK_FINDER_IN_APP)}
 
-@dataclass
-class AnimateRequest:
-    """What a request asks for, already validated by the route."""
 
-    image: bytes
-    motions: Sequence[Motion]
-    format: str
-    deadline: Deadline
-    base_url: str
-    request_id: str
-    joints: list | None = None          # client joints (animator Joints) in image pixels, or None
-    bbox: Sequence[float] | None = None  # client box [l, t, r, b] in image pixels, or None
-    size: int | None = None              # width and height of the animations (checked), or the default
-    progress: Callable[[dict[str, Any]], None] | None = None  # see Pipeline.render
+def warnings_of(found: Sequence[str]) -> list[dict[str, str]]:
+    """The ``warnings`` entries of the finder codes a request collected (each once, in order)."""
+    return [FINDER_WARNINGS[code] for code in dict.fromkeys(found) if code in FINDER_WARNINGS]
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ class Result:
     animations: dict[str, str]
     character: dict[str, Any]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    warnings: list[dict[str, str]] = field(default_factory=list)  # see :func:`warnings_of`
 
 
 class Pipeline:
@@ -127,14 +137,49 @@ class Pipeline:
                  img.rgb.shape[1], img.rgb.shape[0], img.scale)
         return img
 
-    def detect(self, img: steps.PreparedImage, deadline: Deadline,
-               timings: dict[str, float]) -> list[Detection]:
+    def detect(self, img: steps.PreparedImage, deadline: Deadline, timings: dict[str, float],
+               found: list[str] | None = None) -> list[Detection]:
         """The detector's boxes (work pixels, clipped to the image) scoring at least the minimum,
-        best first; raises :class:`NoCharacter` when none is left."""
+        best first; raises :class:`NoCharacter` when none is left. While the model server is not
+        there, the app's ink finder answers instead (:meth:`_in_app`). ``found`` collects the codes
+        of the finders that answered (:func:`warnings_of`)."""
         height, width = img.rgb.shape[:2]
-        with self.stage(timings, "detect"):
-            answer = self.torchserve.predict(self.settings.detector_model, img.png, deadline, "detect")
-        return self._detections(answer, width, height)
+        try:
+            with self.stage(timings, "detect"):
+                answer = self.torchserve.predict(self.settings.detector_model, img.png, deadline, "detect")
+        except (ModelsUnavailable, ModelServerUnavailable) as exc:
+            answer = self._in_app(exc, "find", finder_steps.find_figures_in, img.rgb, deadline, timings,
+                                  found)["detections"]
+            by_finder = True
+        else:
+            by_finder = self._note_model_server(found)
+        # DOODLEPOD_MIN_DETECTION_SCORE is a cut on the trained detector's scores; the finder's score
+        # ranks its boxes on another scale, and it reports only what it takes for a figure
+        return self._detections(answer, width, height, 0.0 if by_finder else None)
+
+    def _in_app(self, exc: Exception, stage: str, fn: Callable[..., dict[str, Any]], arg: Any, deadline: Deadline,
+                timings: dict[str, float], found: list[str] | None) -> dict[str, Any]:
+        """The ink finder in a render process in place of a model that is not there (``exc``: re-raised
+        when DOODLEPOD_FINDER_FALLBACK is off, or when the model server is there but busy or slow).
+        The request already holds its render slot, and the step runs under its deadline, as every
+        render-process step does."""
+        if not self.settings.finder_fallback or not getattr(exc, "down", True):
+            raise exc
+        log.warning("stage=%s the model server is not there (%s: %s): the app's ink finder answers", stage,
+                    getattr(exc, "code", type(exc).__name__), getattr(exc, "message", exc))
+        with self.stage(timings, stage):
+            out = self.pool.run(fn, arg, deadline=deadline, stage=stage)
+        if found is not None:
+            found.append(FOUND_BY_INK_FINDER_IN_APP["code"])
+        return out
+
+    def _note_model_server(self, found: list[str] | None) -> bool:
+        """True, and the model server's finder noted in ``found``, when its answer named the finder's
+        archives as its weights."""
+        by_finder = getattr(self.torchserve, "weights", None) == "finder"
+        if by_finder and found is not None:
+            found.append(FOUND_BY_INK_FINDER["code"])
+        return by_finder
 
     def segment(self, img: steps.PreparedImage, box: tuple[int, int, int, int], deadline: Deadline,
                 timings: dict[str, float]) -> steps.SegmentedCrop:
@@ -150,10 +195,20 @@ class Pipeline:
         with self.stage(timings, "segment"):
             return self.pool.run(steps.segment_png, work_png, box, deadline=deadline, stage="segment")
 
-    def pose(self, crop_png: bytes, deadline: Deadline, timings: dict[str, float]) -> list:
-        """The skeleton the pose model finds in the crop (animator Joints, crop pixels)."""
-        with self.stage(timings, "pose"):
-            people = self.torchserve.predict(self.settings.pose_model, crop_png, deadline, "pose")
+    def pose(self, crop_png: bytes, deadline: Deadline, timings: dict[str, float],
+             found: list[str] | None = None) -> list:
+        """The skeleton the pose model finds in the crop (animator Joints, crop pixels); while the model
+        server is not there, the one the app's ink finder fits to the crop's mask (see :meth:`detect`)."""
+        try:
+            with self.stage(timings, "pose"):
+                people = self.torchserve.predict(self.settings.pose_model, crop_png, deadline, "pose")
+        except (ModelsUnavailable, ModelServerUnavailable) as exc:
+            out = self._in_app(exc, "fit", finder_steps.fit_crop_png, crop_png, deadline, timings, found)
+            if not out["people"]:
+                raise NoSkeleton(f"no skeleton was found in the character's box: {out['reason']}") from None
+            people = out["people"]
+        else:
+            self._note_model_server(found)
         return self._skeleton(people)
 
     def rig(self, texture: np.ndarray, mask: np.ndarray, skeleton: list, deadline: Deadline,
@@ -170,7 +225,7 @@ class Pipeline:
             steps.check_rig(character.mask, [(j.name, j.loc) for j in character.skeleton])
         return character
 
-    def render(self, character: tuple, motions: Sequence[Motion], options: dict[str, Any], deadline: Deadline,
+    def render(self, character: tuple, motions: Sequence[Motion], options: RenderOptions, deadline: Deadline,
                timings: dict[str, float], store: Callable[[Motion, dict[str, Any]], str],
                task: Callable[..., dict[str, Any]] = steps.render_motion,
                progress: Callable[[dict[str, Any]], None] | None = None,
@@ -187,7 +242,7 @@ class Pipeline:
         CPUs that the admitted requests' motions leave idle are given to the renders: each makes
         its frames in :meth:`processes_per_render` processes (the file is the same for any number)."""
         t0 = time.perf_counter()
-        options = {**options, "processes": self.processes_per_render(len(motions))}
+        options = replace(options, processes=self.processes_per_render(len(motions)))
         # longest clip first: with fewer render processes than motions, the short ones then fill in
         # beside it instead of a long one starting last and running alone
         order = sorted(motions, key=lambda m: getattr(m, "seconds", 0.0), reverse=True)
@@ -224,7 +279,7 @@ class Pipeline:
                 report("storing")
                 with self.stage(timings, f"upload:{motion.name}"):
                     done[motion.name] = store(motion, out)
-                metrics.ANIMATIONS.labels(motion=motion.name, format=options.get("format", "gif")).inc()
+                metrics.ANIMATIONS.labels(motion=motion.name, format=options.format).inc()
         except BaseException:
             # an error, a passed deadline or a dropped client: the other motions' renders stop now,
             # and the request (and its render slot) ends only once the render processes are free
@@ -240,10 +295,13 @@ class Pipeline:
 
         return processes_per_render(available_cpus(), self.settings.max_inflight, motions)
 
-    def render_options(self, fmt: str, size: int | None = None) -> dict[str, Any]:
-        """:class:`animator.RenderOptions` keyword arguments from the settings (``size`` overrides
-        DOODLEPOD_RENDER_SIZE). A thumbnail (side <= :data:`THUMBNAIL_SIDE`) is rigged on a coarser
-        mesh: its bends look the same at that size, and the mesh setup is most of its time."""
+    def render_options(self, fmt: str, size: int | None = None, max_frames: int | None = None) -> RenderOptions:
+        """The :class:`animator.RenderOptions` of a render from the settings (``size`` overrides
+        DOODLEPOD_RENDER_SIZE, ``max_frames`` a request's own cap over DOODLEPOD_RENDER_MAX_FRAMES). A
+        thumbnail (side <= :data:`THUMBNAIL_SIDE`) is rigged on a coarser mesh: its bends look the same
+        at that size, and the mesh setup is most of its time."""
+        from animator.api import RenderOptions
+
         s = self.settings
         side = int(size or s.render_size)
         options: dict[str, Any] = {"width": side, "height": side, "format": fmt, "threads": s.render_threads}
@@ -251,49 +309,62 @@ class Pipeline:
             options["mesh_cells"] = THUMBNAIL_MESH_CELLS
         if s.render_fps:
             options["fps"] = s.render_fps if s.render_fps == "native" else float(s.render_fps)
-        if s.render_max_frames:
-            options["max_frames"] = s.render_max_frames
-        return options
+        if max_frames is not None or s.render_max_frames:
+            options["max_frames"] = max_frames if max_frames is not None else s.render_max_frames
+        return RenderOptions(**options)
+
+    def file_tag(self, options: RenderOptions) -> str:
+        """The frame rate and frame cap in a stored render's name (``25fps``, ``defaultfps-max20``): a
+        render cache's key carries what its file depends on (the default rate while the settings name none)."""
+        fps: Any = options.fps if self.settings.render_fps else "default"
+        fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
+        return f"{fps}fps" + (f"-max{options.max_frames}" if options.max_frames else "")
 
     # -- /animate: every step in memory ---------------------------------------------------------
-    def run(self, req: AnimateRequest) -> Result:
+    def run(self, order: AnimateOrder, image: bytes, motions: Sequence[Motion], deadline: Deadline,
+            progress: Callable[[dict[str, Any]], None] | None = None) -> Result:
+        """POST /animate's work: ``order``'s character found on ``image`` (or placed by its joints and
+        box) and animated in ``motions`` (the order's, resolved, and a client's clip)."""
         timings: dict[str, float] = {}
-        if req.progress is not None:
-            req.progress({"stage": "preparing"})
-        img = self.decode(req.image, req.deadline, timings)
+        found: list[str] = []  # the finders that placed the box or joints, when not trained models
+        if progress is not None:
+            progress({"stage": "preparing"})
+        img = self.decode(image, deadline, timings)
         height, width = img.rgb.shape[:2]
-        if req.joints is not None:
-            coordinates.check_inside(req.joints, img.image_size)
-            work_joints = coordinates.joints_to_work(req.joints, img.scale)
-            box = coordinates.box_for_client(req.bbox, work_joints, img.scale, width, height)
+        joints = client_joints(order)
+        if joints is not None:
+            coordinates.check_inside(joints, img.image_size)
+            work_joints = coordinates.joints_to_work(joints, img.scale)
+            box = coordinates.box_for_client(None if order.bbox is None else list(order.bbox), work_joints,
+                                             img.scale, width, height)
         else:
-            box = self.detect(img, req.deadline, timings)[0].box
-        crop = self.segment(img, box, req.deadline, timings)
+            box = self.detect(img, deadline, timings, found)[0].box
+        crop = self.segment(img, box, deadline, timings)
         l, t, _, _ = box
-        if req.joints is not None:
+        if joints is not None:
             from animator.skeleton import transform_skeleton
             skeleton = transform_skeleton(work_joints, offset=(-l, -t))
         else:
-            skeleton = self.pose(crop.png, req.deadline, timings)
-        character = self.rig(crop.texture, crop.mask, skeleton, req.deadline, timings)
+            skeleton = self.pose(crop.png, deadline, timings, found)
+        character = self.rig(crop.texture, crop.mask, skeleton, deadline, timings)
 
         # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
         # client can repeat or make up) stays in the logs and headers and never names a stored file.
         set_id = new_storage_id()
 
         def store(motion: Motion, out: dict[str, Any]) -> str:
-            key = f"{set_id}/{motion.name}.{file_suffix(req.format)}"
-            self.storage.put(key, out["data"], out["mime"], req.deadline)
-            return self.storage.url(key, req.base_url)
+            key = f"{set_id}/{motion.name}.{file_suffix(order.format)}"
+            self.storage.put(key, out["data"], out["mime"], deadline)
+            return self.storage.url(key, order.base_url)
 
-        animations = self.render((character,), req.motions, self.render_options(req.format, req.size), req.deadline,
-                                 timings, store, progress=req.progress)
+        animations = self.render((character,), motions, self.render_options(order.format, order.size), deadline,
+                                 timings, store, progress=progress)
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
         bbox_img = [round(v / img.scale, 1) for v in box]
-        return Result(set_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings)
+        return Result(set_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings, warnings_of(found))
 
-    def _detections(self, detections: Any, width: int, height: int) -> list[Detection]:
+    def _detections(self, detections: Any, width: int, height: int, min_score: float | None = None) -> list[Detection]:
         if not isinstance(detections, list) or not all(isinstance(d, dict) for d in detections):
             raise ModelServerError("the detector answered in an unexpected format (expected a list of "
                                    "{bbox, score})")
@@ -302,7 +373,8 @@ class Pipeline:
                             key=lambda p: p[0], reverse=True)
         except (TypeError, ValueError):
             raise ModelServerError("the detector answered a score that is not a number") from None
-        kept = [(score, b) for score, b in scored if score >= self.settings.min_detection_score]
+        cut = self.settings.min_detection_score if min_score is None else min_score
+        kept = [(score, b) for score, b in scored if score >= cut]
         log.info("detections=%d kept=%d best_score=%s", len(scored), len(kept),
                  f"{scored[0][0]:.3f}" if scored else "-")
         found = []
@@ -335,10 +407,20 @@ class Pipeline:
         return skeleton_from_coco(keypoints)
 
 
-def expected_frames(motion: Any, options: dict[str, Any]) -> int | None:
+def client_joints(order: AnimateOrder) -> list | None:
+    """The order's client joints as the animator's skeleton (image pixels), or None."""
+    if order.joints is None:
+        return None
+    from animator.skeleton import skeleton_from_client
+
+    with animator_boundary():
+        return skeleton_from_client([joint.model_dump() for joint in order.joints])
+
+
+def expected_frames(motion: Any, options: RenderOptions) -> int | None:
     """The frames the render of ``motion`` with ``options`` will make (the animator's own frame plan
     over the clip's header: frames in range and frame time), or None when the clip is not known here."""
-    from animator.frame_rate import DEFAULT_FPS, plan_frames
+    from animator.frame_rate import plan_frames
 
     clip = getattr(motion, "clip", None)
     if clip is None and getattr(motion, "frames", None) and getattr(motion, "frame_time_s", None):
@@ -346,8 +428,8 @@ def expected_frames(motion: Any, options: dict[str, Any]) -> int | None:
     if not clip:
         return None
     try:
-        return int(plan_frames(int(clip[0]), float(clip[1]), fps=options.get("fps", DEFAULT_FPS),
-                               max_frames=options.get("max_frames")).indices.size)
+        return int(plan_frames(int(clip[0]), float(clip[1]), fps=options.fps,
+                               max_frames=options.max_frames).indices.size)
     except Exception:  # noqa: BLE001 - an estimate; the render reports its own count
         return None
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import io
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import animator_boundary
 from .steps import _configs, read_mask, read_texture
+
+if TYPE_CHECKING:
+    import animator
 
 
 def _rgb(png: bytes) -> np.ndarray:
@@ -26,12 +29,13 @@ def _rgb(png: bytes) -> np.ndarray:
 
 
 def render_scene(characters: list[dict[str, Any]], page_png: bytes | None, page_size: tuple[int, int],
-                 background: dict[str, Any], background_png: bytes | None, options: dict[str, Any]) -> dict[str, Any]:
+                 background: dict[str, Any], background_png: bytes | None,
+                 options: animator.RenderOptions) -> dict[str, Any]:
     """Render a scene. ``characters``: ``{"texture", "mask"}`` PNG bytes, ``"joints"`` [(name, (x, y),
     parent)], ``"origin"`` (x, y) and ``"scale"`` on the page, ``"motion"`` and ``"retarget"`` config
     paths (retarget None: derived), ``"name"``. ``background``: ``{"kind": page|colour|image|none,
     "colour"?: [r, g, b]}`` (``page_png`` the page, ``background_png`` an uploaded picture).
-    ``options``: :class:`animator.RenderOptions` keywords; ``width``/``height`` the canvas."""
+    ``options``: its ``width``/``height`` are the canvas."""
     import animator
     from animator.page_scene import Background, PageCharacter, PageScene, render_page_scene
 
@@ -51,7 +55,7 @@ def render_scene(characters: list[dict[str, Any]], page_png: bytes | None, page_
         colour = tuple(background["colour"]) if kind == "colour" else None
         scene = PageScene(chars, (int(page_size[0]), int(page_size[1])), Background(kind, colour=colour, image=image))
         t1 = time.perf_counter()
-        result = render_page_scene(scene, animator.RenderOptions(**options), progress=report_progress)
+        result = render_page_scene(scene, options, progress=report_progress)
     t2 = time.perf_counter()
     return {"data": result.data, "mime": result.mime, "extension": result.extension,
             "frame_count": int(result.frame_count), "duration_s": float(result.duration_s),

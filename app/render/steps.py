@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -30,6 +30,9 @@ from ..errors import (
     animator_boundary,
 )
 from ..images import open_checked
+
+if TYPE_CHECKING:
+    import animator
 
 
 @dataclass
@@ -177,8 +180,8 @@ def _rigs():
 
 
 def render_motion(character: Any, motion_path: str, retarget_path: str | None,
-                  options: dict[str, Any]) -> dict[str, Any]:
-    """Render one motion for ``character`` (an :class:`animator.Character`) with ``RenderOptions(**options)``.
+                  options: animator.RenderOptions) -> dict[str, Any]:
+    """Render one motion for ``character`` (an :class:`animator.Character`) with ``options``.
 
     ``motion_path``/``retarget_path``: a library motion's configs, or a client's .bvh clip and None.
     Returns the encoded file and its facts (not the per-frame motion, to keep the answer small).
@@ -194,7 +197,7 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
     with animator_boundary("the character cannot be animated"):
         motion_cfg, retarget_cfg = _configs(motion_path, retarget_path)
         t1 = time.perf_counter()
-        result = animator.render(character, motion_cfg, retarget_cfg, animator.RenderOptions(**options),
+        result = animator.render(character, motion_cfg, retarget_cfg, options,
                                  rigs=_rigs(), progress=report_progress)
     t2 = time.perf_counter()
     timings = {"load_configs": (t1 - t0) * 1e3, **{k: float(v) for k, v in result.timings_ms.items()},
@@ -205,7 +208,7 @@ def render_motion(character: Any, motion_path: str, retarget_path: str | None,
 
 
 def render_reference(character_dir: str, motion_path: str, retarget_path: str | None,
-                     options: dict[str, Any]) -> dict[str, Any]:
+                     options: animator.RenderOptions) -> dict[str, Any]:
     """:func:`render_motion` for a character folder on disk (a motion preview's reference character;
     read once per render process)."""
     return render_motion(_character_from(character_dir), motion_path, retarget_path, options)
@@ -403,7 +406,7 @@ def character_files(joints: list[tuple[str, tuple[float, float], str | None]], *
 
 
 def render_stored(texture_png: bytes, mask_png_bytes: bytes, joints: list[tuple[str, tuple[float, float], str | None]],
-                  motion_path: str, retarget_path: str, options: dict[str, Any]) -> dict[str, Any]:
+                  motion_path: str, retarget_path: str, options: animator.RenderOptions) -> dict[str, Any]:
     """:func:`render_motion` for a stored character (its texture and mask PNGs, joints in texture pixels)."""
     import animator
 

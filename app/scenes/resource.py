@@ -24,11 +24,11 @@ import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import documents
+from ..characters.resource import REAPPLY, check_version, new_id, valid_id
 from ..characters.resource import Record as CharacterRecord
-from ..characters.resource import new_id, valid_id, version_matches
 from ..deadline import Deadline
 from ..documents import JsonDocument
 from ..errors import (
@@ -41,9 +41,13 @@ from ..errors import (
     TooManyCharacters,
     VersionMismatch,
 )
+from ..orders import AnimateOrder, SceneOrder
 from ..render.pipeline import expected_frames, file_suffix, progress_report
 from ..storage.backends import Conflict
 from .detections import keep
+
+if TYPE_CHECKING:
+    from animator.api import RenderOptions
 
 log = logging.getLogger("doodlepod.scenes")
 
@@ -231,9 +235,7 @@ class Scenes:
              deadline: Deadline) -> SceneRecord:
         for _ in range(EDIT_TRIES):
             record, tag = self.load(sid, deadline)
-            if if_match is not None and not version_matches(if_match, record.version):
-                raise VersionMismatch(f"scene {sid} is at version {record.version}, not {if_match.strip()}; "
-                                      "GET it again and reapply your change")
+            check_version(if_match, "scene", sid, record.version, REAPPLY)
             new = self._apply(record, change, motions_known, deadline)
             try:
                 self.storage.put_if(self._key(sid), new.to_json(), "application/json", deadline, tag)
@@ -293,24 +295,23 @@ class Scenes:
         return count
 
     # -- render -------------------------------------------------------------------------------
-    def plan(self, record: SceneRecord, library: dict[str, Any], fmt: str, size: int,
-             max_frames: int | None) -> dict[str, Any]:
-        """The render's options (canvas of the page's shape, longer side ``size``), checked against the
-        work bound: characters x frames x canvas pixels (raises :class:`SceneTooLarge`)."""
+    def plan(self, record: SceneRecord, library: dict[str, Any], order: SceneOrder) -> RenderOptions:
+        """The render's options (canvas of the page's shape, longer side ``order.size``), checked against
+        the work bound: characters x frames x canvas pixels (raises :class:`SceneTooLarge`)."""
+        from dataclasses import replace
+
         from animator.page_scene import canvas_size
 
         page_w = max(1, round(record.image["width"] * record.page_scale))
         page_h = max(1, round(record.image["height"] * record.page_scale))
-        options = self.pipeline.render_options(fmt, size)
-        width, height = canvas_size((page_w, page_h), size)
-        options.update(width=width, height=height)
-        if max_frames is not None:
-            options["max_frames"] = max_frames
-        fps = options.get("fps", 25.0)
+        width, height = canvas_size((page_w, page_h), order.size)
+        options = replace(self.pipeline.render_options(order.format, order.size, order.max_frames),
+                          width=width, height=height)
+        fps = options.fps
         seconds = max(float(getattr(library[c["motion"]], "seconds", 0.0) or 10.0) for c in record.characters)
         frames = math.ceil(seconds * (fps if isinstance(fps, float) else 120.0))
-        if options.get("max_frames"):
-            frames = min(frames, int(options["max_frames"]))
+        if options.max_frames:
+            frames = min(frames, int(options.max_frames))
         work = len(record.characters) * frames * width * height
         bound = self.settings.scene_max_work_mpx * 1e6
         if work > bound:
@@ -320,17 +321,13 @@ class Scenes:
                                 "characters")
         return options
 
-    def animation_key(self, record: SceneRecord, options: dict[str, Any], library: dict[str, Any]) -> str:
+    def animation_key(self, record: SceneRecord, options: RenderOptions) -> str:
         """Where this version's render with ``options`` is stored (the name carries everything it depends
         on but the characters' versions, which :meth:`render` folds in)."""
-        fps = options.get("fps", "default")
-        fps = f"{fps:g}" if isinstance(fps, float) else str(fps)
-        cap = f"-max{options['max_frames']}" if options.get("max_frames") else ""
-        return self._file_key(record, f"{record.rev}/anim/scene-{options['width']}x{options['height']}-{fps}fps"
-                                      f"{cap}.{file_suffix(options['format'])}")
+        return self._file_key(record, f"{record.rev}/anim/scene-{options.width}x{options.height}-"
+                                      f"{self.pipeline.file_tag(options)}.{file_suffix(options.format)}")
 
-    def render(self, sid: str, library: dict[str, Any], fmt: str, size: int, max_frames: int | None,
-               if_match: str | None, deadline: Deadline, timings: dict[str, float], base_url: str,
+    def render(self, order: SceneOrder, library: dict[str, Any], deadline: Deadline, timings: dict[str, float],
                slot: Callable[[], AbstractContextManager[Any]],
                progress: Callable[[dict[str, Any]], None] | None = None,
                motion: str | None = None) -> tuple[SceneRecord, dict[str, Any]]:
@@ -339,15 +336,15 @@ class Scenes:
         record and ``{"url", "cached", "width", "height"}`` (and ``frames``, ``duration_s`` when rendered)."""
         from ..render import scene_steps
 
+        sid, base_url = order.scene, order.base_url
         record, _ = self.load(sid, deadline)
-        if if_match is not None and not version_matches(if_match, record.version):
-            raise VersionMismatch(f"scene {sid} is at version {record.version}, not {if_match.strip()}")
+        check_version(order.if_match, "scene", sid, record.version)
         if motion is not None:
             record.characters = [{**c, "motion": motion} for c in record.characters]
         unknown = [c["motion"] for c in record.characters if c["motion"] not in library]
         if unknown:
             raise BadRequest(f"motion(s) no longer in the library: {', '.join(unknown)}; PATCH the scene")
-        options = self.plan(record, library, fmt, size, max_frames)
+        options = self.plan(record, library, order)
         chars = []
         for c in record.characters:
             try:
@@ -361,8 +358,8 @@ class Scenes:
 
         given = hashlib.sha256(json.dumps([[ch.version, c["motion"], getattr(library[c["motion"]], "sha256", "")]
                                            for c, ch in zip(record.characters, chars)]).encode()).hexdigest()[:12]
-        key = self.animation_key(record, options, library).replace("/anim/scene-", f"/anim/scene-{given}-")
-        info = {"width": options["width"], "height": options["height"]}
+        key = self.animation_key(record, options).replace("/anim/scene-", f"/anim/scene-{given}-")
+        info = {"width": options.width, "height": options.height}
         if self.storage.exists(key, deadline):
             return record, {**info, "url": self.storage.url(key, base_url), "cached": True}
         self.pipeline.check_disk()
@@ -413,22 +410,23 @@ class Scenes:
                         "frames": out["frame_count"], "duration_s": round(out["duration_s"], 3)}
 
     # -- the mobile contract's opt-in ---------------------------------------------------------
-    def animate_photo(self, image: bytes, library: dict[str, Any], motions: list[str], fmt: str,
-                      deadline: Deadline, timings: dict[str, float], base_url: str,
-                      progress: Callable[[dict[str, Any]], None] | None = None,
-                      size: int | None = None) -> dict[str, Any]:
+    def animate_photo(self, order: AnimateOrder, image: bytes, library: dict[str, Any], deadline: Deadline,
+                      timings: dict[str, float],
+                      progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """POST /animate with ``every_character``: a scene of every character in the photo, rendered once
-        per motion with every character doing it, ``size`` its longer side (default DOODLEPOD_RENDER_SIZE; the
-        caller holds the render slot). Returns the
+        per motion of ``order`` with every character doing it, ``order.size`` its longer side (default
+        DOODLEPOD_RENDER_SIZE; the caller holds the render slot). Returns the
         answer's fields: ``id`` (the scene's), ``animations`` {motion: URL}, ``character`` (the best
         detection's box and joints, as without the opt-in), ``scene`` and ``skipped``."""
         from contextlib import nullcontext
 
+        motions = list(order.motions)
         record, skipped = self.from_photo(image, None, motions[:1], {"kind": "page"}, None, deadline, timings)
+        scene = SceneOrder(scene=record.id, format=order.format, size=order.size or self.settings.render_size,
+                           base_url=order.base_url)
         animations: dict[str, str] = {}
         for name in motions:
-            _, out = self.render(record.id, library, fmt, size or self.settings.render_size, None, None, deadline,
-                                 timings, base_url, nullcontext, progress=progress, motion=name)
+            _, out = self.render(scene, library, deadline, timings, nullcontext, progress=progress, motion=name)
             animations[name] = out["url"]
         best, _ = self.characters.load(record.characters[0]["id"], deadline)
         public = best.public(lambda key: key)

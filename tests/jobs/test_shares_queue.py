@@ -15,6 +15,7 @@ import requests
 from app.config import load_settings
 from app.jobs import worker as worker_module
 from app.jobs.queue import JobQueue, QueueFull
+from app.orders import AnimateOrder, VideoOrder
 from app.render.admission import InflightSlots
 from app.shares import JobsShareUsed, QueuedBytesShareUsed, VideoShareUsed
 from tests.support import stack
@@ -89,8 +90,11 @@ def test_video_jobs_run_without_a_render_slot_and_renders_wait_for_one(redis_ser
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:
-        queue.submit("animate", {}, b"x", client=GOOD)
-        queue.submit("motion_from_video", {}, None, client=BAD, input_bytes=1)
+        # the handlers are the test's; the payloads are real orders (the worker reads them back first)
+        queue.submit("animate", AnimateOrder(motions=("dab",), format="gif", base_url="http://h").to_json(), b"x",
+                     client=GOOD)
+        queue.submit("motion_from_video", VideoOrder(client=BAD, base_url="http://h").to_json(), None, client=BAD,
+                     input_bytes=1)
         t_end = time.monotonic() + 20
         while "video" not in ran and time.monotonic() < t_end:
             time.sleep(0.05)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from animator.api import RenderOptions
 from app.characters.resource import Record, version_matches
 from app.config import load_settings
 from app.deadline import Deadline
@@ -157,7 +158,7 @@ def test_a_render_process_rigs_a_character_version_once_for_all_its_motions() ->
     files = (steps.encode_png(np.ascontiguousarray(char.texture[..., :3])), steps.mask_png(char.mask),
              [(j.name, list(j.loc), j.parent) for j in char.skeleton])
     dab, zombie = (str(AD_EXAMPLES / "config" / "motion" / f"{m}.yaml") for m in ("dab", "zombie"))
-    options = {"width": 128, "height": 128, "max_frames": 10, "threads": 1}
+    options = RenderOptions(width=128, height=128, max_frames=10, threads=1)
     for cache in (steps._rigs, steps._stored_texture, steps._stored_mask):
         cache.cache_clear()
     first = steps.render_stored(*files, dab, str(FAIR), options)
@@ -168,7 +169,7 @@ def test_a_render_process_rigs_a_character_version_once_for_all_its_motions() ->
     assert max(second["timings_ms"]["setup"], third["timings_ms"]["setup"]) < first["timings_ms"]["setup"] / 5
     assert third["data"] == first["data"]
     fresh = animator.Character(steps.read_texture(files[0]), steps.read_mask(files[1]), char.skeleton)
-    want = animator.render(fresh, *steps._configs(zombie, str(FAIR)), animator.RenderOptions(**options))
+    want = animator.render(fresh, *steps._configs(zombie, str(FAIR)), options)
     assert second["data"] == want.data
     moved = [(n, [loc[0] + 4, loc[1]] if n == "left_hand" else loc, p) for n, loc, p in files[2]]
     steps.render_stored(files[0], files[1], moved, dab, str(FAIR), options)   # a new version: rigged anew,
@@ -206,27 +207,35 @@ def test_s3_lifecycle_example_matches_the_defaults(moto) -> None:
 
 
 def test_render_cache_keys_name_everything_the_file_depends_on() -> None:
+    from dataclasses import replace
     from types import SimpleNamespace
 
     from app.characters.resource import Characters
+    from app.render.pipeline import Pipeline
 
-    chars = Characters(load_settings({}), None, None)
+    settings = load_settings({})  # DOODLEPOD_RENDER_FPS 15
+    chars = Characters(settings, Pipeline(settings, None, None, None), None)
     rec = Record(id="b" * 32, version=2, created_at=0.0, expires_at=1.0, image={"width": 10, "height": 10},
                  work_scale=1.0, box=[0, 0, 10, 10], texture_size=[10, 10], detections=[], skeleton=[],
                  files={}, rev="r2-abc")
     dab, zombie = SimpleNamespace(name="dab"), SimpleNamespace(name="zombie")
     clip1 = SimpleNamespace(name="upload", sha256="1" * 64)
     clip2 = SimpleNamespace(name="upload", sha256="2" * 64)
-    base = {"width": 256, "height": 256, "format": "gif", "fps": 15.0}
+    base = chars.pipeline.render_options("gif", 256)
     keys = [chars.animation_key(rec, dab, base), chars.animation_key(rec, zombie, base),
-            chars.animation_key(rec, dab, {**base, "width": 128, "height": 128}),
-            chars.animation_key(rec, dab, {**base, "format": "webp"}),
-            chars.animation_key(rec, dab, {**base, "fps": "native"}),
-            chars.animation_key(rec, dab, {**base, "max_frames": 20}),
+            chars.animation_key(rec, dab, chars.pipeline.render_options("gif", 128)),
+            chars.animation_key(rec, dab, chars.pipeline.render_options("webp", 256)),
+            chars.animation_key(rec, dab, replace(base, fps="native")),
+            chars.animation_key(rec, dab, chars.pipeline.render_options("gif", 256, max_frames=20)),
             chars.animation_key(rec, clip1, base), chars.animation_key(rec, clip2, base),
             chars.animation_key(Record(**{**rec.__dict__, "rev": "r3-def"}), dab, base)]
     assert len(set(keys)) == len(keys)
     assert keys[0] == f"characters/{'b' * 32}/r2-abc/anim/dab-256px-15fps.gif"
+    # without DOODLEPOD_RENDER_FPS the key says so (the names of the files stored before RenderOptions)
+    native = load_settings({}, render_fps="")
+    plain = Characters(native, Pipeline(native, None, None, None), None)
+    assert plain.animation_key(rec, dab, plain.pipeline.render_options("gif", 256, max_frames=20)) \
+        == f"characters/{'b' * 32}/r2-abc/anim/dab-256px-defaultfps-max20.gif"
 
 
 def test_patch_takes_merge_patch_json(make_app) -> None:

@@ -62,8 +62,9 @@ def test_max_frames_cannot_exceed_the_operators_cap(make_app):
 
 def test_thumbnails_are_rigged_on_a_coarser_mesh(app):
     """A 128 px preview needs no 300-cell mesh (its setup is most of a preview's time); 400 px does."""
+    from animator import RenderOptions
     from app.render.pipeline import THUMBNAIL_MESH_CELLS
 
     pipeline = app.extensions["doodlepod"].pipeline
-    assert pipeline.render_options("gif", 128)["mesh_cells"] == THUMBNAIL_MESH_CELLS
-    assert "mesh_cells" not in pipeline.render_options("gif", 400)
+    assert pipeline.render_options("gif", 128).mesh_cells == THUMBNAIL_MESH_CELLS
+    assert pipeline.render_options("gif", 400).mesh_cells == RenderOptions().mesh_cells  # the animator's default

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import animator
+from animator.api import RenderOptions
 from animator.loop_seam import character_height_px, loop_gap_pct
 from app.motions.library import BUILTIN_DIR, LibraryError, categories, load_library, load_motions
 from app.render.steps import _configs, render_motion
@@ -21,7 +22,7 @@ ACKNOWLEDGEMENT = ("The data used in this project was obtained from mocap.cs.cmu
                    "The database was created with funding from NSF EIA-0196217.")
 LIBRARY = load_motions()
 #: Render options that keep 72 renders fast while still going through every stage.
-SMALL = {"width": 64, "height": 64, "max_frames": 3, "threads": 1}
+SMALL = RenderOptions(width=64, height=64, max_frames=3, threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +134,8 @@ def test_a_changed_clip_gets_a_new_digest_and_preview_key(tmp_path):
                                                                                 "retarget": "auto"}}}))
 
     class Pipeline:
-        def render_options(self, fmt, size):
-            return {"width": size, "height": size, "format": fmt}
+        def render_options(self, fmt, size, max_frames=None):
+            return RenderOptions(width=size, height=size, format=fmt, max_frames=max_frames)
     before = load_library(tmp_path, "x")["walk"]
     key_before = MotionPreviews(None, Pipeline()).key(before)
     text = (tmp_path / "walk.bvh").read_text()
