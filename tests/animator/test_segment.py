@@ -21,12 +21,12 @@ def _texture_and_mask(name: str) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("name", ["char1", "char2", "char3", "char4"])
 def test_segmentation_matches_animated_drawings_masks(name: str) -> None:
-    # The fixture masks were made by AnimatedDrawings' OpenCV segmentation of these textures.
+    # The fixture masks were made by AnimatedDrawings' OpenCV segmentation of these textures: equal.
     rgb, expected = _texture_and_mask(name)
     mask = segment_drawing(rgb)
     iou = (mask & expected).sum() / (mask | expected).sum()
     assert mask.dtype == bool and mask.shape == expected.shape
-    assert iou > 0.97, f"IoU {iou:.3f} with AnimatedDrawings' mask"
+    assert (mask == expected).all(), f"{(mask != expected).sum()} pixels differ (IoU {iou:.4f})"
 
 
 def test_outlined_figure_is_filled_and_stray_marks_dropped() -> None:
