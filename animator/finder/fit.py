@@ -13,7 +13,7 @@ Coordinates: x right, y down, pixels of the mask's grid plus ``origin``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
@@ -63,7 +63,6 @@ class Fit:
     confidence: dict[str, float]
     score: float
     reason: str | None = None
-    extras: dict = field(default_factory=dict, compare=False, repr=False)
 
     def coco17(self) -> np.ndarray:
         """The skeleton as 17 COCO keypoints ``(x, y, score)`` (float64, (17, 3)) such that
