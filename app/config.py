@@ -237,7 +237,13 @@ SETTINGS: tuple[Setting, ...] = (
             "got 503/507 (with backoff).", _non_negative_int),
     Setting("DOODLEPOD_MODELS_STATE_FILE", "", "A JSON file in which `make run` says how far the models' "
             "preparation has got (the model stack building, TorchServe starting): /ping reports it, and requests "
-            "that need the models answer 503 models_unavailable meanwhile. Empty: TorchServe's own state only."),
+            "that need the models are answered by the app's own ink finder meanwhile (DOODLEPOD_FINDER_FALLBACK; "
+            "off: 503 models_unavailable). Empty: TorchServe's own state only."),
+    Setting("DOODLEPOD_FINDER_FALLBACK", "true", "While the model server is being prepared or is down (the "
+            "models' state file says so, it refuses connections, or it has not loaded a model), find a photo's "
+            "drawing and fit its joints with the ink finder in the app's own render processes (under the request's "
+            "render slot and deadline) instead of answering 503; answers say so (warnings: "
+            "found_by_ink_finder_in_app). A busy or slow model server still answers 503. false: always 503.", _bool),
     Setting("DOODLEPOD_PING_TIMEOUT_S", "1", "Timeout of each check /ping makes.", _positive_float),
     # --- storage ---
     Setting("DOODLEPOD_STORAGE", "local", "Where animations go: 'local' (a folder served by the app under "

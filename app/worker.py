@@ -89,7 +89,9 @@ def run_animate(ctx: Services, order: AnimateOrder, image: bytes | None, job_id:
         answer = ctx.scenes.animate_photo(order, image or b"", ctx.motions, deadline, timings, progress=progress)
         return {**answer, "timings_ms": timings}
     result = ctx.pipeline.run(order, image or b"", motions, deadline, progress=progress)
-    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
+    extra = {"warnings": result.warnings} if result.warnings else {}  # which finder found the drawing
+    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms,
+            **extra}
 
 
 @handler(CharacterOrder)

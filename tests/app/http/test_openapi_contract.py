@@ -207,6 +207,7 @@ NOT_REQUEST_CONSTANTS = {
     "app.characters.preparation:MAX_STATE_BYTES",    # make run's models-state file
     "app.characters.preparation:MAX_RETRY_AFTER_S",  # the longest Retry-After of models_unavailable
     "app.worker:MAX_WAITING_CALLBACKS",   # callbacks a worker holds while their lanes are busy
+    "app.render.finder_steps:MAX_FIGURES",     # boxes the app's own ink finder reports in one photo
 }
 
 

@@ -120,6 +120,26 @@ function tinyModels(warnings) {
   return (warnings || []).some((w) => w.code === "tiny_models");
 }
 
+// The ink finder found the box and joints (no trained weights: on the model server, or in the app
+// while the model server is not ready): the editor opens on them, and says to check them.
+const FOUND_BY = new Set(["found_by_ink_finder", "found_by_ink_finder_in_app"]);
+
+/** A sentence for the person when an answer's `warnings` say the ink finder placed the box and joints. */
+function finderNote(warnings) {
+  const w = (warnings || []).find((x) => FOUND_BY.has(x.code));
+  if (!w) return "";
+  const where = w.code === "found_by_ink_finder_in_app" ? " (the model server is not ready yet, so the app's own)" : "";
+  return `The ink finder${where} found the drawing's box, mask and joints by reading the ink, with no trained ` +
+    "model: check them, and drag the box or a joint that is off, then Save.";
+}
+
+function showFinderNote(doc) {
+  const note = finderNote(doc.warnings);
+  if (!note) return;
+  ui.fixNote.textContent = note;
+  ui.fixNote.hidden = false;
+}
+
 /** Make a character of `file` with the models; when they miss, offer placing the box and joints by hand. */
 async function createFrom(file) {
   if (!file) return;
@@ -139,6 +159,7 @@ async function createFrom(file) {
       }
       progress("Loading the character…", null);
       await open(doc);
+      showFinderNote(doc);
       reveal(ui.fix, "start");
     } catch (err) {
       if (err instanceof ApiError && tinyModels(err.warnings)) tiny = true;
@@ -171,6 +192,7 @@ async function openDraft(file, why = "") {
       state.mask = null;
       state.file = file;
       state.jointsPlaced = false;
+      state.draftTiny = why === TINY_MODELS; // the server's pose model is noise: keep the template
       history.replaceState(null, "", location.pathname);
       ui.fix.hidden = false;
       ui.motionsStep.hidden = true;
@@ -198,17 +220,42 @@ function draftHint() {
     : "Press beside the drawing and drag across it to put a box around it: a skeleton appears in the box.";
 }
 
-// A box drawn on a draft whose joints are not placed yet gets a standing figure in it, and the view
-// comes closer: the joints are placed on the drawing, not on the whole photo.
+// A box drawn on a draft whose joints are not placed yet: the view comes closer, and the server is
+// asked to cut the drawing out of the box and fit its skeleton to it (POST /characters with the box
+// and no joints: the pose model, or the ink finder where there are no trained weights; under the
+// server's render slot and deadline). Meanwhile, and where it cannot (tiny random models, or nothing
+// person-like in the box), a standing figure's joints in the box, to drag into place.
 editor.addEventListener("newbox", (e) => {
   if (!state.doc?.draft) return;
   if (!state.jointsPlaced) {
     editor.placeJoints(skeletonIn(e.detail), state.doc.skeleton);
     ui.whole.checked = false;
     editor.setWholePhoto(false);
+    if (!state.draftTiny && state.file) fitInBox(e.detail);
   }
   draftHint();
 });
+
+/** Ask the server for a character of the draft's photo with `bbox` and a skeleton fitted inside it. */
+async function fitInBox(bbox) {
+  const file = state.file;
+  const draft = state.doc;
+  await busy(async () => {
+    progress("Fitting a skeleton to the drawing in the box…", null);
+    try {
+      const doc = await upload("characters", file, () => {}, { bbox: JSON.stringify(bbox.map((v) => Math.round(v * 10) / 10)) });
+      if (state.doc !== draft || state.jointsPlaced) return; // the person moved on meanwhile
+      await open(doc);
+      showFinderNote(doc);
+      ui.saveState.textContent = `Saved (version ${doc.version})`;
+    } catch (err) {
+      if (!(err instanceof ApiError && MODELS_MISSED.has(err.code))) throw err;
+      ui.hint.textContent = "The server found no figure to fit in this box: drag each joint onto its place, then Save.";
+    } finally {
+      progress(null);
+    }
+  });
+}
 
 // --- step 2: the editor --------------------------------------------------------------------------
 
@@ -646,8 +693,10 @@ async function watchModels() {
     bar.hidden = !(p && p.total > 0);
     if (!bar.hidden) bar.value = Math.min(1, p.done / p.total);
     const steps = p && p.total > 0 ? ` (${p.step}: ${p.done} of ${p.total})` : "";
-    note.querySelector("p").textContent = `${models.detail || MODELS_WORDS[models.state] || MODELS_WORDS.starting}${steps} ` +
-      "Meanwhile you can place the box and joints yourself.";
+    const meanwhile = models.served_by === "ink_finder_in_app"
+      ? "Meanwhile the app's own ink finder reads photos (check the box and joints it finds), or you can place the box and joints yourself."
+      : "Meanwhile you can place the box and joints yourself.";
+    note.querySelector("p").textContent = `${models.detail || MODELS_WORDS[models.state] || MODELS_WORDS.starting}${steps} ${meanwhile}`;
     const wait = Math.min(30, Math.max(2, Number(models.retry_after_s) || 5));
     setTimeout(watchModels, wait * 1000);
   }
