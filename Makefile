@@ -55,8 +55,8 @@ bench-soak-shares: venv ## shares soak: good clients quiet, then beside clients 
 bench-jobs: venv ## async jobs benchmark: 200 jobs by 16 clients on Redis + 2 render workers, then the same renders synchronously (bench/jobs.py --help)
 	$(PY) bench/jobs.py
 
-serve-worker: venv ## only the render worker (python -m app.jobs.worker) on DOODLEPOD_* settings; Redis and TorchServe must be running
-	$(PY) -m app.jobs.worker
+serve-worker: venv ## only the render worker (python -m app.worker) on DOODLEPOD_* settings; Redis and TorchServe must be running
+	$(PY) -m app.worker
 
 # --- the model server: archives, weights, TorchServe ---
 MODEL_STORE ?= build/model-store

@@ -24,7 +24,7 @@ work, :func:`stored` in the storage backends) in hourly buckets kept for DOODLEP
 time the files themselves are kept; a deleted character gives its bytes back. The check is made when
 work is admitted, so one request can go over by what it stores itself (bounded per request). The
 queue's shares are checked atomically with the submission (app/jobs/lua/submit.lua); the callback
-lanes in the worker (app/jobs/worker.py).
+lanes in the worker (app/worker.py).
 
 The counts live in Redis when DOODLEPOD_REDIS_URL is set (shared by the pod's processes and pods),
 else in this process's memory.

@@ -4,12 +4,12 @@ Where AnimatedDrawings' released weights are absent, ``scripts/build_archives.py
 the two archives doodlepod serves, ``drawn_humanoid_detector`` and ``drawn_humanoid_pose_estimator``,
 from ``ink_finder_detector.py`` / ``ink_finder_pose_estimator.py`` instead of the learned models:
 the same model names, requests and answers, so the app, the pod and the studio work unchanged. The
-finder itself is ``animator.finder`` (numpy, SciPy, scikit-image; see docs/finder.md); the archive
+finder itself is ``animator.finder`` (numpy, SciPy, Pillow; see docs/finder.md); the archive
 carries the ``animator`` modules it needs next to this file (TorchServe puts the archive's folder on
 ``sys.path``), so the handlers import nothing from a checkout.
 
 What the handlers need of TorchServe's Python: its worker (which imports torch for its own
-protocol) and numpy/SciPy/scikit-image/Pillow. Not mmcv, mmdet or mmpose: ``make run`` can serve
+protocol) and numpy/SciPy/Pillow. Not mmcv, mmdet or mmpose: ``make run`` can serve
 them as soon as torch and TorchServe are installed, before mmcv has compiled.
 
 Every answer names its weights ``finder`` (header ``X-Doodlepod-Weights``), so the app can say

@@ -15,9 +15,10 @@
 # when the hash matches, nothing is looked at again):
 #   app half    requirements/test.txt: what the app, the animator, the render worker and most tests
 #               need. Stamp: $VENV/.doodlepod-app-stamp. A minute or so on a cold machine.
-#   model half  the CPU OpenMMLab stack (scripts/install_model_stack.sh: mmcv compiled from source once,
-#               ~11 min on 2 cores, its wheel cached) and requirements/pose.txt, then a smoke test
-#               (scripts/smoke_models.py: both handlers answer one image). Stamp:
+#   model half  the CPU OpenMMLab stack (scripts/install_model_stack.sh: mmcv compiled from source once
+#               with the two ops the models call, ~3 min on 2 idle cores, its wheel cached) and
+#               requirements/pose.txt, then a smoke test (scripts/smoke_models.py: both handlers
+#               answer one image). Stamp:
 #               $VENV/.doodlepod-stamp (written last: the whole venv is ready).
 # Installing the model half only adds packages: it never reinstalls what the app half installed, so a
 # running app is not disturbed by it, and the app half never waits for it. Each half takes a lock, so
@@ -148,7 +149,7 @@ app_half() {
 # --- the shared venv's model half --------------------------------------------------------------------
 model_half() {
   [[ -f "$full_stamp" && "$(cat "$full_stamp")" == "$full_key" ]] && return 0
-  local start=$SECONDS eta=780
+  local start=$SECONDS eta=300
   compgen -G "$CACHE/wheels/mmcv-*/mmcv-*.whl" >/dev/null && eta=120
   models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
     "step 1 of 7, installing torch, TorchServe and the test tools" 0 7 "$eta"

@@ -16,7 +16,8 @@
 # The CPU model image gets mmcv and xtcocotools from the wheels the venv bootstrap compiled and
 # cached (scripts/install_model_stack.sh, under $DOODLEPOD_CACHE/wheels), and torch's CPU wheel from
 # this machine's pip when it has one (else the image's pip takes it from PyPI's CPU index); without
-# cached wheels the build compiles them itself (~15 min). Prints each image's size and build time.
+# cached wheels the build compiles them itself (mmcv's same CPU subset: scripts/mmcv_subset.py).
+# Prints each image's size and build time.
 #
 # Env:
 #   DOODLEPOD_IMAGE_TAG      tag of both images (default 0.1.0, the one pod.yaml names)
@@ -115,7 +116,7 @@ for target in "${targets[@]}"; do
       model_args+=(--build-context "wheels=$ctx")
     else
       log "no cached mmcv/xtcocotools wheels under $CACHE/wheels (\`make venv\` builds them): the image"
-      log "build compiles them itself (about 15 min on 2 cores)"
+      log "build compiles them itself (~3 min on 2 idle cores)"
     fi
     # torchvision: torch's CPU index has the real one; without that index, the venv's shim.
     index=https://download.pytorch.org/whl/cpu

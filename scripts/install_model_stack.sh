@@ -173,7 +173,7 @@ with_heartbeat() {
     step=$(grep -o -E '^[[:space:]]*\[[0-9]+/[0-9]+\]' "$buildlog" | tail -n 1 | tr -d '[:space:][]' || true)
     if [[ $what == mmcv* && $step =~ ^([0-9]+)/([0-9]+)$ ]]; then
       n_done=${BASH_REMATCH[1]} n_total=${BASH_REMATCH[2]}
-      eta=$(( n_done > 0 ? (SECONDS - t0) * (n_total - n_done) / n_done + 60 : 720 ))
+      eta=$(( n_done > 0 ? (SECONDS - t0) * (n_total - n_done) / n_done + 60 : 240 ))
       models_state preparing "The model server is being prepared: mmcv compiles once per machine ($(( (SECONDS - t0) / 60 )) min so far); photos can be animated once it is ready." \
         "step 3 of $STEPS, compiling mmcv's C++ ops" "$n_done" "$n_total" "$eta"
     fi
@@ -209,7 +209,7 @@ build_mmcv() {
   mkdir -p "$src" && tar xzf "$sdist" -C "$src" || { log "cannot unpack $sdist"; return 1; }
   "$PY" scripts/mmcv_subset.py --cpu "$src/mmcv-$MMCV" >&2 || return 1
   log "compiling mmcv $MMCV for CPU with only the ops the models call ($SUBSET, MAX_JOBS=${MAX_JOBS:-2});" \
-      "about 2 min on 2 idle cores, once per torch version"
+      "about 3 min on 2 idle cores, once per torch version"
   with_heartbeat "mmcv $MMCV" "$buildlog" \
     env MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS="${MAX_JOBS:-2}" \
     "$PY" -m pip wheel -v --no-deps --no-build-isolation --no-cache-dir --disable-pip-version-check \
@@ -228,7 +228,7 @@ MMCV_KEY="mmcv-${MMCV}_torch-${TORCH}_${SUBSET}_${PYTAG}"
 if find "$WHEELS/$MMCV_KEY" -maxdepth 1 -name "mmcv-${MMCV}-*.whl" 2>/dev/null | grep -q . || [[ -n ${DOODLEPOD_MMCV_WHEEL:-} ]]; then
   mmcv_eta=90
 else
-  mmcv_eta=780
+  mmcv_eta=300  # the subset compile: ~4 CPU-min, 2-3 min on 2 idle cores
 fi
 step 2 "installing build tools and mmengine" "$mmcv_eta"
 pip_install "setuptools==$SETUPTOOLS" "wheel==$WHEEL" "ninja==$NINJA" "cython==$CYTHON"

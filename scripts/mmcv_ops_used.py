@@ -11,7 +11,9 @@ one would), then answers two drawings through the handler's real path: ``load_mo
 ``init_detector`` / mmpose's ``init_model`` and the config's test pipeline) and ``handle`` (decode,
 batch, ``test_step``). Every public function of ``mmcv._ext`` is wrapped beforehand to count its
 calls: every op module of ``mmcv.ops`` reaches the extension through attribute lookups on that one
-module at call time, so no call is missed.
+module at call time, so no call is missed. On the CPU subset build (scripts/mmcv_subset.py --cpu)
+calls of the functions it left out are counted too (as ``LEFT OUT <name>``), even where a caller
+catches their error, so the subset build measures what the full one would.
 
 Prints the calls per model and size, and exits non-zero when a model's answer is an error, when a
 called function is not among ``CPU_CALLED`` of scripts/mmcv_subset.py (the ops the CPU subset build
@@ -72,6 +74,11 @@ class CallRecorder:
         self.bound = sorted(n for n in dir(self.ext) if not n.startswith("_") and callable(getattr(self.ext, n)))
         for name in self.bound:
             setattr(self.ext, name, self._wrap(name, getattr(self.ext, name)))
+        if self.subset:  # the stand-ins of the left-out functions (the patched mmcv/utils/ext_loader.py)
+            from mmcv.utils import ext_loader
+
+            left_out = ext_loader._left_out
+            ext_loader._left_out = lambda fun, subset: self._wrap(f"LEFT OUT {fun}", left_out(fun, subset))
 
     def _wrap(self, name: str, fn: Any) -> Any:
         def recorded(*args: Any, **kwargs: Any) -> Any:

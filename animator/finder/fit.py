@@ -13,12 +13,10 @@ Coordinates: x right, y down, pixels of the mask's grid plus ``origin``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from ..character import SKELETON_JOINTS
 from .thin import ends_and_junctions, thin
@@ -65,7 +63,6 @@ class Fit:
     confidence: dict[str, float]
     score: float
     reason: str | None = None
-    extras: dict = field(default_factory=dict, compare=False, repr=False)
 
     def coco17(self) -> np.ndarray:
         """The skeleton as 17 COCO keypoints ``(x, y, score)`` (float64, (17, 3)) such that
@@ -146,6 +143,7 @@ class _Tree:
     """The skeleton's pixels as a graph: node ids, positions (x, y), shortest paths."""
 
     def __init__(self, skel: np.ndarray):
+        from scipy.sparse import coo_matrix  # loaded on first use: importing the finder stays light
         ys, xs = np.nonzero(skel)
         self.xy = np.stack([xs, ys], axis=1).astype(np.float64)
         self.n = len(xs)
@@ -170,6 +168,8 @@ class _Tree:
         todo = [s for s in sources if s not in self._cache]
         if not todo:
             return
+        from scipy.sparse.csgraph import dijkstra
+
         dist, pred = dijkstra(self.graph, directed=False, indices=todo, return_predecessors=True)
         for k, s in enumerate(todo):
             self._cache[s] = (dist[k], pred[k])

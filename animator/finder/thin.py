@@ -43,8 +43,10 @@ _FIRST, _SECOND, CROSSINGS, COUNT = _tables()
 
 def neighbour_code(img: np.ndarray) -> np.ndarray:
     """Per pixel, the byte of its 8 neighbours (outside the image counts as background)."""
-    p = np.pad(np.asarray(img, dtype=np.uint8), 1)
-    h, w = p.shape[0] - 2, p.shape[1] - 2
+    a = np.asarray(img)
+    h, w = a.shape
+    p = np.zeros((h + 2, w + 2), np.uint8)
+    p[1:-1, 1:-1] = a
     code = p[0:h, 1:w + 1].copy()                 # N
     code |= p[0:h, 2:w + 2] << 1                  # NE
     code |= p[1:h + 1, 2:w + 2] << 2              # E

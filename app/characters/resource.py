@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from werkzeug.http import parse_etags
+
 from .. import coordinates, documents, metrics
 from ..deadline import Deadline
 from ..documents import JsonDocument
@@ -451,15 +453,9 @@ def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
 
 
 def version_matches(if_match: str, version: int) -> bool:
-    """``If-Match`` against a version: ``*``, or any listed entity tag equal to it (weak or strong)."""
-    for tag in if_match.split(","):
-        tag = tag.strip()
-        if tag == "*":
-            return True
-        tag = tag.removeprefix("W/").strip('"')
-        if tag == str(version):
-            return True
-    return False
+    """``If-Match`` (or ``If-None-Match``) against a version: ``*``, or any listed entity tag equal to it, weak
+    or strong (parsed by Werkzeug)."""
+    return parse_etags(if_match).contains_weak(str(version))
 
 
 #: What a stale edit's 412 advises.

@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from ..characters.resource import Edit, check_version, version_matches
+from ..characters.resource import Edit, check_version
 from ..errors import ApiError
 from ..intake.models import CharacterEdit, CharacterForm, RenderRequest
 from ..intake.read import read, takes
@@ -87,15 +87,11 @@ def _create_character(fields: CharacterForm, deadline) -> Response:
 @bp.get("/characters/<cid>")
 def get_character(cid: str):
     record, _ = services().characters.load(cid, request_deadline())
-    if _none_match(request.headers.get("If-None-Match"), record.version):
+    if request.if_none_match.contains_weak(str(record.version)):
         response = Response(status=304)
         _tag(response, record.version, None)
         return response
     return _answer(record)
-
-
-def _none_match(header: str | None, version: int) -> bool:
-    return bool(header) and version_matches(header, version)
 
 
 @bp.patch("/characters/<cid>")

@@ -1,4 +1,4 @@
-"""Async requests over real HTTP: gunicorn (gevent workers) + a render worker (python -m app.jobs.worker) +
+"""Async requests over real HTTP: gunicorn (gevent workers) + a render worker (python -m app.worker) +
 a real Redis server (Valkey) + a real TorchServe serving the fake models of
 tests/fixtures/torchserve_fake (the real weights cannot be downloaded here), all on loopback.
 

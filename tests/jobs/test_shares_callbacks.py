@@ -1,4 +1,4 @@
-"""Callback lanes per client and callback name lookups within their bounds (app/jobs/worker.py,
+"""Callback lanes per client and callback name lookups within their bounds (app/worker.py,
 app/jobs/webhooks.py, app/jobs/egress.py). A real Redis server (Valkey) and receivers on loopback;
 slow DNS is an injected lookup function that sleeps, run by the same BoundedResolver the app uses (the
 app meeting a slow name server through the system resolver: test_shares_slow_dns_e2e.py)."""
@@ -15,11 +15,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.clients.lanes import Lanes
 from app.config import load_settings
 from app.jobs.egress import Allowance, BoundedResolver
 from app.jobs.queue import JobQueue
 from app.jobs.webhooks import deliver
-from app.jobs.worker import Lanes, Worker
+from app.worker import Worker
 from tests.support import wait
 from tests.support.rawhttp import Tarpit
 from tests.support.receiver import CallbackReceiver

@@ -1,7 +1,7 @@
 """A small pod as `make run` starts it on a 2-CPU machine: one render slot, shared by people at once.
 
 Real parts over loopback: gunicorn with gevent workers and its render processes, the render worker
-(python -m app.jobs.worker) and a Redis (Valkey) as scripts/run_local.sh starts them, with its
+(python -m app.worker) and a Redis (Valkey) as scripts/run_local.sh starts them, with its
 settings (tests/support/make_run_pod.py), on two CPUs; TorchServe with the fake models (the real
 weights cannot be downloaded here).
 
