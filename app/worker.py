@@ -504,6 +504,9 @@ def build(settings) -> Worker | None:
     from .logs import configure_logging
 
     configure_logging(settings.log_level)
+    from .native_logs import drop_native_noise
+
+    drop_native_noise()  # the pose model's ~150 native INFO/WARNING lines per video job
     run_dir = runtime_dir(settings)  # sets PROMETHEUS_MULTIPROC_DIR before metrics is imported
     if not settings.redis_url:
         return None

@@ -1,11 +1,12 @@
 // The studio page's flow: photo -> character (box, mask, skeleton) -> edits saved -> motions -> render.
 // Every step is a call of the public character API (docs/api.md); nothing here is private to it.
 
-import { ApiError, call, describe, fetchBitmap, getToken, modelsState, retrySeconds, setToken, sleep, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, retrySeconds, setToken, sleep, upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
 import { draftFrom, skeletonIn } from "./manual.js";
-import { Gallery, MotionPicker } from "./motions.js";
+import { resumeJob } from "./jobs.js";
+import { Gallery, MotionPicker, urlsOf } from "./motions.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -276,6 +277,7 @@ async function open(doc, { previews = true } = {}) {
   ui.fix.hidden = false;
   ui.motionsStep.hidden = false;
   editor.load(doc, photo, mask, grid);
+  $("expiry").textContent = keptUntil(doc);
   history.replaceState(null, "", `#character=${encodeURIComponent(doc.id)}`);
   showOverlay(doc);
   showDetections(doc);
@@ -493,6 +495,11 @@ async function render() {
     return;
   }
   showError(null);
+  const tooBig = sheetTooBig(motions, ui.format.value, Number(ui.size.value) || DEFAULT_SIZE);
+  if (tooBig) { // priced before the work: a sheet that cannot fit failed after 17-27 s
+    showError(tooBig, null, ui.renderError);
+    return;
+  }
   const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
   const what = motions.map((n) => picker.title(n)).join(", ") + note;
   const t0 = performance.now();
@@ -504,12 +511,18 @@ async function render() {
     done = await busy(async () => {
       // a motion made from the person's video resolves on synchronous requests only
       const sync = motions.some((n) => state.motions.find((m) => m.name === n)?.category === OWN);
-      await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null,
-        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n) });
+      const format = ui.format.value;
+      const size = Number(ui.size.value) || null;
+      const version = state.doc.version;
+      const urls = await gallery.render(state.doc, motions, format, size,
+        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n),
+          onJob: (job) => keep({ pending: { job, version, motions, format, size } }) });
+      keep({ pending: null, results: { version, motions, format, size, urls } });
       return true;
     }, ui.renderError);
   } finally {
     picker.release();
+    if (!done) keep({ pending: null });
   }
   if (done) ui.renderBar.setAttribute("value", "1");
   ui.renderProgress.hidden = !done;
@@ -520,6 +533,88 @@ async function render() {
     // the whole result in view: its bottom at the screen's when it fits, else its top
     reveal(ui.results, ui.results.offsetHeight <= window.innerHeight ? "end" : "start");
   }
+}
+
+// A sprite sheet holds every distinct frame, trimmed to the character, in one picture of at most
+// SHEET_PIXELS (animator/formats/sheet.py's MAX_PIXELS). Priced with the animator's own frame rate (25
+// fps, the most a server renders at) and a character filling half of each frame: a sheet this says
+// cannot fit would fail on the server after the whole render.
+const SHEET_PIXELS = 8192 * 8192;
+const SHEET_FPS = 25;
+const SHEET_FILL = 0.5;
+const DEFAULT_SIZE = 400; // DOODLEPOD_RENDER_SIZE's default
+const SIZES = [256, 512, 768, 1024];
+
+/** Words for a sprite sheet of `motions` at `size` px that cannot fit, naming what fits; "" when it fits. */
+function sheetTooBig(motions, format, size) {
+  if (format !== "sheet") return "";
+  const pixels = (name, side) => {
+    const seconds = Number(state.motions.find((m) => m.name === name)?.seconds) || 0;
+    return Math.ceil(seconds * SHEET_FPS) * side * side * SHEET_FILL;
+  };
+  const over = motions.filter((n) => pixels(n, size) > SHEET_PIXELS);
+  if (!over.length) return "";
+  const fits = SIZES.filter((side) => over.every((n) => pixels(n, side) <= SHEET_PIXELS)).pop();
+  const names = over.map((n) => picker.title(n)).join(", ");
+  return `A sprite sheet of ${names} at ${size} px would not fit in one picture (it holds every frame). ` +
+    (fits ? `Choose ${fits} px or smaller, ` : "Choose a smaller size, ") +
+    "or “PNG frames (zip)”, which has no such limit.";
+}
+
+// --- what a reload keeps: the chosen motions, the last animations, a render still running --------------
+// Per character, in this browser (localStorage "doodlepod.studio.<id>"): {chosen: [names], results:
+// {version, motions, format, size, urls}, pending: {job, version, motions, format, size}}. Results and a
+// pending render belong to one version of the character: a saved edit makes them stale.
+
+const KEPT = "doodlepod.studio.";
+
+function kept(id = state.doc?.id) {
+  try {
+    return (id && JSON.parse(localStorage.getItem(KEPT + id) || "null")) || {};
+  } catch {
+    return {};
+  }
+}
+
+function keep(part) {
+  const id = state.doc?.id;
+  if (!id) return;
+  try {
+    localStorage.setItem(KEPT + id, JSON.stringify({ ...kept(id), ...part }));
+  } catch {
+    // private mode or full: nothing survives a reload, as before
+  }
+}
+
+/** After a reload: the chosen motions again, the last animations, and a render in progress followed on. */
+async function restore(doc) {
+  const k = kept(doc.id);
+  const known = new Set(state.motions.map((m) => m.name));
+  const chosen = (k.chosen || []).filter((n) => known.has(n));
+  if (chosen.length) {
+    picker.show(state.motions, chosen, state.categories);
+    showChosen();
+  }
+  const title = (n) => picker.title(n);
+  if (k.results?.version === doc.version && k.results.urls) {
+    gallery.show(k.results.motions, k.results.urls, k.results.format, k.results.size, title);
+    ui.results.hidden = false;
+    ui.renderState.textContent = `Rendered version ${doc.version} (kept from before the page was reloaded)`;
+  }
+  const p = k.pending;
+  if (!p || p.version !== doc.version) return;
+  const what = p.motions.map(title).join(", ");
+  ui.renderState.textContent = `Still rendering ${what}…`;
+  const done = await busy(async () => {
+    const urls = urlsOf(await resumeJob(p.job, (s) => { ui.renderState.textContent = renderStatus(what, s); }));
+    gallery.show(p.motions, urls, p.format, p.size, title);
+    keep({ pending: null, results: { version: p.version, motions: p.motions, format: p.format, size: p.size, urls } });
+    return true;
+  }, ui.renderError);
+  if (!done) keep({ pending: null });
+  ui.renderProgress.hidden = !done;
+  ui.renderState.textContent = done ? `Rendered version ${doc.version}` : "";
+  if (done) ui.results.hidden = false;
 }
 
 /** Resolves once every image and video under `root` has its size (or after `seconds`). */
@@ -647,7 +742,10 @@ function wire() {
   ui.save.addEventListener("click", save);
   ui.remove.addEventListener("click", removeCharacter);
   ui.render.addEventListener("click", render);
-  ui.motions.addEventListener("change", showChosen);
+  ui.motions.addEventListener("change", () => {
+    showChosen();
+    keep({ chosen: picker.selected() });
+  });
   window.addEventListener("beforeunload", (e) => {
     if (Object.keys(editor.edits()).length) e.preventDefault();
   });
@@ -719,6 +817,7 @@ async function start() {
         progress(null);
       }
     });
+    if (state.doc?.id === id) restore(state.doc); // follows a render in progress: not awaited
   }
   document.body.dataset.ready = "true";
 }
