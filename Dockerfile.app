@@ -4,7 +4,7 @@
 #   docker build -f Dockerfile.app --build-arg ROLE=worker -t doodlepod-worker .
 #   docker run -p 8000:8000 -e DOODLEPOD_TORCHSERVE_URL=http://host:8080 doodlepod-app
 # ROLE=worker: the same image plus the pose model that turns a video into a motion (mediapipe,
-# OpenCV, matplotlib: 370 MB), for the render worker (python -m app.jobs.worker), the only process
+# OpenCV, matplotlib: 370 MB), for the render worker (python -m app.worker), the only process
 # that runs it (the motion_from_video job); the API's image (ROLE=app, the default) leaves it out.
 # Settings: DOODLEPOD_* environment variables (app/config.py; `python -m app.config` lists them).
 # No HEALTHCHECK: Kubernetes probes /healthz (liveness) and /ping (readiness) itself.

@@ -9,7 +9,7 @@ PY := $(CHECKOUT_VENV)/bin/python
 BIN := $(CHECKOUT_VENV)/bin
 export DOODLEPOD_CACHE VENV
 
-.PHONY: help venv venv-app lint test test-fast
+.PHONY: help venv venv-app lint test test-fast rehearse
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -24,6 +24,9 @@ lint: venv ## ruff: pycodestyle, pyflakes and import order (settings in pyprojec
 
 test: venv lint ## install what is needed, lint, and run every test
 	$(PY) -m pytest -q tests
+
+rehearse: ## CI on a clean machine: `make test` in a fresh Debian bookworm container that holds only the README's prerequisites, on a clone of HEAD; prints each phase's time and the load (root, podman; docs/deployment.md)
+	@scripts/rehearse.sh
 
 FAST_TESTS := not e2e and not model_stack and not browser and not redis and not pod
 test-fast: venv ## only the tests that need no server, model stack, browser or Redis (under a minute)
@@ -52,8 +55,8 @@ bench-soak-shares: venv ## shares soak: good clients quiet, then beside clients 
 bench-jobs: venv ## async jobs benchmark: 200 jobs by 16 clients on Redis + 2 render workers, then the same renders synchronously (bench/jobs.py --help)
 	$(PY) bench/jobs.py
 
-serve-worker: venv ## only the render worker (python -m app.jobs.worker) on DOODLEPOD_* settings; Redis and TorchServe must be running
-	$(PY) -m app.jobs.worker
+serve-worker: venv ## only the render worker (python -m app.worker) on DOODLEPOD_* settings; Redis and TorchServe must be running
+	$(PY) -m app.worker
 
 # --- the model server: archives, weights, TorchServe ---
 MODEL_STORE ?= build/model-store

@@ -71,7 +71,6 @@ def ad_scene_files(scene: PageScene, width: int, height: int, output: str = "sce
     ``background.png`` (the page inpainted, or the picture, at the window's size) unless the
     background is a colour or none (then ``CLEAR_COLOR``)."""
     from .auto_retarget import retarget_config_yaml
-    from .canvas import Placement
 
     files: dict[str, bytes] = {}
     entries = []
@@ -95,9 +94,7 @@ def ad_scene_files(scene: PageScene, width: int, height: int, output: str = "sce
     bg = scene.background
     if bg.kind in ("page", "image"):
         fit, pad = page_fit(scene.page_size, width, height)
-        rest = [Placement(fit * ch.scale, (fit * np.asarray(ch.origin, np.float64) + pad)[None], width, height, 0.0)
-                for ch in scene.characters]
-        files["background.png"] = _png(page_background(scene, width, height, rest, fit, pad))
+        files["background.png"] = _png(page_background(scene, width, height, fit, pad))
         view["BACKGROUND_IMAGE"] = "background.png"
     elif bg.kind == "colour":
         view["CLEAR_COLOR"] = [round(v / 255, 4) for v in bg.colour] + [1.0]

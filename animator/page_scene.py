@@ -25,8 +25,13 @@ stays in the canvas. Where the clip's travel along an axis would carry it out, t
 scaled down just enough to keep every pose of the clip inside (1.0: untouched; 0.0: it walks on the
 spot); a pose that is itself larger than the room left is shifted back in, frame by frame.
 
-Backgrounds (:class:`Background`): ``page``: the photo with every character taken out and the paper
-filled in (:mod:`animator.inpaint`, OpenCV's Navier-Stokes by default), made at the canvas size;
+Backgrounds (:class:`Background`): ``page``: the photo with every drawing taken out *where it was
+drawn* and the paper filled in (:mod:`animator.inpaint`, OpenCV's Navier-Stokes by default), made at
+the canvas size. Where it was drawn is :meth:`PageCharacter.drawn_place`: its ``drawn_at`` (or, without
+one, ``origin``: it stands where it was drawn), whatever its motion or its new place; a character cut
+from another photo (``on_page`` False) takes nothing out; drawings that no longer take part (a
+character dropped from the scene) are taken out too when listed in :attr:`PageScene.taken_out`, and
+stay on the paper when not. Nothing else of the photo changes.
 ``colour``: a plain colour; ``image``: any picture, scaled to cover the canvas and centred;
 ``none``: transparent where the format has transparency (GIF, WebP, APNG, WebM, PNG frames, sheet;
 an MP4 is then white).
@@ -69,6 +74,17 @@ class PageCharacter:
     origin: tuple[float, float]     # page pixels of the texture's top-left corner
     scale: float = 1.0              # page pixels per texture pixel
     name: str = ""
+    #: page pixels of the texture's top-left corner where it was drawn on the page's photo, when it was
+    #: moved (None: at ``origin``); the page background takes the drawing out there
+    drawn_at: tuple[float, float] | None = None
+    #: False: cut from another photo, so nothing of the page is its drawing (nothing taken out for it)
+    on_page: bool = True
+
+    def drawn_place(self) -> Drawing | None:
+        """Its drawing where it lies on the page's photo (None: not drawn on this page)."""
+        if not self.on_page:
+            return None
+        return Drawing(self.character.mask, self.drawn_at if self.drawn_at is not None else self.origin, self.scale)
 
     def box(self) -> tuple[float, float, float, float]:
         """[left, top, right, bottom] of its texture on the page, page pixels."""
@@ -83,6 +99,16 @@ class PageCharacter:
         x, y = self.origin
         s = self.scale
         return (x + s * cols[0], y + s * rows[0], x + s * (cols[-1] + 1), y + s * (rows[-1] + 1))
+
+
+@dataclass
+class Drawing:
+    """A drawing on the page's photo: its ``mask`` (a texture's grid, (h, w) bool) lying at
+    ``page = origin + scale * mask_xy``."""
+
+    mask: np.ndarray
+    origin: tuple[float, float]
+    scale: float = 1.0
 
 
 @dataclass
@@ -102,6 +128,9 @@ class PageScene:
     characters: list[PageCharacter]
     page_size: tuple[int, int]      # (width, height) page pixels
     background: Background = field(default_factory=Background)
+    #: drawings of the photo that are no character of the scene but are taken out of the page (a dropped
+    #: character's, say); at most MAX_CHARACTERS
+    taken_out: list[Drawing] = field(default_factory=list)
 
 
 @dataclass
@@ -158,6 +187,14 @@ def check_scene(scene: PageScene) -> None:
         if right <= 0 or bottom <= 0 or left >= pw or top >= ph:
             raise ConfigError("scene", f"characters[{k}]", f"{ch.name or 'the character'} lies outside the "
                               f"{pw}x{ph} page (its drawing spans {left:.0f},{top:.0f} to {right:.0f},{bottom:.0f})")
+        if ch.drawn_at is not None and not all(math.isfinite(float(v)) for v in ch.drawn_at):
+            raise ConfigError("scene", f"characters[{k}]", "drawn_at must be finite")
+    if len(scene.taken_out) > MAX_CHARACTERS:
+        raise ConfigError("scene", "taken_out", f"at most {MAX_CHARACTERS} drawings, got {len(scene.taken_out)}")
+    for k, d in enumerate(scene.taken_out):
+        if not (all(math.isfinite(float(v)) for v in (*d.origin, d.scale)) and d.scale > 0
+                and getattr(d.mask, "ndim", 0) == 2):
+            raise ConfigError("scene", f"taken_out[{k}]", "a mask (2-D), a finite origin and a scale above 0")
     bg = scene.background
     if bg.kind not in BACKGROUNDS:
         raise ConfigError("scene", "background", f"must be one of {', '.join(BACKGROUNDS)}, got {bg.kind!r}")
@@ -218,9 +255,10 @@ def _timeline(motions: list[Any], max_frames: int | None = None) -> tuple[list[A
     return out, F, dt
 
 
-def page_background(scene: PageScene, width: int, height: int, placements: list[Placement],
-                    fit: float, pad: np.ndarray) -> np.ndarray | None:
-    """The background as an (height, width, 3) uint8 image, or None (a colour, or transparent)."""
+def page_background(scene: PageScene, width: int, height: int, fit: float, pad: np.ndarray) -> np.ndarray | None:
+    """The background as an (height, width, 3) uint8 image, or None (a colour, or transparent). A
+    ``page`` background takes out every drawing where it was drawn (:func:`drawn_on_canvas`), not
+    where its character stands now."""
     from PIL import Image
 
     bg = scene.background
@@ -245,10 +283,18 @@ def page_background(scene: PageScene, width: int, height: int, placements: list[
     canvas[:] = np.median(small.reshape(-1, 3), axis=0).astype(np.uint8)   # bands beside the page: paper colour
     x0, y0 = int(round(pad[0])), int(round(pad[1]))
     canvas[y0:y0 + size[1], x0:x0 + size[0]] = small[:height - y0, :width - x0]
+    return inpaint.remove(canvas, drawn_on_canvas(scene, width, height, fit, pad), bg.inpaint)
+
+
+def drawn_on_canvas(scene: PageScene, width: int, height: int, fit: float, pad: np.ndarray) -> np.ndarray:
+    """Where the page's photo shows a drawing to take out, (height, width) bool on the canvas: every
+    character's drawing where it was drawn (:meth:`PageCharacter.drawn_place`) and the scene's
+    ``taken_out`` drawings."""
     hole = np.zeros((height, width), bool)
-    for ch, pl in zip(scene.characters, placements):
-        hole |= mask_on_canvas(ch.character.mask, pl.scale, pl.offsets[0], width, height)
-    return inpaint.remove(canvas, hole, bg.inpaint)
+    drawings = [d for d in (ch.drawn_place() for ch in scene.characters) if d is not None] + list(scene.taken_out)
+    for d in drawings:
+        hole |= mask_on_canvas(d.mask, fit * d.scale, fit * np.asarray(d.origin, np.float64) + pad, width, height)
+    return hole
 
 
 def mask_on_canvas(mask: np.ndarray, scale: float, offset: np.ndarray, width: int, height: int) -> np.ndarray:
@@ -334,7 +380,7 @@ def render_page_scene(scene: PageScene, options: RenderOptions | None = None,
         mime, ext = FORMATS["joints"]
         return PageSceneResult(data=data, mime=mime, extension=ext, timings_ms=clock.timings(), **result_kw)
 
-    bg_img = page_background(scene, W, H, placements, fit, pad)
+    bg_img = page_background(scene, W, H, fit, pad)
     clock.lap("background")
     sprites, bases, palette, keep, bg_idx = sprites_on_one_palette(
         W, H, bg_img, opts, rigs, motions, [p.scale for p in placements])
@@ -362,6 +408,6 @@ def joints_file(scene: PageScene, motions: list[Any], placements: list[Placement
     return json.dumps({"characters": docs}, separators=(",", ":")).encode()
 
 
-__all__ = ["BACKGROUNDS", "Background", "MAX_CHARACTERS", "PageCharacter", "PageScene", "PageSceneResult",
-           "canvas_size", "check_scene", "keep_in_frame", "mask_on_canvas", "page_background", "page_fit",
-           "joints_file", "render_page_scene", "z_order"]
+__all__ = ["BACKGROUNDS", "Background", "Drawing", "MAX_CHARACTERS", "PageCharacter", "PageScene",
+           "PageSceneResult", "canvas_size", "check_scene", "drawn_on_canvas", "keep_in_frame", "mask_on_canvas",
+           "page_background", "page_fit", "joints_file", "render_page_scene", "z_order"]

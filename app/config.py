@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,13 @@ class Setting:
     default: str
     description: str
     parse: Callable[[str], Any] = str
+
+
+def _token68(text: str) -> str:
+    """A bearer token as Authorization carries it (RFC 9110's token68); '' for none."""
+    if text and not re.fullmatch(r"[A-Za-z0-9\-._~+/]+=*", text):
+        raise ValueError("must be a token68: letters, digits and -._~+/, with '=' only at its end")
+    return text
 
 
 def _bool(text: str) -> bool:
@@ -125,7 +133,9 @@ SETTINGS: tuple[Setting, ...] = (
             "animation and character images, under keys that name no character; never documents, clients' own "
             "motions or queued videos), the pages (/studio, /studio/credits, /docs, and GET /, which redirects to "
             "the studio; their API calls carry the person's token), the document (/openapi.json, /openapi.yaml) "
-            "and the library's previews (/motions/{name}/preview.gif). Character documents are API calls.", str),
+            "and the library's previews (/motions/{name}/preview.gif). Character documents are API calls. A "
+            "token68 (RFC 9110: letters, digits and -._~+/, '=' only at its end), as Authorization carries it.",
+            _token68),
     # --- limits ---
     Setting("DOODLEPOD_REQUEST_DEADLINE_S", "120", "Longest time one request may take end to end; past "
             "it the app answers 504. A client may ask for less with the header X-Deadline-Seconds.",
@@ -252,7 +262,13 @@ SETTINGS: tuple[Setting, ...] = (
             "got 503/507 (with backoff).", _non_negative_int),
     Setting("DOODLEPOD_MODELS_STATE_FILE", "", "A JSON file in which `make run` says how far the models' "
             "preparation has got (the model stack building, TorchServe starting): /ping reports it, and requests "
-            "that need the models answer 503 models_unavailable meanwhile. Empty: TorchServe's own state only."),
+            "that need the models are answered by the app's own ink finder meanwhile (DOODLEPOD_FINDER_FALLBACK; "
+            "off: 503 models_unavailable). Empty: TorchServe's own state only."),
+    Setting("DOODLEPOD_FINDER_FALLBACK", "true", "While the model server is being prepared or is down (the "
+            "models' state file says so, it refuses connections, or it has not loaded a model), find a photo's "
+            "drawing and fit its joints with the ink finder in the app's own render processes (under the request's "
+            "render slot and deadline) instead of answering 503; answers say so (warnings: "
+            "found_by_ink_finder_in_app). A busy or slow model server still answers 503. false: always 503.", _bool),
     Setting("DOODLEPOD_PING_TIMEOUT_S", "1", "Timeout of each check /ping makes.", _positive_float),
     # --- storage ---
     Setting("DOODLEPOD_STORAGE", "local", "Where animations go: 'local' (a folder served by the app under "
@@ -301,7 +317,7 @@ SETTINGS: tuple[Setting, ...] = (
             "(never less than DOODLEPOD_IDEMPOTENCY_TTL_S: a repeated key must find its job).", _positive_int),
     Setting("DOODLEPOD_JOBS_POLL_AFTER_S", "2", "Retry-After sent with 202 and with unfinished jobs: how soon a "
             "client should poll.", _positive_int),
-    Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.jobs.worker) renders at "
+    Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.worker) renders at "
             "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
             "worker holds none), and jobs together hold all the slots but one when there are several: one stays "
             "for synchronous requests however many jobs are queued. Videos (POST /motions) are not among them: see "

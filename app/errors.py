@@ -230,8 +230,14 @@ class Unavailable(ApiError):
 
 
 class ModelServerUnavailable(Unavailable):
-    """TorchServe is down, not ready, or overloaded (503/507) after retries."""
+    """TorchServe is down, not ready, or overloaded (503/507) after retries. ``down``: it is not there
+    at all (refuses connections after retries, or has not loaded the model); unlike a busy or slow one,
+    the app's own ink finder may answer in its place (DOODLEPOD_FINDER_FALLBACK)."""
     status, code = 503, "model_server_unavailable"
+
+    def __init__(self, message: str, retry_after: float | None = None, *, down: bool = False) -> None:
+        super().__init__(message, retry_after)
+        self.down = down
 
 
 class ModelsUnavailable(Unavailable):

@@ -55,7 +55,7 @@ def render_latest(queue=None) -> tuple[bytes, str]:
     return text, CONTENT_TYPE_LATEST
 
 
-# --- async jobs (app/jobs/queue.py, app/jobs/worker.py); the queue's depth and oldest age are read from
+# --- async jobs (app/jobs/queue.py, app/worker.py); the queue's depth and oldest age are read from
 # Redis at scrape time (:class:`QueueCollector`) ---
 JOBS = Counter("doodlepod_jobs_total", "Async job events: submitted, succeeded, failed (ended failed), "
                "retried (requeued after a failure), redelivered (taken over from a worker that stopped).",

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class WorkOrder(BaseModel):
-    """One kind of work, as the route validated it; ``kind`` names its job handler (app/jobs/worker.py)."""
+    """One kind of work, as the route validated it; ``kind`` names its job handler (app/worker.py)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     #: The job kind that carries it (a handler of the render worker).

@@ -26,7 +26,7 @@ work is admitted, so one request can go over by what it stores itself (bounded p
 job reserves its price (:mod:`app.jobs.price`) when it is queued, settled by the worker when it ends,
 so queued jobs count in the share before they store anything. The
 queue's shares are checked atomically with the submission (app/jobs/lua/submit.lua); the callback
-lanes in the worker (app/jobs/worker.py).
+lanes in the worker (app/worker.py).
 
 The counts live in Redis when DOODLEPOD_REDIS_URL is set (shared by the pod's processes and pods),
 else in this process's memory.

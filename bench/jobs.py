@@ -4,7 +4,7 @@
 It starts the stack on loopback: a real Redis-compatible server (Valkey, tests/support/jobstack.py), a
 real TorchServe serving the *fake* models of tests/fixtures/torchserve_fake (they answer in
 milliseconds: model time is excluded), the app under gunicorn with gevent workers, and ``--workers``
-render worker processes (``python -m app.jobs.worker``), each as its own pod (own render slots).
+render worker processes (``python -m app.worker``), each as its own pod (own render slots).
 
 Every client posts its share of the ``--jobs`` (200) back to back, each with its own
 Idempotency-Key, then polls ``GET /jobs/{id}`` until each ends. Renders are small (``--size`` px,

@@ -13,7 +13,7 @@ then runs ``--clients`` clients for ``--duration`` seconds. Each client loops ov
   motions, a 16-bit greyscale PNG, a 6-pixel character with every joint on one point, a
   callback_url inside the cluster (169.254.169.254, 2130706433, doodlepod-redis, user:pw@).
 
-Beside them, with a Redis (Valkey) and a render worker (``python -m app.jobs.worker``) in the pod:
+Beside them, with a Redis (Valkey) and a render worker (``python -m app.worker``) in the pod:
 a *callback tarpit* (async jobs whose callback receiver answers one byte every 2 s), a *good
 callback* client (async jobs to a receiver that answers at once), a *character flood* (POST
 /characters as fast as two connections go, from one forwarded address) and a *BVH race* (two uploads

@@ -66,6 +66,15 @@ class RequestError(Exception):
         return {"error": self.code, "message": self.message}
 
 
+def limits_of(settings: dict[str, Any]) -> ImageLimits:
+    """The image limits of a handler's settings (the archive's model-config YAML), defaults elsewhere."""
+    return ImageLimits(
+        min_side=int(settings.get("min_side", ImageLimits.min_side)),
+        max_side=int(settings.get("max_side", ImageLimits.max_side)),
+        max_pixels=int(settings.get("max_pixels", ImageLimits.max_pixels)),
+    )
+
+
 def request_bytes(row: dict[str, Any]) -> bytes:
     """Return the image bytes of one TorchServe request row.
 
@@ -198,11 +207,7 @@ class BatchImageHandler:
         threads = int(os.environ.get("DOODLEPOD_TORCH_THREADS", self.settings.get("num_threads", 0)) or 0)
         if threads > 0:
             torch.set_num_threads(threads)
-        self.limits = ImageLimits(
-            min_side=int(self.settings.get("min_side", ImageLimits.min_side)),
-            max_side=int(self.settings.get("max_side", ImageLimits.max_side)),
-            max_pixels=int(self.settings.get("max_pixels", ImageLimits.max_pixels)),
-        )
+        self.limits = limits_of(self.settings)
         self.device = select_device(context)
         checkpoint = os.path.join(model_dir, context.manifest["model"]["serializedFile"])
         config = os.path.join(model_dir, self.settings.get("config", "config.py"))

@@ -15,8 +15,10 @@
 # when the hash matches, nothing is looked at again):
 #   app half    requirements/test.txt: what the app, the animator, the render worker and most tests
 #               need. Stamp: $VENV/.doodlepod-app-stamp. A minute or so on a cold machine.
-#   model half  the CPU OpenMMLab stack (scripts/install_model_stack.sh: mmcv compiled from source once,
-#               ~11 min on 2 cores, its wheel cached) and requirements/pose.txt. Stamp:
+#   model half  the CPU OpenMMLab stack (scripts/install_model_stack.sh: mmcv compiled from source once
+#               with the two ops the models call, ~3 min on 2 idle cores, its wheel cached) and
+#               requirements/pose.txt, then a smoke test (scripts/smoke_models.py: both handlers
+#               answer one image). Stamp:
 #               $VENV/.doodlepod-stamp (written last: the whole venv is ready).
 # Installing the model half only adds packages: it never reinstalls what the app half installed, so a
 # running app is not disturbed by it, and the app half never waits for it. Each half takes a lock, so
@@ -69,6 +71,7 @@ app_key=$( { cat requirements/animator.txt requirements/app.txt requirements/bui
            | sha256sum | cut -c1-16)
 model_files=(requirements/model-cpu.txt requirements/pose.txt)
 [[ -f scripts/install_model_stack.sh ]] && model_files+=(scripts/install_model_stack.sh)
+[[ -f scripts/mmcv_subset.py ]] && model_files+=(scripts/mmcv_subset.py)  # which ops mmcv's build keeps
 full_key=$(key_of requirements/*.txt scripts/bootstrap.sh "${model_files[@]}")
 app_stamp="$VENV/.doodlepod-app-stamp"
 full_stamp="$VENV/.doodlepod-stamp"
@@ -146,7 +149,7 @@ app_half() {
 # --- the shared venv's model half --------------------------------------------------------------------
 model_half() {
   [[ -f "$full_stamp" && "$(cat "$full_stamp")" == "$full_key" ]] && return 0
-  local start=$SECONDS eta=780
+  local start=$SECONDS eta=300
   compgen -G "$CACHE/wheels/mmcv-*/mmcv-*.whl" >/dev/null && eta=120
   models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
     "step 1 of 7, installing torch, TorchServe and the test tools" 0 7 "$eta"
@@ -158,6 +161,9 @@ model_half() {
   fi
   log "installing requirements/pose.txt (without dependencies: see that file)"
   quiet_pip --no-deps -r requirements/pose.txt
+  # Proof that the stack runs, not only imports: both handlers load a tiny model and answer one
+  # image (seconds; 37 s at load 14). A failure leaves the stamp unwritten, so the next run tries again.
+  "$VENV/bin/python" scripts/smoke_models.py || { log "ERROR: the model stack is installed but cannot run the handlers"; return 1; }
   echo "$full_key" > "$full_stamp"
   log "model half of $VENV ready in $((SECONDS - start)) s"
 }

@@ -10,6 +10,13 @@ Two sources of weights:
     detector's classification bias is raised so that it reports boxes (random weights would hover
     around the score threshold); nothing else is tuned.
 
+``--finder``
+    No trained weights at all: the ink finder (animator/finder, docs/finder.md) under the same two
+    model names, requests and answers (handlers/ink_finder_*.py). What ``make run`` and the CPU model
+    image serve where AnimatedDrawings' released weights are absent. Needs neither mmcv nor
+    mmdet/mmpose (nor, here, torch): the archive holds the handlers and the ``animator`` modules the
+    finder imports, no checkpoint.
+
 ``--weights-dir DIR``
     AnimatedDrawings' released ``drawn_humanoid_detector.mar`` / ``drawn_humanoid_pose_estimator.mar``
     (as downloaded by scripts/fetch_weights.sh), or folders of that name holding their unzipped
@@ -22,6 +29,7 @@ handler's settings. An archive is rebuilt only when one of its inputs changed (a
 to it records them), and lands in ``--out`` by an atomic rename.
 
     scripts/build_archives.py --tiny --out build/model-store
+    scripts/build_archives.py --finder --out build/model-store
     scripts/build_archives.py --weights-dir ~/.cache/doodlepod/weights --out build/model-store
 """
 from __future__ import annotations
@@ -52,17 +60,26 @@ MODELS = {
         "config": REPO / "models" / "drawn_humanoid_detector.py",
         "tiny_config": REPO / "models" / "drawn_humanoid_detector_tiny.py",
         "handler": REPO / "handlers" / "drawn_humanoid_detector.py",
+        "finder_handler": REPO / "handlers" / "ink_finder_detector.py",
         "settings": {"score_threshold": 0.5, "max_detections": 10},
+        # the finder's score is its confidence that a box is one drawn figure (docs/finder.md);
+        # the app keeps DOODLEPOD_MIN_DETECTION_SCORE's cut
+        "finder_settings": {"score_threshold": 0.05, "max_detections": 8},
     },
     "drawn_humanoid_pose_estimator": {
         "kind": "pose",
         "config": REPO / "models" / "drawn_humanoid_pose_estimator.py",
         "tiny_config": REPO / "models" / "drawn_humanoid_pose_estimator_tiny.py",
         "handler": REPO / "handlers" / "drawn_humanoid_pose_estimator.py",
+        "finder_handler": REPO / "handlers" / "ink_finder_pose_estimator.py",
         "settings": {},
+        "finder_settings": {},
     },
 }
 HANDLER_BASE = REPO / "handlers" / "handler_base.py"
+FINDER_BASE = REPO / "handlers" / "ink_finder_base.py"
+#: The animator modules the finder archives carry: these and every animator module they import.
+FINDER_ROOTS = ("animator/__init__.py", "animator/finder", "animator/segment.py", "animator/skeleton.py")
 ARCHIVE_VERSION = "1.0"  # handlers/config.properties refers to this version
 TINY_DETECTOR_FOREGROUND_BIAS = 4.0
 
@@ -84,12 +101,72 @@ def _versions() -> dict[str, str]:
 def _inputs_key(name: str, spec: dict[str, Any], source: dict[str, Any]) -> str:
     h = hashlib.sha256()
     files = [spec["handler"], HANDLER_BASE, Path(__file__), Path(cc.__file__), spec["config"], spec["tiny_config"]]
+    if source.get("weights") == "finder":
+        files = [spec["finder_handler"], HANDLER_BASE, FINDER_BASE, Path(__file__), *finder_modules()]
     for path in files:
         h.update(path.name.encode())
         h.update(path.read_bytes())
-    h.update(json.dumps({"source": source, "settings": spec["settings"], "versions": _versions()},
+    finder = source.get("weights") == "finder"
+    versions = {"torch-model-archiver": _versions()["torch-model-archiver"]} if finder else _versions()
+    h.update(json.dumps({"source": source, "settings": spec["finder_settings" if finder else "settings"],
+                         "versions": versions},
                         sort_keys=True, default=str).encode())
     return h.hexdigest()[:20]
+
+
+# -- the finder's modules ------------------------------------------------------------------------------
+def finder_modules() -> list[Path]:
+    """The ``animator`` source files the finder archives carry: :data:`FINDER_ROOTS` and, transitively,
+    every ``animator`` module they import (read from their ``import`` statements), sorted."""
+    import ast
+
+    pkg = REPO / "animator"
+    todo = [REPO / root for root in FINDER_ROOTS]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path.is_dir():
+            todo += sorted(path.rglob("*.py"))
+            continue
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        package = path.parent if path.name != "__init__.py" else path.parent
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: from the module's package, up node.level - 1 folders
+                    base = package
+                    for _ in range(node.level - 1):
+                        base = base.parent
+                    mod = (node.module or "").split(".") if node.module else []
+                    names = [str(base.joinpath(*mod)) ] + [str(base.joinpath(*mod, a.name)) for a in node.names]
+                elif node.module and node.module.split(".")[0] == "animator":
+                    names = [str(REPO.joinpath(*node.module.split(".")))]
+                    names += [str(REPO.joinpath(*node.module.split("."), a.name)) for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [str(REPO.joinpath(*a.name.split("."))) for a in node.names
+                         if a.name.split(".")[0] == "animator"]
+            for name in names:
+                for candidate in (Path(name + ".py"), Path(name) / "__init__.py"):
+                    if candidate.is_file() and pkg in candidate.parents:
+                        todo.append(candidate)
+                        # a subpackage's own __init__ runs first on import
+                        for parent in candidate.parents:
+                            if parent == pkg or pkg not in parent.parents:
+                                break
+                            todo.append(parent / "__init__.py")
+    return sorted(seen)
+
+
+def stage_finder_package(dst: Path) -> Path:
+    """Copy :func:`finder_modules` into ``dst/animator/...``; return ``dst`` (its contents go to the
+    archive's root, so ``import animator.finder`` finds them there)."""
+    for path in finder_modules():
+        target = dst / path.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return dst
 
 
 # -- weights ----------------------------------------------------------------------------------------------
@@ -167,20 +244,27 @@ def write_model_yaml(path: Path, name: str, settings: dict[str, Any]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def archive(name: str, spec: dict[str, Any], checkpoint: Path, config_file: Path, stage: Path, out: Path,
-            weights: str = "released") -> Path:
-    """Run torch-model-archiver and move the .mar into ``out`` atomically. ``weights`` ("tiny" or
-    "released") goes to the handler's settings: its answers name it (header X-Doodlepod-Weights), so
-    the app can tell a person that tiny random models are running."""
+def archive(name: str, spec: dict[str, Any], checkpoint: Path | None, config_file: Path | None, stage: Path,
+            out: Path, weights: str = "released") -> Path:
+    """Run torch-model-archiver and move the .mar into ``out`` atomically. ``weights`` ("tiny",
+    "released" or "finder") goes to the handler's settings: its answers name it (header
+    X-Doodlepod-Weights), so the app can tell a person what found the drawing. A finder archive has
+    no checkpoint nor config: its handler, the finder's base and the ``animator`` modules instead."""
     yaml_path = stage / "model-config.yaml"
-    write_model_yaml(yaml_path, name, {**spec["settings"], "weights": weights})
+    finder = weights == "finder"
+    settings = spec["finder_settings"] if finder else spec["settings"]
+    write_model_yaml(yaml_path, name, {**settings, "weights": weights})
     export = stage / "export"
     export.mkdir(parents=True, exist_ok=True)
+    if finder:
+        extra = [HANDLER_BASE, FINDER_BASE, stage_finder_package(stage / "finder-package")]
+    else:
+        extra = [HANDLER_BASE, config_file]
     cmd = [sys.executable, "-m", "model_archiver.model_packaging",
            "--model-name", name, "--version", ARCHIVE_VERSION,
-           "--serialized-file", str(checkpoint),
-           "--handler", str(spec["handler"]),
-           "--extra-files", f"{HANDLER_BASE},{config_file}",
+           *(["--serialized-file", str(checkpoint)] if checkpoint is not None else []),
+           "--handler", str(spec["finder_handler" if finder else "handler"]),
+           "--extra-files", ",".join(str(p) for p in extra),
            "--config-file", str(yaml_path),
            "--export-path", str(export), "--force"]
     # torch-model-archiver stages files in $TMPDIR/<model name> and deletes that folder after:
@@ -199,13 +283,18 @@ def archive(name: str, spec: dict[str, Any], checkpoint: Path, config_file: Path
     return dst
 
 
-def build_one(name: str, out: Path, tiny: bool, weights_dir: Path | None, seed: int, force: bool) -> dict[str, Any]:
+def build_one(name: str, out: Path, tiny: bool, weights_dir: Path | None, seed: int, force: bool,
+              finder: bool = False) -> dict[str, Any]:
     spec = MODELS[name]
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"doodlepod-{name}-") as tmpdir:
         stage = Path(tmpdir)
-        if tiny:
-            source: dict[str, Any] = {"weights": "tiny", "seed": seed}
+        if finder:
+            source: dict[str, Any] = {"weights": "finder"}
+            key = _inputs_key(name, spec, source)
+            legacy = None
+        elif tiny:
+            source = {"weights": "tiny", "seed": seed}
             key = _inputs_key(name, spec, source)
             legacy = None
         else:
@@ -222,12 +311,14 @@ def build_one(name: str, out: Path, tiny: bool, weights_dir: Path | None, seed: 
                     return json.loads(stamp.read_text())
             except ValueError:
                 pass
-        checkpoint = stage / f"{name}.pth"
-        config_file = stage / "config.py"
-        if legacy is None:
+        checkpoint: Path | None = stage / f"{name}.pth"
+        config_file: Path | None = stage / "config.py"
+        summary: dict[str, Any] = {}
+        if finder:
+            checkpoint = config_file = None
+        elif legacy is None:
             cfg = tiny_checkpoint(spec["kind"], spec["tiny_config"], checkpoint, seed)
             cfg.dump(str(config_file))
-            summary: dict[str, Any] = {}
         else:
             summary = cc.convert(spec["kind"], legacy[0], checkpoint, legacy[1], spec["config"], config_file)
         mar = archive(name, spec, checkpoint, config_file, stage, out, source["weights"])
@@ -251,9 +342,9 @@ def build_one(name: str, out: Path, tiny: bool, weights_dir: Path | None, seed: 
 
 
 def build(out: Path, tiny: bool = True, weights_dir: Path | None = None, seed: int = 0,
-          force: bool = False, models: tuple[str, ...] = tuple(MODELS)) -> list[dict[str, Any]]:
+          force: bool = False, models: tuple[str, ...] = tuple(MODELS), finder: bool = False) -> list[dict[str, Any]]:
     """Build (or reuse) the archives of ``models`` in ``out``; return their stamps."""
-    return [build_one(name, Path(out), tiny, weights_dir, seed, force) for name in models]
+    return [build_one(name, Path(out), tiny, weights_dir, seed, force, finder) for name in models]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,7 +353,9 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--tiny", action="store_true", help="random-init tiny models (tests, offline runs)")
+    src.add_argument("--tiny", action="store_true", help="random-init tiny models (tests of the learned path)")
+    src.add_argument("--finder", action="store_true",
+                     help="the ink finder, no trained weights (what runs where the released weights are absent)")
     src.add_argument("--weights-dir", type=Path,
                      help="folder with AnimatedDrawings' released .mar files (scripts/fetch_weights.sh)")
     parser.add_argument("--out", type=Path, default=REPO / "build" / "model-store",
@@ -279,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         infos = build(args.out, args.tiny, args.weights_dir, args.seed, args.force,
-                      tuple(args.model or MODELS))
+                      tuple(args.model or MODELS), finder=args.finder)
     except (cc.ConversionError, FileNotFoundError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

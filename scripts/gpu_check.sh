@@ -10,7 +10,7 @@
 #                             (docs/speed.md, "Model handlers on a GPU", lists them), installed with
 #                             --no-index --no-deps into a scratch folder put first on PYTHONPATH;
 #   DIR/src/mmcv-2.1.0.tar.gz mmcv's sdist, compiled here: OpenMMLab publishes mmcv 2.1.0 wheels only
-#                             up to torch 2.1 / CUDA 12.1. scripts/mmcv_cuda_subset.py keeps the two
+#                             up to torch 2.1 / CUDA 12.1. scripts/mmcv_subset.py --cuda keeps the two
 #                             CUDA kernels the detector calls (nms, roi_align) and every CPU kernel
 #                             (141 s on the lent H100 machine's 16 cores; all 58 CUDA sources were
 #                             not tried there);
@@ -125,7 +125,7 @@ build_mmcv() {
   rm -rf "$src" && mkdir -p "$src" && tar xzf "$DIR/src/mmcv-2.1.0.tar.gz" -C "$src" || return 1
   src=$src/mmcv-2.1.0
   if [[ -n $subset ]]; then
-    "$PY" "$REPO/scripts/mmcv_cuda_subset.py" "$src" || return 1
+    "$PY" "$REPO/scripts/mmcv_subset.py" --cuda "$src" || return 1
   fi
   log "building mmcv ($label: MMCV_WITH_OPS=1 FORCE_CUDA=$force_cuda TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST" \
       "MAX_JOBS=$JOBS), at most ${limit} s; log: mmcv-build.log"
@@ -161,7 +161,7 @@ if [[ -f $DIR/mmcv_ext.so.gz ]]; then
   gunzip -c "$DIR/mmcv_ext.so.gz" >"$SCRATCH/mmcv/mmcv/_ext.$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("SOABI"))').so"
   path="prebuilt extension from $DIR/mmcv_ext.so.gz"
 elif build_mmcv cuda-subset 1 "$BUILD_S" subset; then
-  path="CUDA kernels for nms and roi_align (scripts/mmcv_cuda_subset.py), CPU kernels for every op"
+  path="CUDA kernels for nms and roi_align (scripts/mmcv_subset.py --cuda), CPU kernels for every op"
 elif (( $(left) >= 200 )); then
   log "falling back to mmcv with CPU kernels only"
   build_mmcv cpu 0 $(( $(left) - 120 )) && path="CPU kernels only" && GPU_BENCH_ARGS="${GPU_BENCH_ARGS:-} --cpu-ops-shim"

@@ -16,13 +16,14 @@
 # The CPU model image gets mmcv and xtcocotools from the wheels the venv bootstrap compiled and
 # cached (scripts/install_model_stack.sh, under $DOODLEPOD_CACHE/wheels), and torch's CPU wheel from
 # this machine's pip when it has one (else the image's pip takes it from PyPI's CPU index); without
-# cached wheels the build compiles them itself (~15 min). Prints each image's size and build time.
+# cached wheels the build compiles them itself (mmcv's same CPU subset: scripts/mmcv_subset.py).
+# Prints each image's size and build time.
 #
 # Env:
 #   DOODLEPOD_IMAGE_TAG      tag of both images (default 0.1.0, the one pod.yaml names)
-#   DOODLEPOD_MODEL_WEIGHTS  auto | released | tiny (default auto: AnimatedDrawings' released
-#                            weights where they can be downloaded, else tiny random-initialised
-#                            models, which find nothing meaningful in a photo)
+#   DOODLEPOD_MODEL_WEIGHTS  auto | released | finder | tiny (default auto: AnimatedDrawings' released
+#                            weights where they can be downloaded, else the ink finder's archives,
+#                            no trained weights; tiny: random-initialised models, for tests only)
 #   DOODLEPOD_ENGINE         podman | docker (default: the first that answers)
 #   DOODLEPOD_CACHE          cache root of the venv bootstrap's wheels (default ~/.cache/doodlepod)
 set -euo pipefail
@@ -88,9 +89,10 @@ for target in "${targets[@]}"; do
     # mmcv and xtcocotools: the venv bootstrap's cached wheels, for this torch/numpy/Python 3.11.
     TORCH=$(pin torch requirements/test.txt); NUMPY=$(pin numpy requirements/animator.txt)
     MMCV=$(pin mmcv requirements/model-cpu.txt); XTCOCO=$(pin xtcocotools requirements/model-cpu.txt)
+    SUBSET=$(python3 scripts/mmcv_subset.py --key)  # the ops install_model_stack.sh's mmcv keeps
     model_args=(-f Dockerfile.model --build-arg DEVICE=cpu)
     ctx=$CACHE/image-wheels
-    mmcv_whl=$(find "$CACHE/wheels/mmcv-${MMCV}_torch-${TORCH}_cpu_cp311" -maxdepth 1 -name "mmcv-$MMCV-*.whl" 2>/dev/null | head -n 1 || true)
+    mmcv_whl=$(find "$CACHE/wheels/mmcv-${MMCV}_torch-${TORCH}_${SUBSET}_cp311" -maxdepth 1 -name "mmcv-$MMCV-*.whl" 2>/dev/null | head -n 1 || true)
     xtc_whl=$(find "$CACHE/wheels/xtcocotools-${XTCOCO}_numpy-${NUMPY}_cp311" -maxdepth 1 -name "xtcocotools-$XTCOCO-*.whl" 2>/dev/null | head -n 1 || true)
     if [[ -n $mmcv_whl && -n $xtc_whl ]]; then
       rm -rf "$ctx" && mkdir -p "$ctx"
@@ -114,7 +116,7 @@ for target in "${targets[@]}"; do
       model_args+=(--build-context "wheels=$ctx")
     else
       log "no cached mmcv/xtcocotools wheels under $CACHE/wheels (\`make venv\` builds them): the image"
-      log "build compiles them itself (about 15 min on 2 cores)"
+      log "build compiles them itself (~3 min on 2 idle cores)"
     fi
     # torchvision: torch's CPU index has the real one; without that index, the venv's shim.
     index=https://download.pytorch.org/whl/cpu
@@ -131,12 +133,12 @@ for target in "${targets[@]}"; do
         if curl --silent --fail --head --location --connect-timeout 5 --max-time 20 -o /dev/null "$url"; then
           WEIGHTS=released
         else
-          WEIGHTS=tiny
-          log "cannot reach AnimatedDrawings' released weights: the model image gets the TINY RANDOM-INITIALISED"
-          log "models; their detections are MEANINGLESS (send a character's joints instead)"
+          WEIGHTS=finder
+          log "cannot reach AnimatedDrawings' released weights: the model image serves the ink finder's archives"
+          log "  (no trained weights: it reads the ink on the paper; docs/finder.md)"
         fi ;;
-      released|tiny) ;;
-      *) die "DOODLEPOD_MODEL_WEIGHTS must be auto, released or tiny, got '$WEIGHTS'" ;;
+      released|finder|tiny) ;;
+      *) die "DOODLEPOD_MODEL_WEIGHTS must be auto, released, finder or tiny, got '$WEIGHTS'" ;;
     esac
     build model "doodlepod-model:$TAG-cpu" "${model_args[@]}" --build-arg "MODEL_WEIGHTS=$WEIGHTS"
     ;;

@@ -7,10 +7,13 @@
 # requirements/model-cpu.txt. The script is idempotent: when every pinned package is installed and
 # the stack imports (mmcv's compiled ops included), it returns in a couple of seconds.
 #
-# mmcv 2.1.0 publishes no wheel for this torch, so it is compiled from source once
-# (MMCV_WITH_OPS=1 FORCE_CUDA=0; measured 14.5 min on 2 busy cores) and the wheel is kept outside the repo in
-#   $DOODLEPOD_CACHE/wheels/mmcv-<mmcv>_torch-<torch>_cpu_<pytag>/
-# keyed by every version the binary depends on; a cold machine builds it, a warm one reuses it.
+# mmcv 2.1.0 publishes no wheel for this torch, so it is compiled from its sdist once, with only the
+# ops the two models call (scripts/mmcv_subset.py --cpu: nms and roi_align, measured by
+# scripts/mmcv_ops_used.py; the other ops raise a clear error when called), and the wheel is kept
+# outside the repo in
+#   $DOODLEPOD_CACHE/wheels/mmcv-<mmcv>_torch-<torch>_cpu-subset-<hash of the kept ops>_<pytag>/
+# keyed by every version the binary depends on; a cold machine builds it, a warm one reuses it, and
+# scripts/images.sh hands the same wheel to the CPU model image.
 # xtcocotools is likewise built from source against the venv's numpy 2 and cached under a key that
 # includes the numpy version. Builds bypass pip's own wheel cache (--no-cache-dir), which is keyed by
 # the sdist alone and would hand back an mmcv compiled against another torch. Wheels land in the
@@ -20,7 +23,8 @@
 # Env:
 #   DOODLEPOD_CACHE       cache root (default ~/.cache/doodlepod)
 #   DOODLEPOD_MMCV_WHEEL  a ready mmcv wheel to seed the cache with on a cold cache (it must have
-#                         been built against the same torch/python; the import check verifies it)
+#                         been built against the same torch/python, with at least the subset's ops;
+#                         the import check verifies it)
 #   MAX_JOBS              parallel compile jobs for the mmcv build (default 2)
 #   DOODLEPOD_FORCE=1     reinstall even if everything looks installed
 #   DOODLEPOD_MODELS_STATE_FILE  where to say how far it has got (scripts/models_state.sh; steps 2-6 of
@@ -68,31 +72,52 @@ OPENCV=$(pin opencv-python); MATPLOTLIB=$(pin matplotlib)
 SETUPTOOLS=$(pin setuptools); WHEEL=$(pin wheel); NINJA=$(pin ninja); CYTHON=$(pin cython)
 
 read -r TORCH PYTAG < <("$PY" -c 'import sys, torch; print(torch.__version__.split("+")[0], "cp%d%d" % sys.version_info[:2])')
+SUBSET=$("$PY" scripts/mmcv_subset.py --key)  # cpu-subset-<hash>: which ops the mmcv build keeps
 
-# The import check that decides "installed": versions match the pins and the compiled ops load.
+# The import check that decides "installed": versions match the pins, mmcv is the subset build the
+# cache key names (any mmcv with the ops when DOODLEPOD_MMCV_WHEEL seeded it), the compiled ops load
+# and the two the models call run. Fails printing what is wrong (the last line of its stderr).
 stack_ok() {
-  "$PY" - "$MMENGINE" "$MMCV" "$MMDET" "$MMPOSE" "$XTCOCO" <<'EOF' 2>/dev/null
+  "$PY" - "${DOODLEPOD_MMCV_WHEEL:+any}" "$SUBSET" "$MMENGINE" "$MMCV" "$MMDET" "$MMPOSE" "$XTCOCO" <<'EOF' 2>&1 >/dev/null | tail -n 1
+import importlib
 import sys
-from importlib.metadata import version
-want = dict(zip(["mmengine", "mmcv", "mmdet", "mmpose", "xtcocotools"], sys.argv[1:]))
+from importlib.metadata import PackageNotFoundError, version
+want = dict(zip(["mmengine", "mmcv", "mmdet", "mmpose", "xtcocotools"], sys.argv[3:]))
 for name, v in want.items():
-    if version(name) != v:
-        sys.exit(f"{name} {version(name)} != {v}")
+    try:
+        if version(name) != v:
+            sys.exit(f"{name} {version(name)} is installed, the pin is {v}")
+    except PackageNotFoundError:
+        sys.exit(f"{name} is not installed")
 import mmcv.ops  # noqa: F401  (loads mmcv/_ext*.so, which must match this torch)
-from mmcv.ops import nms, roi_align  # noqa: F401
+built = getattr(importlib.import_module("mmcv._ext"), "doodlepod_subset", "mmcv with every op")
+if sys.argv[1] != "any" and sys.argv[2] not in built:
+    sys.exit(f"the installed mmcv is {built}, not the CPU subset {sys.argv[2]}")
+from mmcv.ops import nms, roi_align  # the two ops the models call (scripts/mmcv_subset.py)
+import torch
+try:
+    nms(torch.tensor([[0.0, 0, 10, 10], [1, 1, 11, 11]]), torch.tensor([0.9, 0.8]), 0.5)
+    roi_align(torch.ones(1, 1, 4, 4), torch.tensor([[0.0, 0, 0, 4, 4]]), (2, 2), 1.0, 0, "avg", True)
+except Exception as err:
+    sys.exit(f"mmcv's nms/roi_align do not run on CPU: {err}")
 import mmdet.apis  # noqa: F401
 import mmpose.apis  # noqa: F401
 import xtcocotools.mask  # noqa: F401  (compiled against numpy: fails on an ABI mismatch)
 EOF
 }
 
-mmcv_ops_ok() { "$PY" -c 'import mmcv.ops; from mmcv.ops import roi_align, nms' 2>/dev/null; }
+mmcv_ops_ok() {  # the compiled ops load and the two the models call run (a tiny nms and roi_align)
+  "$PY" -c 'import torch; from mmcv.ops import nms, roi_align
+nms(torch.tensor([[0.0, 0, 10, 10], [1, 1, 11, 11]]), torch.tensor([0.9, 0.8]), 0.5)
+roi_align(torch.ones(1, 1, 4, 4), torch.tensor([[0.0, 0, 0, 4, 4]]), (2, 2), 1.0, 0, "avg", True)' 2>/dev/null
+}
 
-if [[ "${DOODLEPOD_FORCE:-0}" != 1 ]] && stack_ok; then
+why=forced
+if [[ "${DOODLEPOD_FORCE:-0}" != 1 ]] && why=$(stack_ok); then
   log "OpenMMLab stack already installed in $VENV (mmcv $MMCV, mmdet $MMDET, mmpose $MMPOSE, torch $TORCH)"
   exit 0
 fi
-log "installing the CPU OpenMMLab stack into $VENV (torch $TORCH, $PYTAG); wheel cache: $WHEELS"
+log "installing the CPU OpenMMLab stack into $VENV (torch $TORCH, $PYTAG; $why); wheel cache: $WHEELS"
 mkdir -p "$WHEELS" "$LOGS"
 
 # cached_wheel NAME VERSION KEY BUILD_FUNCTION: print the path of NAME's wheel in the cache
@@ -148,7 +173,7 @@ with_heartbeat() {
     step=$(grep -o -E '^[[:space:]]*\[[0-9]+/[0-9]+\]' "$buildlog" | tail -n 1 | tr -d '[:space:][]' || true)
     if [[ $what == mmcv* && $step =~ ^([0-9]+)/([0-9]+)$ ]]; then
       n_done=${BASH_REMATCH[1]} n_total=${BASH_REMATCH[2]}
-      eta=$(( n_done > 0 ? (SECONDS - t0) * (n_total - n_done) / n_done + 60 : 720 ))
+      eta=$(( n_done > 0 ? (SECONDS - t0) * (n_total - n_done) / n_done + 60 : 240 ))
       models_state preparing "The model server is being prepared: mmcv compiles once per machine ($(( (SECONDS - t0) / 60 )) min so far); photos can be animated once it is ready." \
         "step 3 of $STEPS, compiling mmcv's C++ ops" "$n_done" "$n_total" "$eta"
     fi
@@ -168,11 +193,27 @@ build_mmcv() {
     cp "$DOODLEPOD_MMCV_WHEEL" "$out/" && echo "seeded from $DOODLEPOD_MMCV_WHEEL" >"$buildlog"
     return
   fi
-  log "compiling mmcv $MMCV with ops for CPU (MAX_JOBS=${MAX_JOBS:-2}); about 10-15 min on 2 cores, once per torch version"
+  # the sdist (pip's own client and indexes; its metadata step needs the venv's torch), cut down to
+  # the ops the models call, then compiled as usual
+  # (kept in $CACHE/src: a rebuild of another subset or torch needs no download)
+  local sdist="$CACHE/src/mmcv-$MMCV.tar.gz" src="$out/src" dl
+  if [[ ! -f $sdist ]]; then
+    mkdir -p "$CACHE/src"
+    dl=$(mktemp -d "$CACHE/src/.download.XXXXXX")
+    "$PY" -m pip download --quiet --no-deps --no-binary mmcv --no-build-isolation --no-cache-dir \
+      --disable-pip-version-check -d "$dl" "mmcv==$MMCV" >"$buildlog" 2>&1 \
+      || { rm -rf "$dl"; log "cannot download mmcv $MMCV's source (pip download mmcv==$MMCV)"; return 1; }
+    [[ -f $dl/mmcv-$MMCV.tar.gz ]] || { rm -rf "$dl"; log "pip download left no mmcv-$MMCV.tar.gz"; return 1; }
+    mv "$dl/mmcv-$MMCV.tar.gz" "$sdist" && rm -rf "$dl"
+  fi
+  mkdir -p "$src" && tar xzf "$sdist" -C "$src" || { log "cannot unpack $sdist"; return 1; }
+  "$PY" scripts/mmcv_subset.py --cpu "$src/mmcv-$MMCV" >&2 || return 1
+  log "compiling mmcv $MMCV for CPU with only the ops the models call ($SUBSET, MAX_JOBS=${MAX_JOBS:-2});" \
+      "about 3 min on 2 idle cores, once per torch version"
   with_heartbeat "mmcv $MMCV" "$buildlog" \
     env MMCV_WITH_OPS=1 FORCE_CUDA=0 MAX_JOBS="${MAX_JOBS:-2}" \
-    "$PY" -m pip wheel -v --no-deps --no-build-isolation --no-binary mmcv --no-cache-dir --disable-pip-version-check \
-    -w "$out" "mmcv==$MMCV"
+    "$PY" -m pip wheel -v --no-deps --no-build-isolation --no-cache-dir --disable-pip-version-check \
+    -w "$out" "$src/mmcv-$MMCV"
 }
 
 build_xtcocotools() {
@@ -183,11 +224,11 @@ build_xtcocotools() {
 }
 
 t=$SECONDS
-MMCV_KEY="mmcv-${MMCV}_torch-${TORCH}_cpu_${PYTAG}"
+MMCV_KEY="mmcv-${MMCV}_torch-${TORCH}_${SUBSET}_${PYTAG}"
 if find "$WHEELS/$MMCV_KEY" -maxdepth 1 -name "mmcv-${MMCV}-*.whl" 2>/dev/null | grep -q . || [[ -n ${DOODLEPOD_MMCV_WHEEL:-} ]]; then
   mmcv_eta=90
 else
-  mmcv_eta=780
+  mmcv_eta=300  # the subset compile: ~4 CPU-min, 2-3 min on 2 idle cores
 fi
 step 2 "installing build tools and mmengine" "$mmcv_eta"
 pip_install "setuptools==$SETUPTOOLS" "wheel==$WHEEL" "ninja==$NINJA" "cython==$CYTHON"
@@ -245,10 +286,10 @@ t=$SECONDS
 pip_install --no-deps "mmpose==$MMPOSE"
 log "mmpose $MMPOSE ready ($((SECONDS - t)) s)"
 
-if ! out=$(stack_ok 2>&1); then
+if ! out=$(stack_ok); then
   "$PY" - <<'EOF' >&2 || true
 import mmcv.ops, mmdet.apis, mmpose.apis, xtcocotools.mask
 EOF
-  die "the OpenMMLab stack does not import cleanly in $VENV: $out"
+  die "the OpenMMLab stack is not right in $VENV: $out"
 fi
 log "OpenMMLab stack ready in $((SECONDS - start)) s: mmengine $MMENGINE, mmcv $MMCV (ops, CPU), mmdet $MMDET, mmpose $MMPOSE, torch $TORCH"

@@ -6,11 +6,14 @@
 #
 #   models_state STATE DETAIL [STEP DONE TOTAL [RETRY_AFTER_S]]
 #   STATE: preparing | starting | failed | ready; DETAIL: one sentence for a person (no double quotes)
+#   MODELS_STATE_WEIGHTS (a variable, optional): what the model server's archives are (released | tiny |
+#   finder), said as "weights" once they are chosen, so /ping can say what serves the models.
 models_state() {
   local file=${DOODLEPOD_MODELS_STATE_FILE:-}
   [[ -n $file ]] || return 0
-  local progress=null retry=${6:-null}
+  local progress=null retry=${6:-null} weights=null
   [[ -n ${3:-} ]] && progress=$(printf '{"step": "%s", "done": %d, "total": %d}' "$3" "${4:-0}" "${5:-0}")
-  printf '{"state": "%s", "detail": "%s", "progress": %s, "retry_after_s": %s}\n' "$1" "$2" "$progress" "$retry" \
-    > "$file.tmp.$$" && mv -f "$file.tmp.$$" "$file"
+  [[ -n ${MODELS_STATE_WEIGHTS:-} ]] && weights="\"$MODELS_STATE_WEIGHTS\""
+  printf '{"state": "%s", "detail": "%s", "progress": %s, "retry_after_s": %s, "weights": %s}\n' \
+    "$1" "$2" "$progress" "$retry" "$weights" > "$file.tmp.$$" && mv -f "$file.tmp.$$" "$file"
 }

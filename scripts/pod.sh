@@ -163,6 +163,7 @@ chars=tests/fixtures/animated_drawings/examples/characters
 joints='{"root":[264,397],"hip":[264,397],"torso":[247,232],"neck":[231,119],"right_shoulder":[151,245],"right_elbow":[99,278],"right_hand":[46,311],"left_shoulder":[343,218],"left_elbow":[396,245],"left_hand":[449,278],"right_hip":[191,404],"right_knee":[165,476],"right_foot":[138,556],"left_hip":[337,390],"left_knee":[376,456],"left_foot":[409,549]}'
 weights=$(podman image inspect --format '{{index .Config.Labels "org.doodlepod.weights"}}' "doodlepod-model:$TAG-cpu" 2>/dev/null || true)
 photo_note=""
+[[ $weights == finder ]] && photo_note="  (the ink finder: no trained weights; warnings say found_by_ink_finder)"
 if [[ $weights == tiny ]]; then
   photo_note="  (tiny models: expect 422 no_character, or nonsense)"
   log "the model image has TINY RANDOM-INITIALISED models: their detections are MEANINGLESS;"

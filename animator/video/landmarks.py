@@ -41,6 +41,9 @@ SMOOTH_SIGMA_S = 0.05
 MAX_GAP_S = 0.5
 #: Fewest frames with a person a clip needs.
 MIN_FRAMES = 2
+#: Shortest usable stretch of video a clip is made of, seconds: a person followed in a few scattered
+#: frames made a 0.1 s "motion" of a video seconds long, without a word.
+MIN_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -128,14 +131,20 @@ def clean_track(track: PoseTrack, sigma_s: float = SMOOTH_SIGMA_S,
     the index in ``track`` of its first frame.
 
     Raises:
-        NoPersonError: no person in any frame (or in fewer than :data:`MIN_FRAMES`).
+        NoPersonError: no person in any frame (or in fewer than :data:`MIN_FRAMES`), or followed for less
+            than :data:`MIN_SECONDS` in a row.
     """
     present = np.asarray(track.present, dtype=bool)
     start, end = usable_span(present, max(0, int(round(max_gap_s * track.fps))))
+    if (end - start) / track.fps < MIN_SECONDS and end - start < len(present):   # lost for most of the video
+        raise NoPersonError(f"the person was followed in only {int(present.sum())} of {len(present)} frames, "
+                            f"{(end - start) / track.fps:.2f} s of the {len(present) / track.fps:.1f} s read; a motion "
+                            f"needs at least {MIN_SECONDS:g} s of them in a row: film the whole body, in good light, "
+                            "filling most of the frame")
     pts = bridge_gaps(track.points[start:end], present[start:end])
     pts = smooth(pts, sigma_s * track.fps)
     return PoseTrack(points=pts, present=np.ones(end - start, dtype=bool), fps=track.fps), start
 
 
-__all__ = ["INDEX", "MAX_GAP_S", "MIN_FRAMES", "NAMES", "N_LANDMARKS", "PoseTrack", "SMOOTH_SIGMA_S",
+__all__ = ["INDEX", "MAX_GAP_S", "MIN_FRAMES", "MIN_SECONDS", "NAMES", "N_LANDMARKS", "PoseTrack", "SMOOTH_SIGMA_S",
            "bridge_gaps", "clean_track", "smooth", "usable_span"]

@@ -6,12 +6,14 @@ minutes): scripts/run_local.sh and scripts/install_model_stack.sh write their pr
 file named by ``DOODLEPOD_MODELS_STATE_FILE``::
 
     {"state": "preparing" | "starting" | "failed", "detail": "<a sentence>",
-     "progress": {"step": "...", "done": 3, "total": 77} | null, "retry_after_s": 540 | null}
+     "progress": {"step": "...", "done": 3, "total": 77} | null, "retry_after_s": 540 | null,
+     "weights": "released" | "tiny" | "finder" | null}
 
-The app only reads it. While it says the models are not there yet, requests that need them answer
-``503 models_unavailable`` with ``Retry-After`` at once (:meth:`ModelPreparation.check`) instead of
-calling a model server that does not exist yet. Without the file (a pod, or ``make serve-app``) the
-models' state comes from TorchServe's management API alone.
+The app only reads it. While it says the models are not there yet, requests that need them do not
+call a model server that does not exist yet (:meth:`ModelPreparation.check`): the app's own ink finder
+answers them (DOODLEPOD_FINDER_FALLBACK), or, with that off, ``503 models_unavailable`` with
+``Retry-After`` at once. :func:`served_by` says which of these answers a photo now. Without the file
+(a pod, or ``make serve-app``) the models' state comes from TorchServe's management API alone.
 """
 from __future__ import annotations
 
@@ -62,8 +64,10 @@ class ModelPreparation:
                         "total": _int_or_none(progress.get("total")) or 0}
         else:
             progress = None
+        weights = raw.get("weights")
         return {"state": raw["state"], "detail": str(raw.get("detail", ""))[:500], "progress": progress,
-                "retry_after_s": _int_or_none(raw.get("retry_after_s"))}
+                "retry_after_s": _int_or_none(raw.get("retry_after_s")),
+                "weights": weights if weights in WEIGHTS_SERVED else None}
 
     def check(self) -> None:
         """Raise :class:`ModelsUnavailable` when the file says the models are not there yet."""
@@ -74,6 +78,22 @@ class ModelPreparation:
                                 retry_after_of(state["retry_after_s"]))
 
 
+#: What the model server's archives are (their answers' X-Doodlepod-Weights) -> ``served_by``.
+WEIGHTS_SERVED = {"released": "released_weights", "tiny": "tiny_random_models", "finder": "ink_finder"}
+
+
+def served_by(models_ready: bool, weights: str | None, fallback: bool) -> str:
+    """What answers a photo's detector and pose requests now, for ``GET /ping``'s ``models.served_by``:
+    ``released_weights`` (AnimatedDrawings' trained models), ``tiny_random_models`` (the tests' models),
+    ``ink_finder`` (the finder's archives on the model server), ``model_server`` (ready, its weights not
+    known yet: named by its first answer), ``ink_finder_in_app`` (the model server is not ready: the
+    app's own finder answers) or ``none`` (not ready and DOODLEPOD_FINDER_FALLBACK off: 503).
+    ``weights``: what the model server's answers or the preparation file named."""
+    if models_ready:
+        return WEIGHTS_SERVED.get(weights or "", "model_server")
+    return "ink_finder_in_app" if fallback else "none"
+
+
 def retry_after_of(estimate_s: int | None) -> int:
     """The Retry-After for an estimate of the seconds left (bounded)."""
     if estimate_s is None:
@@ -82,9 +102,12 @@ def retry_after_of(estimate_s: int | None) -> int:
 
 
 def models_summary(model_states: dict[str, dict[str, Any]], preparation: dict[str, Any] | None,
-                   management_url: str) -> dict[str, Any]:
+                   management_url: str, fallback: bool = False) -> dict[str, Any]:
     """The ``models`` object of ``GET /ping`` from each model's readiness (TorchServe's management API)
-    and the preparation file's state (None: no file)."""
+    and the preparation file's state (None: no file). ``fallback``: the app's ink finder answers photos
+    while the models are not there (DOODLEPOD_FINDER_FALLBACK), which the absent state's detail says."""
+    meanwhile = ("the app's own ink finder animates photos meanwhile" if fallback else
+                 "photos cannot be animated; drawings with their joints placed by hand still can")
     names = list(model_states)
     if all(s.get("ok") for s in model_states.values()):
         return {"state": "ready", "detail": "The models are ready: photos are animated.", "progress": None,
@@ -98,8 +121,7 @@ def models_summary(model_states: dict[str, dict[str, Any]], preparation: dict[st
                       for s in model_states.values())
     if unreachable:
         return {"state": "absent",
-                "detail": (f"The model server does not answer at {management_url}: photos cannot be animated; "
-                           "drawings with their joints placed by hand still can."),
+                "detail": f"The model server does not answer at {management_url}: {meanwhile}.",
                 "progress": None, "retry_after_s": None}
     loaded = sum(1 for s in model_states.values() if s.get("ok"))
     return {"state": "starting",

@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from werkzeug.http import parse_etags
+
 from .. import coordinates, documents, metrics
 from ..deadline import Deadline
 from ..documents import JsonDocument
@@ -171,12 +173,15 @@ class Characters:
 
     # -- create -------------------------------------------------------------------------------
     def create(self, image: bytes, joints: list | None, bbox: list[float] | None, deadline: Deadline,
-               timings: dict[str, float]) -> Record:
-        """decode -> detect -> segment -> pose -> rig, skipping what the client sent; store version 1."""
-        return self.create_on(self.pipeline.decode(image, deadline, timings), joints, bbox, deadline, timings)
+               timings: dict[str, float], found: list[str] | None = None) -> Record:
+        """decode -> detect -> segment -> pose -> rig, skipping what the client sent; store version 1.
+        ``found`` collects the codes of the finders that placed the box or joints
+        (:func:`app.render.pipeline.warnings_of`)."""
+        return self.create_on(self.pipeline.decode(image, deadline, timings), joints, bbox, deadline, timings,
+                              found=found)
 
     def create_on(self, img: Any, joints: list | None, bbox: list[float] | None, deadline: Deadline,
-                  timings: dict[str, float], detection: Any = None) -> Record:
+                  timings: dict[str, float], detection: Any = None, found: list[str] | None = None) -> Record:
         """:meth:`create` on an image already decoded (:meth:`Pipeline.decode`); ``detection`` (a
         :class:`Detection` of this image, e.g. one of a scene's) stands in for the detector."""
         p = self.pipeline
@@ -194,12 +199,12 @@ class Characters:
             work_joints = coordinates.joints_to_work(joints, img.scale)
             box = coordinates.box_for_client(None, work_joints, img.scale, width, height)
         else:
-            found = p.detect(img, deadline, timings)
-            detections = [{"box": list(d.box), "score": d.score} for d in found]
-            box = found[0].box
+            boxes = p.detect(img, deadline, timings, found)
+            detections = [{"box": list(d.box), "score": d.score} for d in boxes]
+            box = boxes[0].box
         crop = p.segment(img, box, deadline, timings)
         skeleton = (coordinates.joints_to_texture(joints, img.scale, box) if joints is not None
-                    else p.pose(crop.png, deadline, timings))
+                    else p.pose(crop.png, deadline, timings, found))
         cid = new_id()
         now = time.time()
         record = Record(id=cid, version=1, created_at=now, expires_at=now + self.settings.expiry_hours * 3600,
@@ -260,14 +265,16 @@ class Characters:
 
     # -- edit ---------------------------------------------------------------------------------
     def edit(self, cid: str, change: Edit, if_match: str | None, deadline: Deadline,
-             timings: dict[str, float]) -> Record:
+             timings: dict[str, float], found: list[str] | None = None) -> Record:
         """Apply ``change`` as version + 1, running only the steps it affects. With ``if_match``, a
-        document changed meanwhile answers 412; without, a lost race is retried on the new version."""
+        document changed meanwhile answers 412; without, a lost race is retried on the new version.
+        A new box without joints gets the skeleton the pose model (or the ink finder) fits in it;
+        ``found`` collects the finders' codes, as :meth:`create`'s."""
         self.pipeline.check_disk()
         for _ in range(EDIT_TRIES):
             record, tag = self.load(cid, deadline)
             check_version(if_match, "character", cid, record.version, REAPPLY)
-            new, written = self._apply(record, change, deadline, timings)
+            new, written = self._apply(record, change, deadline, timings, found)
             try:
                 with self.pipeline.stage(timings, "swap"):
                     self.storage.put_if(self._key(cid, DOCUMENT), new.to_json(), "application/json", deadline, tag)
@@ -282,8 +289,8 @@ class Characters:
             return new
         raise EditConflict(f"character {cid} is being edited by others; retry")
 
-    def _apply(self, old: Record, change: Edit, deadline: Deadline,
-               timings: dict[str, float]) -> tuple[Record, list[str]]:
+    def _apply(self, old: Record, change: Edit, deadline: Deadline, timings: dict[str, float],
+               found: list[str] | None = None) -> tuple[Record, list[str]]:
         p = self.pipeline
         new = Record(**{**asdict(old), "version": old.version + 1, "rev": _folder("r", old.version + 1),
                         "files": dict(old.files), "keep": _folders_of(old)})
@@ -300,7 +307,7 @@ class Characters:
             new.box = [int(v) for v in box]
             given = {"texture": crop.texture, "mask": crop.mask}
             skeleton = (coordinates.joints_to_texture(joints, old.work_scale, box) if joints is not None
-                        else p.pose(crop.png, deadline, timings))
+                        else p.pose(crop.png, deadline, timings, found))
             new.skeleton = _skeleton_rows(skeleton)
         else:
             if joints is not None:
@@ -446,15 +453,9 @@ def _outcome(call: Callable[[], Any]) -> tuple[bool, Any]:
 
 
 def version_matches(if_match: str, version: int) -> bool:
-    """``If-Match`` against a version: ``*``, or any listed entity tag equal to it (weak or strong)."""
-    for tag in if_match.split(","):
-        tag = tag.strip()
-        if tag == "*":
-            return True
-        tag = tag.removeprefix("W/").strip('"')
-        if tag == str(version):
-            return True
-    return False
+    """``If-Match`` (or ``If-None-Match``) against a version: ``*``, or any listed entity tag equal to it, weak
+    or strong (parsed by Werkzeug)."""
+    return parse_etags(if_match).contains_weak(str(version))
 
 
 #: What a stale edit's 412 advises.

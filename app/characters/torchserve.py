@@ -76,7 +76,8 @@ class TorchServeClient:
         """Post ``image`` (encoded PNG/JPEG bytes) to ``model`` and return its decoded JSON answer.
 
         Raises :class:`ModelsUnavailable` (the models are still being prepared: see ``gate``),
-        :class:`ModelServerUnavailable` (down, not loaded, busy after retries),
+        :class:`ModelServerUnavailable` (busy after retries, no answer in time; with ``down`` set when it
+        refuses connections after retries or has not loaded the model),
         :class:`ModelServerError` (an error answer or one that is not JSON) or
         :class:`DeadlineExceeded`.
         """
@@ -88,10 +89,12 @@ class TorchServeClient:
             timeout = deadline.cap(self.timeout_s, stage)
             problem: str
             failure: type[ApiError] = ModelServerUnavailable  # what to raise once retries are spent
+            down = False  # the server is not there at all (see ModelServerUnavailable.down)
             try:
                 status, body = self._post(url, image, timeout)
             except requests.ConnectionError as exc:
                 problem = f"cannot connect to TorchServe at {self.inference_url} ({type(exc).__name__})"
+                down = True
             except (requests.Timeout, _AttemptTimedOut):
                 deadline.check(stage)
                 raise ModelServerUnavailable(f"model '{model}' did not answer within {timeout:.1f} s") from None
@@ -105,13 +108,14 @@ class TorchServeClient:
                     except (ValueError, RecursionError):
                         raise ModelServerError(f"model '{model}' answered something that is not JSON") from None
                 if status == 404:
-                    raise ModelServerUnavailable(f"model '{model}' is not loaded in TorchServe")
+                    raise ModelServerUnavailable(f"model '{model}' is not loaded in TorchServe", down=True)
                 if status not in _BUSY:
                     raise ModelServerError(f"model '{model}' failed with HTTP {status}: "
                                            f"{_short(body.decode('utf-8', 'replace'))}")
                 problem = f"model '{model}' is busy (HTTP {status})"
             if attempt >= self.retries:
-                raise failure(problem + f"; gave up after {attempt + 1} attempts")
+                message = problem + f"; gave up after {attempt + 1} attempts"
+                raise ModelServerUnavailable(message, down=True) if down else failure(message)
             pause = self.backoff_s * (2 ** attempt)
             if deadline.remaining() <= pause:
                 raise deadline.exceeded(stage, problem)

@@ -108,8 +108,9 @@ def _animate(fields: AnimateForm, deadline: Deadline):
         for motion in named + ([clip] if clip else []):
             if hasattr(motion, "remove"):  # an uploaded clip or a client's own motion, copied for this request
                 motion.remove()
+    extra = {"warnings": result.warnings} if result.warnings else {}
     return jsonify(id=result.id, animations=result.animations, character=result.character,
-                   timings_ms=result.timings_ms)
+                   timings_ms=result.timings_ms, **extra)
 
 
 @bp.post("/")

@@ -7,18 +7,17 @@ for nothing else: probes, metrics, files and pages stay public without an allow-
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import lru_cache
 from typing import Any
 
 from flask import Blueprint, g, request
+from werkzeug.http import parse_dict_header
 
 from .. import metrics
-from ..clients import client_id
+from ..clients import client_id, forwarded_client, trusted_peer
 from ..deadline import Deadline
 from ..errors import ApiError, BadRequest, Overloaded, RequestTimeout, Unauthorized
 from ..intake import body
@@ -34,12 +33,17 @@ def require_bearer_token() -> None:
     expected = services().settings.auth_token
     if not expected:
         return
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
+    token = bearer_token()
+    if not token:
         raise Unauthorized("this server needs 'Authorization: Bearer <token>'")
-    if not hmac.compare_digest(token.strip().encode(), expected.encode()):
+    if not hmac.compare_digest(token.encode(), expected.encode()):
         raise Unauthorized("the bearer token is not valid")
+
+
+def bearer_token() -> str:
+    """The request's bearer token ('' without one), as Werkzeug reads ``Authorization``."""
+    auth = request.authorization
+    return (auth.token or "") if auth is not None and auth.type == "bearer" else ""
 
 
 def request_deadline() -> Deadline:
@@ -92,11 +96,8 @@ def request_priority() -> str:
     (RFC 9218's lowest urgencies; the studio's previews send u=7), else :data:`RENDER`."""
     from ..render.admission import BACKGROUND, RENDER
 
-    for item in request.headers.get("Priority", "").split(","):
-        key, _, value = item.strip().partition("=")
-        if key.strip() == "u" and value.strip() in ("6", "7"):
-            return BACKGROUND
-    return RENDER
+    urgency = parse_dict_header(request.headers.get("Priority", "")).get("u")
+    return BACKGROUND if (urgency or "").strip() in ("6", "7") else RENDER
 
 
 def _slots_text(count: int) -> str:
@@ -189,64 +190,6 @@ def request_client() -> str:
         return cached
     token = ""
     if services().settings.auth_token:
-        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-        token = value.strip() if scheme.lower() == "bearer" else ""
+        token = bearer_token()
     g.client_identity = who = client_id(token, client_address(), services().settings.client_ipv6_prefix)
     return who
-
-def forwarded_client(peer: str, forwarded: list[str], trusted: tuple[str, ...]) -> str:
-    """The client behind ``peer`` given the X-Forwarded-For header lines and the trusted networks."""
-    nets = _networks(tuple(t for t in trusted if t != "*"))
-    if not nets or not _in(peer, nets):
-        return peer
-    hops = [h.strip() for line in forwarded for h in line.split(",") if h.strip()]
-    for hop in reversed(hops):
-        address = _address(hop)
-        if address is None:
-            return peer  # a hop that is not an address: trust nothing further left
-        if not _in(address, nets):
-            return address
-    return peer
-
-
-def _address(text: str) -> str | None:
-    """An address from an X-Forwarded-For entry (``1.2.3.4``, ``1.2.3.4:5678``, ``[::1]:80``, ``::1``)."""
-    text = text.strip()
-    if text.startswith("[") and "]" in text:
-        text = text[1:text.index("]")]
-    elif text.count(":") == 1:
-        text = text.split(":", 1)[0]
-    try:
-        return str(ipaddress.ip_address(text))
-    except ValueError:
-        return None
-
-
-def _in(address: str, nets: tuple) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(ip.version == net.version and ip in net for net in nets)
-
-
-def trusted_peer(address: str | None, allowed: tuple[str, ...]) -> bool:
-    """Whether ``address`` (the peer) is one of the trusted proxies, as gunicorn decides it."""
-    if "*" in allowed or not address:  # no address: a UNIX socket, which gunicorn trusts too
-        return True
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(ip in net for net in _networks(allowed))
-
-
-@lru_cache(maxsize=8)
-def _networks(allowed: tuple[str, ...]) -> tuple:
-    nets = []
-    for entry in allowed:
-        try:
-            nets.append(ipaddress.ip_network(entry, strict=False))
-        except ValueError:
-            pass
-    return tuple(nets)

@@ -12,11 +12,12 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from ..characters.resource import Edit, check_version, version_matches
+from ..characters.resource import Edit, check_version
 from ..errors import ApiError
 from ..intake.models import CharacterEdit, CharacterForm, RenderRequest
 from ..intake.read import read, takes
 from ..orders import CharacterOrder
+from ..render.pipeline import warnings_of
 from ..services import services
 from .animate import check_image_header, motion_list, uploaded_clip
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
@@ -65,17 +66,20 @@ TINY_MODELS = {"code": "tiny_models",
 def _create_character(fields: CharacterForm, deadline) -> Response:
     check_image_header(fields.image)  # type, size: before a render slot is taken for it
     models = services().torchserve
+    found: list[str] = []  # the finders that placed the box or joints, when not trained models
     try:
         with render_slot():
             timings: dict[str, float] = {}
-            record = services().characters.create(fields.image, fields.joints, fields.bbox, deadline, timings)
+            record = services().characters.create(fields.image, fields.joints, fields.bbox, deadline, timings,
+                                                  found=found)
     except ApiError as exc:
-        if models.runs_tiny_models and fields.joints is None:
+        if models.runs_tiny_models and fields.joints is None and not found:
             exc.details["warnings"] = [TINY_MODELS]
         raise
     # the models placed something of it: say what they are
-    tiny = models.runs_tiny_models and fields.joints is None
-    response = _answer(record, 201, timings, {"warnings": [TINY_MODELS]} if tiny else None)
+    tiny = models.runs_tiny_models and fields.joints is None and not found
+    warnings = [TINY_MODELS] if tiny else warnings_of(found)
+    response = _answer(record, 201, timings, {"warnings": warnings} if warnings else None)
     response.headers["Location"] = f"/characters/{record.id}"
     return response
 
@@ -83,15 +87,11 @@ def _create_character(fields: CharacterForm, deadline) -> Response:
 @bp.get("/characters/<cid>")
 def get_character(cid: str):
     record, _ = services().characters.load(cid, request_deadline())
-    if _none_match(request.headers.get("If-None-Match"), record.version):
+    if request.if_none_match.contains_weak(str(record.version)):
         response = Response(status=304)
         _tag(response, record.version, None)
         return response
     return _answer(record)
-
-
-def _none_match(header: str | None, version: int) -> bool:
-    return bool(header) and version_matches(header, version)
 
 
 @bp.patch("/characters/<cid>")
@@ -102,11 +102,14 @@ def edit_character(cid: str):
     admit_work()  # an edit stores a new version's files
     read_body(deadline)
     fields = read(CharacterEdit)
+    found: list[str] = []  # a new box without joints: the finders that fitted its skeleton
     with render_slot():
         timings: dict[str, float] = {}
         change = Edit(bbox=fields.bbox, joints=fields.joints, mask=fields.mask)
-        record = services().characters.edit(cid, change, request.headers.get("If-Match"), deadline, timings)
-    return _answer(record, 200, timings)
+        record = services().characters.edit(cid, change, request.headers.get("If-Match"), deadline, timings,
+                                            found=found)
+    warnings = warnings_of(found)
+    return _answer(record, 200, timings, {"warnings": warnings} if warnings else None)
 
 
 @bp.delete("/characters/<cid>")

@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from .. import metrics
-from ..characters.preparation import models_summary
+from ..characters.preparation import models_summary, served_by
 from ..services import services
 from ..storage.backends import free_disk_mb
 
@@ -40,7 +40,9 @@ def ping():
     ``models`` says, for a person, where the models are: ``ready``, ``preparing`` (``make run`` is still
     building the model stack; ``progress`` says how far), ``starting`` (TorchServe is loading them) or
     ``absent`` (no model server answers), with ``retry_after_s`` an estimate of when to ask again
-    (:func:`app.characters.preparation.models_summary`).
+    (:func:`app.characters.preparation.models_summary`), and ``served_by`` what answers a photo now:
+    trained weights, tiny random models, the ink finder on the model server, or the app's own ink finder
+    while the model server is not ready (:func:`app.characters.preparation.served_by`).
     """
     import gevent
 
@@ -84,7 +86,9 @@ def ping():
     components["jobs"]["required"] = False
     preparation = svc.preparation.read() if svc.preparation is not None else None
     models = models_summary({k: components[k] for k in ("detector", "pose_estimator")}, preparation,
-                            settings.torchserve_management_url)
+                            settings.torchserve_management_url, settings.finder_fallback)
+    weights = ts.weights or (preparation or {}).get("weights")
+    models["served_by"] = served_by(models["state"] == "ready", weights, settings.finder_fallback)
     ok = all(c["ok"] for c in components.values() if c.get("required", True))
     degraded = svc.jobs is not None and not components["jobs"]["ok"]
     response = jsonify(status="unavailable" if not ok else "degraded" if degraded else "ok", components=components,

@@ -2,7 +2,7 @@
 
 * ``Prefer: respond-async`` on POST /animate (and POST /characters/{id}/animations): the request is
   checked as usual, then queued (app/jobs/queue.py) and answered ``202`` with ``Location: /jobs/{id}``
-  and ``Retry-After``; a worker (``python -m app.jobs.worker``) renders it.
+  and ``Retry-After``; a worker (``python -m app.worker``) renders it.
 * ``GET /jobs/{id}``: ``{"id", "status": queued|running|succeeded|failed, "animations"?, "error"?,
   "timings_ms"?, "created", "updated", ...}``.
 * :func:`admit_work` (every request that queues work): the client's token bucket (app/jobs/ratelimit.py),
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Response, g, jsonify, request
+from werkzeug.http import parse_list_header
 
 from .. import metrics, shares
 from ..errors import ApiError, NotFound
@@ -42,8 +43,8 @@ _JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 
 def wants_async() -> bool:
     """True when the request says ``Prefer: respond-async`` (RFC 7240; other preferences ignored)."""
-    prefs = ",".join(request.headers.getlist("Prefer")).lower().split(",")
-    return any(p.split(";")[0].split("=")[0].strip() == "respond-async" for p in prefs)
+    prefs = parse_list_header(",".join(request.headers.getlist("Prefer")))
+    return any(p.split(";")[0].split("=")[0].strip().lower() == "respond-async" for p in prefs)
 
 
 def client() -> str:
@@ -154,7 +155,7 @@ def _replay(record: dict[str, Any]) -> Response:
 
 def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
            input_bytes: int | None = None) -> Response:
-    """Queue ``order`` (its payload a job of its kind: a handler of app/jobs/worker.py) and answer 202; or replay
+    """Queue ``order`` (its payload a job of its kind: a handler of app/worker.py) and answer 202; or replay
     the key's first answer. ``input_bytes``: the size of an input the order names (a stored video), for the
     client's share."""
     svc = services()

@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from ..errors import ApiError
 from ..intake.models import SceneEdit, SceneForm, SceneRenderRequest
 from ..intake.read import read, takes
 from ..motions.library import pick
@@ -20,6 +21,7 @@ from ..orders import SceneOrder
 from ..scenes.resource import SceneEdit as Change
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
+from .characters import TINY_MODELS
 from .jobs import admit_work, idempotent, submit, wants_async
 
 log = logging.getLogger("doodlepod.http")
@@ -34,7 +36,9 @@ def _answer(record, status: int = 200, extra: dict[str, Any] | None = None) -> R
     response = jsonify({**body, **(extra or {})})
     response.status_code = status
     response.headers["ETag"] = f'"{record.version}"'
-    response.headers["Cache-Control"] = "no-cache"
+    # no-store, not no-cache: a page the browser's Back brings back reads its fetches from the cache without
+    # asking (Chromium's back/forward loads), so a scene whose character was fixed meanwhile showed its old box
+    response.headers["Cache-Control"] = "no-store"
     return response
 
 
@@ -72,12 +76,21 @@ def _create_scene(fields: SceneForm, deadline) -> Response:
         record = svc.scenes.from_characters(fields.characters, motions, background, picture, deadline)
         response = _answer(record, 201)
     else:
-        with render_slot():
-            timings: dict[str, float] = {}
-            picture = _picture(background, deadline)
-            record, skipped = svc.scenes.from_photo(fields.image, fields.characters, motions, background, picture,
-                                                    deadline, timings)
-        response = _answer(record, 201, {"skipped": skipped})
+        by_models = fields.characters is None           # the detector and the pose model find them
+        try:
+            with render_slot():
+                timings: dict[str, float] = {}
+                picture = _picture(background, deadline)
+                record, skipped = svc.scenes.from_photo(fields.image, fields.characters, motions, background,
+                                                        picture, deadline, timings)
+        except ApiError as exc:
+            if by_models and svc.torchserve.runs_tiny_models:
+                exc.details["warnings"] = [TINY_MODELS]
+            raise
+        extra: dict[str, Any] = {"skipped": skipped}
+        if by_models and svc.torchserve.runs_tiny_models:   # what they found is noise: say so
+            extra["warnings"] = [TINY_MODELS]
+        response = _answer(record, 201, extra)
     response.headers["Location"] = f"/scenes/{record.id}"
     return response
 
@@ -104,7 +117,10 @@ def edit_scene(sid: str):
         with render_slot():
             change.background_png = _picture(change.background, deadline)
     library = services().motions
-    record = services().scenes.edit(sid, change, request.headers.get("If-Match"), lambda m: m in library, deadline)
+    cutting = any("bbox" in item for item in fields.add or [])   # new characters cut from the page: render work
+    with render_slot() if cutting else nullcontext():
+        record = services().scenes.edit(sid, change, request.headers.get("If-Match"), lambda m: m in library,
+                                        deadline)
     return _answer(record)
 
 

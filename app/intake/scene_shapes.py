@@ -63,10 +63,13 @@ def character_ref(c: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any
         out["motion"] = _motion(c["motion"], f"{where}.motion")
     if "at" in c:
         out["at"] = _point(c["at"], f"{where}.at")
-    if "drop" in c:
-        if not isinstance(c["drop"], bool):
-            raise BadRequest(f"'{where}.drop' must be true or false")
-        out["drop"] = c["drop"]
+    for flag in ("drop", "keep_drawing"):
+        if flag in c:
+            if not isinstance(c[flag], bool):
+                raise BadRequest(f"'{where}.{flag}' must be true or false")
+            out[flag] = c[flag]
+    if out.get("keep_drawing") and not out.get("drop"):
+        raise BadRequest(f"'{where}.keep_drawing' goes with drop: true (whether the dropped drawing stays on the page)")
     return out
 
 
@@ -139,31 +142,63 @@ class CharacterChange(CharacterRef):
     """A character of the scene: a new motion, a new place, or out of the scene."""
 
     drop: bool = Field(False, description="Take the character out of the scene.")
+    keep_drawing: bool = Field(False, description=(
+        "With `drop`: its drawing stays on the page background, as drawn (default false: taken out, the paper "
+        "filled in). Sent again with `drop` for a character already dropped, it changes that choice."))
 
 
 def parse_character_changes(raw: Any, info: ValidationInfo) -> list[dict[str, Any]] | None:
     if _absent(raw):
         return None
-    value = _bounded_list(raw, "characters", info, '{"id", "motion"?, "at"?, "drop"?}')
-    return [character_ref(c, f"characters[{k}]", ("id", "motion", "at", "drop")) for k, c in enumerate(value)]
+    value = _bounded_list(raw, "characters", info, '{"id", "motion"?, "at"?, "drop"?, "keep_drawing"?}')
+    return [character_ref(c, f"characters[{k}]", ("id", "motion", "at", "drop", "keep_drawing"))
+            for k, c in enumerate(value)]
 
 
 def parse_character_adds(raw: Any, info: ValidationInfo) -> list[dict[str, Any]] | None:
+    """Characters joining: existing ones (``{"id", "motion"?, "at"?}``) or new ones cut from the scene's
+    own page (``{"bbox", "joints"?, "motion"?}``, image pixels of the page: a drawing the detector missed)."""
     if _absent(raw):
         return None
-    value = _bounded_list(raw, "add", info, '{"id", "motion"?, "at"?}')
-    return [character_ref(c, f"add[{k}]", ("id", "motion", "at")) for k, c in enumerate(value)]
+    value = _bounded_list(raw, "add", info, '{"id", "motion"?, "at"?} or {"bbox", "joints"?, "motion"?}')
+    out = []
+    for k, c in enumerate(value):
+        if isinstance(c, dict) and "id" not in c and "bbox" in c:
+            unknown = set(c) - {"bbox", "joints", "motion"}
+            if unknown:
+                raise BadRequest(f"'add[{k}]': unknown field(s) {', '.join(sorted(map(str, unknown))[:5])}; "
+                                 "a new character from the page takes bbox, joints and motion")
+            item = {"bbox": parse_bbox(c["bbox"], info),
+                    "joints": None if _absent(c.get("joints")) else skeleton_of(c["joints"])}
+            if "motion" in c:
+                item["motion"] = _motion(c["motion"], f"add[{k}].motion")
+            out.append(item)
+        else:
+            out.append(character_ref(c, f"add[{k}]", ("id", "motion", "at")))
+    return out
 
 
 _Changes = Annotated[list[CharacterChange], Field(json_schema_extra=schema_bounds(maxItems=CHARACTERS_CAP))]
-_Adds = Annotated[list[CharacterRef], Field(json_schema_extra=schema_bounds(maxItems=CHARACTERS_CAP))]
+class NewOnPage(BaseModel):
+    """A new character cut from the scene's own page: its box and optionally its joints (image pixels of the
+    page) and motion."""
+
+    model_config = ConfigDict(extra="forbid")
+    bbox: Annotated[list[float], Field(json_schema_extra={"x-component": "Box"})]
+    joints: Annotated[Any, Field(json_schema_extra={"x-component": "Joints"})] = None
+    motion: Annotated[str, Field(json_schema_extra={"x-component": "MotionName"})] = None  # type: ignore[assignment]
+
+
+_Adds = Annotated[list[CharacterRef | NewOnPage], Field(json_schema_extra=schema_bounds(maxItems=CHARACTERS_CAP))]
 CharacterChanges = Annotated[list | None, PlainValidator(
     parse_character_changes, json_schema_input_type=_Changes | _as_json_text("SceneChanges", "The changes")),
     Field(description="Characters of the scene to change: a motion, `at` (a new top-left corner of the box; null: "
                       "where it was drawn), or `drop`.")]
 CharacterAdds = Annotated[list | None, PlainValidator(
     parse_character_adds, json_schema_input_type=_Adds | _as_json_text("SceneAdds", "The characters")),
-    Field(description="Characters that exist, to put in the scene.")]
+    Field(description="Characters to put in the scene: ones that exist (`{\"id\", \"motion\"?, \"at\"?}`), or "
+                      "new ones cut from the scene's own page (`{\"bbox\", \"joints\"?, \"motion\"?}`, image pixels "
+                      "of the page: a drawing the detector missed; without joints the pose model places them).")]
 COMPONENTS["SceneChanges"] = _Changes
 COMPONENTS["SceneAdds"] = _Adds
 

@@ -1,2 +1,3 @@
-"""Async jobs beside the request path: the Redis queue (:mod:`.queue`), the render worker (:mod:`.worker`,
-``python -m app.jobs.worker``), webhooks, idempotency keys and rate limits."""
+"""Async jobs beside the request path, as a library: the Redis queue (:mod:`.queue`), the retry rule, webhooks
+and the addresses they may reach, idempotency keys and rate limits. The render worker that runs the jobs is
+a composition root beside the services (:mod:`app.worker`, ``python -m app.worker``)."""

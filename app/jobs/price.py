@@ -4,7 +4,7 @@ the share counted only what was stored already).
 
 The price is reserved against the client's storage share when the job is admitted
 (:func:`app.http.jobs.submit`) and settled when the job ends: the worker charges what the job stored
-less this same price (:meth:`app.jobs.worker.Worker._run`), so a client's queued jobs count in its
+less this same price (:meth:`app.worker.Worker._run`), so a client's queued jobs count in its
 share from the moment they are accepted. It is an upper estimate: a render stores its photo's files
 once and each animation at most :data:`BYTES_PER_PIXEL_FRAME` per pixel and frame.
 """

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.client
+import io
 import json
 import logging
 import random
-import re
 import socket
 import ssl
 import threading
@@ -199,9 +200,10 @@ MAX_ANSWER_HEAD = 16 * 1024
 
 
 def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
-    """POST ``body`` to ``target`` (connecting to its checked address) and read the answer's head,
-    all within ``timeout_s``. Returns the status and the Retry-After header ('' if none); raises
-    OSError (``TimeoutError`` past the deadline) or ValueError (not an HTTP answer)."""
+    """POST ``body`` to ``target`` with :mod:`http.client`, connecting to its checked address (never a name
+    looked up again), and read the answer's head (at most :data:`MAX_ANSWER_HEAD` bytes), all within
+    ``timeout_s``. Returns the status and the Retry-After header ('' if none); raises OSError
+    (``TimeoutError`` past the deadline) or ValueError (not an HTTP answer)."""
     end = time.monotonic() + timeout_s
 
     def left() -> float:
@@ -210,34 +212,68 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float)
             raise TimeoutError("callback attempt deadline")
         return remaining
 
-    sock = socket.create_connection((target.address, target.port), timeout=left())
+    connection = _Pinned(target, left)
     try:
-        if target.scheme == "https":
-            context = ssl.create_default_context()
-            sock.settimeout(left())
-            sock = context.wrap_socket(sock, server_hostname=target.host)
-        default_port = 443 if target.scheme == "https" else 80
-        host = target.host if ":" not in target.host else f"[{target.host}]"
-        host += "" if target.port == default_port else f":{target.port}"
-        head = [f"POST {target.path} HTTP/1.1", f"Host: {host}", f"Content-Length: {len(body)}",
-                "Connection: close", *(f"{k}: {v}" for k, v in headers.items())]
-        sock.settimeout(left())
-        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-        answer = b""
-        while b"\r\n\r\n" not in answer and len(answer) < MAX_ANSWER_HEAD:
-            sock.settimeout(left())
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            answer += chunk
+        connection.request("POST", target.path, body, {**headers, "Connection": "close"})
+        answer = connection.getresponse()
+        return answer.status, answer.getheader("Retry-After", "") or ""
+    except http.client.HTTPException as exc:  # a status line or head that is not HTTP
+        raise ValueError(f"not an HTTP answer ({type(exc).__name__})") from None
     finally:
-        sock.close()
-    lines = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
-    match = re.match(r"HTTP/1\.[01] (\d{3})", lines[0])
-    if match is None:
-        raise ValueError("not an HTTP answer")
-    retry_after = next((ln.split(":", 1)[1].strip() for ln in lines[1:] if ln.lower().startswith("retry-after:")), "")
-    return int(match.group(1)), retry_after
+        connection.close()
+
+
+class _Pinned(http.client.HTTPConnection):
+    """A connection to the address the egress check passed (``target.address``), saying the URL's own host
+    (Host header, TLS server name); every socket operation within what ``left()`` says is left."""
+
+    def __init__(self, target: Target, left: Callable[[], float]) -> None:
+        super().__init__(target.host, target.port)
+        self.default_port = 443 if target.scheme == "https" else 80  # the Host header names other ports
+        self._target, self._left = target, left
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._target.address, self._target.port), timeout=self._left())
+        if self._target.scheme == "https":
+            sock.settimeout(self._left())
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self._target.host)
+        self.sock = _Bounded(sock, self._left)
+
+
+class _Bounded:
+    """The connection's socket as :mod:`http.client` uses it (sendall, makefile, close): each operation's
+    timeout is what is left of the attempt, and the answer read is its first :data:`MAX_ANSWER_HEAD`
+    bytes (then an end of file: the head is parsed from what came, as a cut-off answer would be)."""
+
+    def __init__(self, sock: socket.socket, left: Callable[[], float]) -> None:
+        self._sock, self._left = sock, left
+
+    def sendall(self, data: bytes) -> None:
+        self._sock.settimeout(self._left())
+        self._sock.sendall(data)
+
+    def makefile(self, mode: str = "rb") -> io.BufferedReader:
+        return io.BufferedReader(_HeadReader(self._sock, self._left))
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class _HeadReader(io.RawIOBase):
+    def __init__(self, sock: socket.socket, left: Callable[[], float]) -> None:
+        self._sock, self._left, self._read = sock, left, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        room = MAX_ANSWER_HEAD - self._read
+        if room <= 0:
+            return 0
+        self._sock.settimeout(self._left())
+        got = self._sock.recv_into(memoryview(buffer)[:room])
+        self._read += got
+        return got
 
 
 def _host(url: str) -> str:

@@ -3,8 +3,9 @@
 Stages (each timed, logged as ``stage=NAME ms=...`` and observed in the stage histogram):
 ``decode`` (decode, EXIF orientation, downsize; render process), ``detect`` (TorchServe),
 ``segment`` (crop the best box, mask the character; render process), ``pose`` (TorchServe on the
-crop), ``animate:<motion>`` (one pool task per motion, all in parallel) and
-``upload:<motion>`` (each file as soon as it is rendered).
+crop), ``find`` and ``fit`` (the ink finder in a render process, in place of ``detect`` and ``pose``
+while the model server is not there: :mod:`app.render.finder_steps`), ``animate:<motion>`` (one pool
+task per motion, all in parallel) and ``upload:<motion>`` (each file as soon as it is rendered).
 
 Coordinates: the client sees *image pixels* (the uploaded image after EXIF orientation, x right,
 y down); internally the pipeline works in the downsized *work pixels* (``work = image * scale``) and
@@ -28,6 +29,8 @@ from ..deadline import Deadline
 from ..errors import (
     InsufficientStorage,
     ModelServerError,
+    ModelServerUnavailable,
+    ModelsUnavailable,
     NoCharacter,
     NoSkeleton,
     StorageFull,
@@ -37,12 +40,30 @@ from ..loop import off_loop
 from ..motions.library import Motion
 from ..orders import AnimateOrder
 from ..storage.backends import LocalStorage, free_disk_mb
-from . import steps
+from . import finder_steps, steps
 
 if TYPE_CHECKING:
     from animator.api import RenderOptions
 
 log = logging.getLogger("doodlepod.pipeline")
+
+#: ``warnings`` of an answer whose box or joints the ink finder found instead of trained models
+#: (docs/finder.md): on the model server (its archives are the finder's: no released weights there) ...
+FOUND_BY_INK_FINDER = {
+    "code": "found_by_ink_finder",
+    "message": "the drawing's box and joints were found by the ink finder on the model server (no trained "
+               "weights there): check them, and fix the box or a joint if one is off"}
+#: ... or in the app itself, while the model server is being prepared or is down.
+FOUND_BY_INK_FINDER_IN_APP = {
+    "code": "found_by_ink_finder_in_app",
+    "message": "the model server is not ready, so the app's own ink finder found the drawing's box and "
+               "joints: check them, and fix the box or a joint if one is off"}
+FINDER_WARNINGS = {w["code"]: w for w in (FOUND_BY_INK_FINDER, FOUND_BY_INK_FINDER_IN_APP)}
+
+
+def warnings_of(found: Sequence[str]) -> list[dict[str, str]]:
+    """The ``warnings`` entries of the finder codes a request collected (each once, in order)."""
+    return [FINDER_WARNINGS[code] for code in dict.fromkeys(found) if code in FINDER_WARNINGS]
 
 
 @dataclass(frozen=True)
@@ -57,6 +78,7 @@ class Result:
     animations: dict[str, str]
     character: dict[str, Any]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    warnings: list[dict[str, str]] = field(default_factory=list)  # see :func:`warnings_of`
 
 
 class Pipeline:
@@ -115,14 +137,49 @@ class Pipeline:
                  img.rgb.shape[1], img.rgb.shape[0], img.scale)
         return img
 
-    def detect(self, img: steps.PreparedImage, deadline: Deadline,
-               timings: dict[str, float]) -> list[Detection]:
+    def detect(self, img: steps.PreparedImage, deadline: Deadline, timings: dict[str, float],
+               found: list[str] | None = None) -> list[Detection]:
         """The detector's boxes (work pixels, clipped to the image) scoring at least the minimum,
-        best first; raises :class:`NoCharacter` when none is left."""
+        best first; raises :class:`NoCharacter` when none is left. While the model server is not
+        there, the app's ink finder answers instead (:meth:`_in_app`). ``found`` collects the codes
+        of the finders that answered (:func:`warnings_of`)."""
         height, width = img.rgb.shape[:2]
-        with self.stage(timings, "detect"):
-            answer = self.torchserve.predict(self.settings.detector_model, img.png, deadline, "detect")
-        return self._detections(answer, width, height)
+        try:
+            with self.stage(timings, "detect"):
+                answer = self.torchserve.predict(self.settings.detector_model, img.png, deadline, "detect")
+        except (ModelsUnavailable, ModelServerUnavailable) as exc:
+            answer = self._in_app(exc, "find", finder_steps.find_figures_in, img.rgb, deadline, timings,
+                                  found)["detections"]
+            by_finder = True
+        else:
+            by_finder = self._note_model_server(found)
+        # DOODLEPOD_MIN_DETECTION_SCORE is a cut on the trained detector's scores; the finder's score
+        # ranks its boxes on another scale, and it reports only what it takes for a figure
+        return self._detections(answer, width, height, 0.0 if by_finder else None)
+
+    def _in_app(self, exc: Exception, stage: str, fn: Callable[..., dict[str, Any]], arg: Any, deadline: Deadline,
+                timings: dict[str, float], found: list[str] | None) -> dict[str, Any]:
+        """The ink finder in a render process in place of a model that is not there (``exc``: re-raised
+        when DOODLEPOD_FINDER_FALLBACK is off, or when the model server is there but busy or slow).
+        The request already holds its render slot, and the step runs under its deadline, as every
+        render-process step does."""
+        if not self.settings.finder_fallback or not getattr(exc, "down", True):
+            raise exc
+        log.warning("stage=%s the model server is not there (%s: %s): the app's ink finder answers", stage,
+                    getattr(exc, "code", type(exc).__name__), getattr(exc, "message", exc))
+        with self.stage(timings, stage):
+            out = self.pool.run(fn, arg, deadline=deadline, stage=stage)
+        if found is not None:
+            found.append(FOUND_BY_INK_FINDER_IN_APP["code"])
+        return out
+
+    def _note_model_server(self, found: list[str] | None) -> bool:
+        """True, and the model server's finder noted in ``found``, when its answer named the finder's
+        archives as its weights."""
+        by_finder = getattr(self.torchserve, "weights", None) == "finder"
+        if by_finder and found is not None:
+            found.append(FOUND_BY_INK_FINDER["code"])
+        return by_finder
 
     def segment(self, img: steps.PreparedImage, box: tuple[int, int, int, int], deadline: Deadline,
                 timings: dict[str, float]) -> steps.SegmentedCrop:
@@ -138,10 +195,20 @@ class Pipeline:
         with self.stage(timings, "segment"):
             return self.pool.run(steps.segment_png, work_png, box, deadline=deadline, stage="segment")
 
-    def pose(self, crop_png: bytes, deadline: Deadline, timings: dict[str, float]) -> list:
-        """The skeleton the pose model finds in the crop (animator Joints, crop pixels)."""
-        with self.stage(timings, "pose"):
-            people = self.torchserve.predict(self.settings.pose_model, crop_png, deadline, "pose")
+    def pose(self, crop_png: bytes, deadline: Deadline, timings: dict[str, float],
+             found: list[str] | None = None) -> list:
+        """The skeleton the pose model finds in the crop (animator Joints, crop pixels); while the model
+        server is not there, the one the app's ink finder fits to the crop's mask (see :meth:`detect`)."""
+        try:
+            with self.stage(timings, "pose"):
+                people = self.torchserve.predict(self.settings.pose_model, crop_png, deadline, "pose")
+        except (ModelsUnavailable, ModelServerUnavailable) as exc:
+            out = self._in_app(exc, "fit", finder_steps.fit_crop_png, crop_png, deadline, timings, found)
+            if not out["people"]:
+                raise NoSkeleton(f"no skeleton was found in the character's box: {out['reason']}") from None
+            people = out["people"]
+        else:
+            self._note_model_server(found)
         return self._skeleton(people)
 
     def rig(self, texture: np.ndarray, mask: np.ndarray, skeleton: list, deadline: Deadline,
@@ -259,6 +326,7 @@ class Pipeline:
         """POST /animate's work: ``order``'s character found on ``image`` (or placed by its joints and
         box) and animated in ``motions`` (the order's, resolved, and a client's clip)."""
         timings: dict[str, float] = {}
+        found: list[str] = []  # the finders that placed the box or joints, when not trained models
         if progress is not None:
             progress({"stage": "preparing"})
         img = self.decode(image, deadline, timings)
@@ -270,14 +338,14 @@ class Pipeline:
             box = coordinates.box_for_client(None if order.bbox is None else list(order.bbox), work_joints,
                                              img.scale, width, height)
         else:
-            box = self.detect(img, deadline, timings)[0].box
+            box = self.detect(img, deadline, timings, found)[0].box
         crop = self.segment(img, box, deadline, timings)
         l, t, _, _ = box
         if joints is not None:
             from animator.skeleton import transform_skeleton
             skeleton = transform_skeleton(work_joints, offset=(-l, -t))
         else:
-            skeleton = self.pose(crop.png, deadline, timings)
+            skeleton = self.pose(crop.png, deadline, timings, found)
         character = self.rig(crop.texture, crop.mask, skeleton, deadline, timings)
 
         # The files' folder, and the answer's id, are made here: a client's X-Request-ID (which a
@@ -294,9 +362,9 @@ class Pipeline:
         joints_img = {j.name: [round((j.loc[0] + l) / img.scale, 1), round((j.loc[1] + t) / img.scale, 1)]
                       for j in skeleton}
         bbox_img = [round(v / img.scale, 1) for v in box]
-        return Result(set_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings)
+        return Result(set_id, animations, {"bbox": bbox_img, "joints": joints_img}, timings, warnings_of(found))
 
-    def _detections(self, detections: Any, width: int, height: int) -> list[Detection]:
+    def _detections(self, detections: Any, width: int, height: int, min_score: float | None = None) -> list[Detection]:
         if not isinstance(detections, list) or not all(isinstance(d, dict) for d in detections):
             raise ModelServerError("the detector answered in an unexpected format (expected a list of "
                                    "{bbox, score})")
@@ -305,7 +373,8 @@ class Pipeline:
                             key=lambda p: p[0], reverse=True)
         except (TypeError, ValueError):
             raise ModelServerError("the detector answered a score that is not a number") from None
-        kept = [(score, b) for score, b in scored if score >= self.settings.min_detection_score]
+        cut = self.settings.min_detection_score if min_score is None else min_score
+        kept = [(score, b) for score, b in scored if score >= cut]
         log.info("detections=%d kept=%d best_score=%s", len(scored), len(kept),
                  f"{scored[0][0]:.3f}" if scored else "-")
         found = []

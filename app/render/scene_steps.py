@@ -30,14 +30,17 @@ def _rgb(png: bytes) -> np.ndarray:
 
 def render_scene(characters: list[dict[str, Any]], page_png: bytes | None, page_size: tuple[int, int],
                  background: dict[str, Any], background_png: bytes | None,
-                 options: animator.RenderOptions) -> dict[str, Any]:
+                 options: animator.RenderOptions, taken_out: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Render a scene. ``characters``: ``{"texture", "mask"}`` PNG bytes, ``"joints"`` [(name, (x, y),
-    parent)], ``"origin"`` (x, y) and ``"scale"`` on the page, ``"motion"`` and ``"retarget"`` config
+    parent)], ``"origin"`` (x, y) and ``"scale"`` on the page, ``"drawn_at"`` (x, y) where its texture
+    lay on the page's photo (None: not drawn on this page), ``"motion"`` and ``"retarget"`` config
     paths (retarget None: derived), ``"name"``. ``background``: ``{"kind": page|colour|image|none,
     "colour"?: [r, g, b]}`` (``page_png`` the page, ``background_png`` an uploaded picture).
-    ``options``: its ``width``/``height`` are the canvas."""
+    ``taken_out``: drawings of the page that are no character but are taken out of it (``{"mask"
+    PNG, "origin", "scale"}``: a dropped character's). ``options``: its ``width``/``height`` are the
+    canvas."""
     import animator
-    from animator.page_scene import Background, PageCharacter, PageScene, render_page_scene
+    from animator.page_scene import Background, Drawing, PageCharacter, PageScene, render_page_scene
 
     from .process import report_progress
 
@@ -48,12 +51,16 @@ def render_scene(characters: list[dict[str, Any]], page_png: bytes | None, page_
             character = animator.Character(read_texture(c["texture"]), read_mask(c["mask"]),
                                            [animator.Joint(n, tuple(loc), p) for n, loc, p in c["joints"]])
             motion_cfg, retarget_cfg = _configs(c["motion"], c["retarget"])
+            drawn = c.get("drawn_at", c["origin"])
             chars.append(PageCharacter(character, motion_cfg, retarget_cfg, origin=tuple(c["origin"]),
-                                       scale=float(c["scale"]), name=c.get("name", "")))
+                                       scale=float(c["scale"]), name=c.get("name", ""),
+                                       drawn_at=None if drawn is None else tuple(drawn), on_page=drawn is not None))
         kind = background["kind"]
         image = _rgb(page_png) if kind == "page" and page_png else _rgb(background_png) if kind == "image" else None
         colour = tuple(background["colour"]) if kind == "colour" else None
-        scene = PageScene(chars, (int(page_size[0]), int(page_size[1])), Background(kind, colour=colour, image=image))
+        out = [Drawing(read_mask(d["mask"]), tuple(d["origin"]), float(d["scale"])) for d in taken_out or []]
+        scene = PageScene(chars, (int(page_size[0]), int(page_size[1])), Background(kind, colour=colour, image=image),
+                          taken_out=out)
         t1 = time.perf_counter()
         result = render_page_scene(scene, options, progress=report_progress)
     t2 = time.perf_counter()

@@ -11,6 +11,12 @@ A character stands where it was drawn (its texture's box on its own photo) unles
 (``at``: its box's new top-left corner, image pixels of the page). Renders happen in the page's
 *work pixels* (``work = image * page_scale``), see :mod:`animator.page_scene`.
 
+The page background (kind ``page``) takes every drawing out *where it was drawn*, wherever its
+character stands now: each character's entry says whether it was drawn on this page (``drawn``: made
+from this scene's photo, or an existing character whose photo is this page) and a dropped character's
+drawing is taken out too unless the PATCH that dropped it kept it (``keep_drawing``; the scene's
+``dropped`` list keeps its mask and place, copied, so it does not depend on the character living on).
+
 Edits are atomic as characters' are: a PATCH writes version + 1 only if the document is unchanged
 since it was read (``If-Match`` for the client's own check).
 """
@@ -23,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import documents
@@ -78,6 +84,9 @@ class SceneRecord(JsonDocument):
     files_key: str
     rev: str                              # this version's renders folder
     detections: list[dict[str, Any]] = field(default_factory=list)  # [{"bbox" (image px), "score", "kept"}]
+    #: characters dropped from the scene that were drawn on its page: [{"id", "mask" (storage key of a copy),
+    #: "origin" (work px), "scale", "size" [w, h] texture px, "kept": the drawing stays on the page}]
+    dropped: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -89,6 +98,11 @@ class SceneEdit:
     motion: str | None = None                       # every character's motion
     background: dict[str, Any] | None = None        # {"kind", "colour"?}
     background_png: bytes | None = None             # an uploaded picture (kind image)
+
+
+def drawn_here(entry: dict[str, Any]) -> bool:
+    """Whether a scene's character entry was drawn on the scene's page (documents before the flag: yes)."""
+    return bool(entry.get("drawn", True))
 
 
 def _placement(page: SceneRecord, char: CharacterRecord, at: list[float] | None) -> tuple[list[float], float]:
@@ -183,7 +197,7 @@ class Scenes:
             if not made:
                 raise first_error or NotFound("no character could be made from the photo")
         names = self._motions_for(len(made), motions)
-        chars = [{"id": r.id, "motion": m, "at": None} for r, m in zip(made, names)]
+        chars = [{"id": r.id, "motion": m, "at": None, "drawn": True} for r, m in zip(made, names)]
         record = self._new((img.image_size[0], img.image_size[1], img.scale), img.png, chars, background,
                            background_png, detections, deadline)
         return record, skipped
@@ -197,10 +211,15 @@ class Scenes:
         first = records[0]
         page_png = self.characters._get(first, "image", deadline)
         names = self._motions_for(len(ids), motions)
-        chars = [{"id": r.id, "motion": c.get("motion") or m, "at": c.get("at")}
-                 for r, c, m in zip(records, ids, names)]
+        chars = [{"id": r.id, "motion": c.get("motion") or m, "at": c.get("at"),
+                  "drawn": k == 0 or self._same_photo(r, page_png, deadline)}
+                 for k, (r, c, m) in enumerate(zip(records, ids, names))]
         size = (first.image["width"], first.image["height"], first.work_scale)
         return self._new(size, page_png, chars, background, background_png, [], deadline)
+
+    def _same_photo(self, char: CharacterRecord, page_png: bytes, deadline: Deadline) -> bool:
+        """Whether ``char`` was cut from the photo whose work image is ``page_png`` (the same stored bytes)."""
+        return self.characters._get(char, "image", deadline) == page_png
 
     # -- read ---------------------------------------------------------------------------------
     def public(self, record: SceneRecord, deadline: Deadline, url: Callable[[str], str]) -> dict[str, Any]:
@@ -227,13 +246,23 @@ class Scenes:
             bg["colour"] = colour_text(bg["colour"])
         if "background" in record.files and bg["kind"] == "image":
             bg["url"] = url(record.files["background"])
+        k = record.page_scale
+        dropped = [{"id": d["id"], "drawing": "kept" if d["kept"] else "taken out",
+                    "bbox": [round(d["origin"][0] / k, 1), round(d["origin"][1] / k, 1),
+                             round((d["origin"][0] + d["scale"] * d["size"][0]) / k, 1),
+                             round((d["origin"][1] + d["scale"] * d["size"][1]) / k, 1)]} for d in record.dropped]
         return {"id": record.id, "version": record.version, "created_at": documents.iso(record.created_at),
                 "expires_at": documents.iso(record.expires_at), "image": dict(record.image), "characters": chars,
-                "background": bg, "detections": list(record.detections), "urls": {"page": url(record.files["page"])}}
+                "dropped": dropped, "background": bg, "detections": list(record.detections),
+                "urls": {"page": url(record.files["page"])}}
 
     # -- edit ---------------------------------------------------------------------------------
     def edit(self, sid: str, change: SceneEdit, if_match: str | None, motions_known: Callable[[str], bool],
              deadline: Deadline) -> SceneRecord:
+        """Apply ``change`` as version + 1. New characters from the page (``add`` items with a ``bbox``) are
+        made first (once, not per try of the document's swap); the caller holds a render slot for them."""
+        if any("bbox" in item for item in change.add or []):
+            change.add = self._made_on_page(sid, change.add or [], if_match, deadline)
         for _ in range(EDIT_TRIES):
             record, tag = self.load(sid, deadline)
             check_version(if_match, "scene", sid, record.version, REAPPLY)
@@ -247,18 +276,50 @@ class Scenes:
             return new
         raise EditConflict(f"scene {sid} is being edited by others; retry")
 
+    def _made_on_page(self, sid: str, items: list[dict[str, Any]], if_match: str | None,
+                      deadline: Deadline) -> list[dict[str, Any]]:
+        """``add`` with each ``{"bbox", "joints"?}`` item made into a character cut from the scene's page
+        (``{"id", "motion"?, "drawn": True}``). The bounds are checked before any is made."""
+        record, _ = self.load(sid, deadline)
+        check_version(if_match, "scene", sid, record.version, REAPPLY)
+        if len(record.characters) + len(items) > self.settings.scene_max_characters:
+            raise TooManyCharacters(f"a scene holds at most {self.settings.scene_max_characters} characters")
+        page_png = self.storage.get(record.files["page"], deadline)
+        timings: dict[str, float] = {}
+        img = self.pipeline.decode(page_png, deadline, timings)
+        # the page is the photo's work image: the characters speak the photo's image pixels, as its others do
+        img = replace(img, image_size=(record.image["width"], record.image["height"]),
+                      scale=record.page_scale * img.scale, png=page_png if img.scale == 1.0 else img.png)
+        out = []
+        for item in items:
+            if "bbox" not in item:
+                out.append(item)
+                continue
+            made = self.characters.create_on(img, item.get("joints"), item["bbox"], deadline, timings)
+            log.info("scene %s: character %s cut from its page, box %s", sid, made.id, made.box)
+            out.append({"id": made.id, "drawn": True, **({"motion": item["motion"]} if "motion" in item else {})})
+        return out
+
     def _apply(self, old: SceneRecord, change: SceneEdit, motions_known: Callable[[str], bool],
                deadline: Deadline) -> SceneRecord:
         rev = f"r{old.version + 1}-{uuid.uuid4().hex[:8]}"
         new = SceneRecord(**{**asdict(old), "version": old.version + 1, "rev": rev,
-                             "characters": [dict(c) for c in old.characters], "files": dict(old.files)})
+                             "characters": [dict(c) for c in old.characters], "files": dict(old.files),
+                             "dropped": [dict(d) for d in old.dropped]})
         by_id = {c["id"]: c for c in new.characters}
+        gone = {d["id"]: d for d in new.dropped}
         for item in change.characters or []:
             c = by_id.get(item["id"])
+            if c is None and item["id"] in gone and item.get("drop"):   # dropped already: the drawing's choice
+                gone[item["id"]]["kept"] = bool(item.get("keep_drawing", False))
+                continue
             if c is None:
                 raise BadRequest(f"'characters': scene {old.id} has no character {str(item['id'])[:40]}")
             if item.get("drop"):
                 new.characters.remove(c)
+                if drawn_here(c):
+                    new.dropped.append(self._dropped_drawing(new, c["id"], bool(item.get("keep_drawing", False)),
+                                                             deadline))
                 continue
             if "motion" in item:
                 c["motion"] = item["motion"]
@@ -267,9 +328,14 @@ class Scenes:
         for item in change.add or []:
             if item["id"] in by_id:
                 raise BadRequest(f"'add': character {item['id']} is already in the scene")
-            self.characters.load(item["id"], deadline)           # 404 now
+            joining, _ = self.characters.load(item["id"], deadline)           # 404 now
+            back = gone.pop(item["id"], None)
+            if back is not None:
+                new.dropped.remove(back)
+            drawn = item.get("drawn") or back is not None or self._same_photo(
+                joining, self.storage.get(new.files["page"], deadline), deadline)
             new.characters.append({"id": item["id"], "motion": item.get("motion") or self.settings.default_motions[0],
-                                   "at": item.get("at")})
+                                   "at": item.get("at"), "drawn": drawn})
         if change.motion is not None:
             for c in new.characters:
                 c["motion"] = change.motion
@@ -288,6 +354,19 @@ class Scenes:
             elif change.background["kind"] == "image" and "background" not in new.files:
                 raise BadRequest("an image background needs the picture: send it as the multipart file 'background'")
         return new
+
+    def _dropped_drawing(self, record: SceneRecord, cid: str, kept: bool, deadline: Deadline) -> dict[str, Any]:
+        """A dropped character's drawing as the scene keeps it: its mask copied into the scene's files and
+        where it was drawn (work pixels of the page)."""
+        try:
+            ch, _ = self.characters.load(cid, deadline)
+        except NotFound:
+            raise NotFound(f"character {cid} of scene {record.id} no longer exists: its drawing cannot be found "
+                           "on the page") from None
+        origin, scale = _placement(record, ch, None)
+        key = self._file_key(record, f"dropped-{cid}-v{ch.version}.png")
+        self.storage.put(key, self.characters._get(ch, "mask", deadline), "image/png", deadline)
+        return {"id": cid, "mask": key, "origin": origin, "scale": scale, "size": list(ch.texture_size), "kept": kept}
 
     def delete(self, sid: str, deadline: Deadline) -> int:
         record, _ = self.load(sid, deadline)
@@ -399,14 +478,17 @@ class Scenes:
                                 "mask": self.characters._get(ch, "mask", deadline), "joints": ch.joints(),
                                 "origin": origin, "scale": scale, "motion": str(motion.motion_cfg),
                                 "retarget": None if motion.retarget_cfg is None else str(motion.retarget_cfg),
-                                "name": ch.id})
+                                "name": ch.id, "drawn_at": _placement(record, ch, None)[0] if drawn_here(c) else None})
             bg = record.background
+            taken_out = [{"mask": self.storage.get(d["mask"], deadline), "origin": d["origin"], "scale": d["scale"]}
+                         for d in record.dropped if not d["kept"]] if bg["kind"] == "page" else []
             page_png = self.storage.get(record.files["page"], deadline) if bg["kind"] == "page" else None
             bg_png = self.storage.get(record.files["background"], deadline) if bg["kind"] == "image" else None
             page_size = (max(1, round(record.image["width"] * record.page_scale)),
                          max(1, round(record.image["height"] * record.page_scale)))
             t0 = time.perf_counter()
-            job = self.pipeline.pool.submit(scene_steps.render_scene, payload, page_png, page_size, bg, bg_png, options)
+            job = self.pipeline.pool.submit(scene_steps.render_scene, payload, page_png, page_size, bg, bg_png, options,
+                                            taken_out)
             interrupt = getattr(held, "check", None)
 
             # the scene lasts as long as its longest clip: a total known before the render reports its own

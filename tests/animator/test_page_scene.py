@@ -187,7 +187,7 @@ def test_inpainting_leaves_no_trace_of_the_characters():
     from animator.page_scene import mask_on_canvas
 
     places = [Placement(fit * c.scale, (fit * np.asarray(c.origin) + pad)[None], w, h, 0.0) for c in scene.characters]
-    after = page_background(scene, w, h, places, fit, pad)
+    after = page_background(scene, w, h, fit, pad)
     pw, ph = scene.page_size
     sw, sh = round(pw * fit), round(ph * fit)      # the page on the canvas (500x375 in a 500x376 canvas)
     assert (w - sw, h - sh) == (0, 1) and tuple(pad) == (0, 0.5)
@@ -206,6 +206,43 @@ def test_inpainting_leaves_no_trace_of_the_characters():
     far = ~inpaint.grow(union, 8)
     far[sh:] = False
     assert np.abs(after[far].astype(int) - before[far]).max() == 0
+
+
+def test_the_page_is_cleaned_where_each_drawing_was_drawn_not_where_its_character_stands():
+    """Moved characters (``origin`` elsewhere, ``drawn_at`` where drawn), one cut from another photo
+    (``on_page`` False) and a dropped drawing (``taken_out``): the background differs from the photo only
+    at the drawn places, and there it is paper."""
+    from animator.page_scene import Drawing, drawn_on_canvas, mask_on_canvas
+
+    scene = _scene()
+    pw, ph = scene.page_size
+    ch = scene.characters
+    moved = [replace(c, origin=(c.origin[0] + 40, max(0.0, c.origin[1] - 200)), drawn_at=c.origin) for c in ch[:2]]
+    elsewhere = replace(ch[2], origin=(600.0, 450.0), on_page=False)      # drawn on another photo
+    dropped = Drawing(ch[3].character.mask, ch[3].origin, ch[3].scale)
+    s = replace(scene, characters=[*moved, elsewhere], taken_out=[dropped])
+    w, h = canvas_size(scene.page_size, 500)
+    fit, pad = page_fit(scene.page_size, w, h)
+    after = page_background(s, w, h, fit, pad)
+    sw, sh = round(pw * fit), round(ph * fit)
+    before = np.zeros((h, w, 3), np.uint8)
+    before[:sh, :sw] = np.asarray(Image.fromarray(_photo()[0]).resize((sw, sh), Image.Resampling.LANCZOS))
+    before[sh:] = before[sh - 1]
+    hole = drawn_on_canvas(s, w, h, fit, pad)
+    drawn = [mask_on_canvas(c.character.mask, fit * c.scale, fit * np.asarray(c.origin) + pad, w, h)
+             for c in (*ch[:2], ch[3])]
+    np.testing.assert_array_equal(hole, np.logical_or.reduce(drawn))    # char3's (from elsewhere) is not a hole
+    union = np.logical_or.reduce([mask_on_canvas(c.character.mask, fit * c.scale, fit * np.asarray(c.origin) + pad,
+                                                 w, h) for c in ch])
+    for m in drawn:
+        grain = inpaint.paper_grain(before, m, union & ~m)
+        assert inpaint.trace(after, m, union & ~m) < 1.5 * grain
+    far = ~inpaint.grow(hole, 8)
+    far[sh:] = False
+    assert np.abs(after[far].astype(int) - before[far]).max() == 0       # where they stand now: the photo, untouched
+    # without drawn_at a character stands where it was drawn: the old scenes' pages are unchanged
+    np.testing.assert_array_equal(drawn_on_canvas(scene, w, h, fit, pad), np.logical_or.reduce(
+        [mask_on_canvas(c.character.mask, fit * c.scale, fit * np.asarray(c.origin) + pad, w, h) for c in ch]))
 
 
 @pytest.mark.parametrize("method", ["telea", "biharmonic"])
@@ -307,6 +344,27 @@ def test_cli_renders_character_folders_on_their_page(tmp_path):
     bad = subprocess.run(cmd[:6] + ["--background", "page", "--motion", "x.yaml", "-o", str(tmp_path / "t.gif")],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--page" in bad.stderr
+
+
+def test_cli_takes_library_motion_names_and_one_number_for_the_size(tmp_path):
+    """As the main command: ``--motion dab`` names a motion of the library, ``--size N`` a canvas (here of the
+    page's shape, its longer side N); a name the library lacks is an input error naming the nearest."""
+    photo, pasted = _photo()
+    Image.fromarray(photo).save(tmp_path / "page.png")
+    at = _write_folder(photo, pasted[1], tmp_path / "char1")
+    cmd = [sys.executable, "-m", "animator", "scene", str(tmp_path / "char1"), "--page", str(tmp_path / "page.png"),
+           "--at", "%g,%g" % at, "--max-frames", "2", "--size", "300"]
+    run = subprocess.run(cmd + ["--motion", "dab", "-o", str(tmp_path / "s.gif")], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    im = Image.open(tmp_path / "s.gif")
+    assert im.size == canvas_size((photo.shape[1], photo.shape[0]), 300) == (300, 224) and im.n_frames == 2
+    run = subprocess.run(cmd + ["--motion", "dabb", "-o", str(tmp_path / "t.gif")], cwd=REPO, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1 and "did you mean dab" in run.stderr, run.stderr
+    run = subprocess.run(cmd[:-1] + ["5", "--motion", "dab", "-o", str(tmp_path / "t.gif")], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "--size" in run.stderr, run.stderr
 
 
 def test_written_as_animated_drawings_scene_files_every_character_stands_where_it_was_drawn(tmp_path):

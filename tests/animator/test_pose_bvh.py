@@ -205,6 +205,16 @@ def test_no_person_is_a_clear_error():
         track_to_bvh(_ramp_track([False] * 4))
 
 
+def test_a_person_followed_in_a_few_frames_is_refused_not_a_tenth_of_a_second_motion():
+    """Issue 43: a video where the person was found in 3 of 100 frames became a 0.1 s motion without a word."""
+    present = [False] * 100
+    present[40:43] = [True] * 3
+    with pytest.raises(NoPersonError, match=r"only 3 of 100 frames, 0\.12 s of the 4\.0 s read"):
+        clean_track(_ramp_track(present, fps=25.0))
+    present[40:53] = [True] * 13                 # half a second in a row: a motion
+    assert clean_track(_ramp_track(present, fps=25.0))[0].n_frames == 13
+
+
 def test_smoothing_is_centred_and_keeps_a_still_pose_still():
     ramp = np.arange(50, dtype=float)[:, None]
     out = smooth(ramp, 2.0)

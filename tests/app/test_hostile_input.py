@@ -100,7 +100,7 @@ def test_log_records_take_one_line_whatever_the_client_sent() -> None:
 
 
 def test_only_trusted_peers_choose_the_urls_host() -> None:
-    from app.http.api import trusted_peer
+    from app.clients import trusted_peer
 
     loopback = ("127.0.0.1", "::1")
     assert trusted_peer("127.0.0.1", loopback) and trusted_peer("::1", loopback)

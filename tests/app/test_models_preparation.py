@@ -1,6 +1,7 @@
 """The app while the models are not there: `make run`'s first minutes on a fresh machine.
 
-A real gunicorn (gevent workers) with no model server at all (TorchServe's ports closed), first with
+A real gunicorn (gevent workers) with the app's own ink finder off (DOODLEPOD_FINDER_FALLBACK=false;
+tests/app/test_finder_fallback_e2e.py has it on) and no model server at all (TorchServe's ports closed), first with
 no preparation state (a pod whose model container is down), then with the state file `make run`
 writes while the model stack builds (scripts/run_local.sh, DOODLEPOD_MODELS_STATE_FILE). Checks what
 a client sees: /ping's ``models`` object (the contract the studio reads), a photo request answered
@@ -44,6 +45,8 @@ def app_without_models():
         "DOODLEPOD_TORCHSERVE_URL": f"http://127.0.0.1:{closed}",
         "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": f"http://127.0.0.1:{closed}",
         "DOODLEPOD_MODELS_STATE_FILE": str(state_file), "DOODLEPOD_LOCAL_DIR": str(workdir / "files"),
+        # the 503 path: the app's own ink finder off (tests/app/test_finder_fallback_e2e.py has it on)
+        "DOODLEPOD_FINDER_FALLBACK": "false",
         "DOODLEPOD_RENDER_SIZE": "160", "DOODLEPOD_RENDER_PROCESSES": "1", "DOODLEPOD_DEFAULT_MOTIONS": "dab"})
     try:
         app.start()
@@ -72,6 +75,7 @@ def test_absent_model_server(app_without_models) -> None:
     models = body["models"]
     assert models["state"] == "absent" and models["progress"] is None and models["retry_after_s"] is None
     assert "does not answer" in models["detail"] and "by hand" in models["detail"], models
+    assert models["served_by"] == "none", models
     t0 = time.monotonic()
     resp = photo(app)
     assert resp.status_code == 503 and resp.json()["error"] == "model_server_unavailable", resp.text
@@ -88,7 +92,7 @@ def test_models_being_prepared(app_without_models) -> None:
     assert status == 503
     assert body["models"] == {"state": "preparing", "detail": "Compiling mmcv's C++ ops for the model server.",
                               "progress": {"step": "step 4 of 8, compiling mmcv", "done": 38, "total": 77},
-                              "retry_after_s": MAX_RETRY_AFTER_S}
+                              "retry_after_s": MAX_RETRY_AFTER_S, "served_by": "none"}
     t0 = time.monotonic()
     resp = photo(app)
     took = time.monotonic() - t0
@@ -134,7 +138,7 @@ def test_state_file_read_defensively(tmp_path: Path) -> None:
     path.write_text(json.dumps({"state": "preparing", "detail": 7, "progress": {"step": "s", "done": -3, "total": "9"},
                                 "retry_after_s": True}))
     assert prep.read() == {"state": "preparing", "detail": "7", "progress": {"step": "s", "done": 0, "total": 0},
-                           "retry_after_s": None}
+                           "retry_after_s": None, "weights": None}
     assert ModelPreparation("").read() is None
 
 

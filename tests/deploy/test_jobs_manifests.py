@@ -29,8 +29,8 @@ def _settings(container, docs):
 def test_the_worker_runs_the_module_and_shares_the_apps_slots_and_folders(label, spec, docs):
     found = containers(spec)
     app, worker = found["app"], found["worker"]
-    assert worker["command"] == ["python", "-m", "app.jobs.worker"], label
-    assert (REPO / "app" / "jobs" / "worker.py").is_file()
+    assert worker["command"] == ["python", "-m", "app.worker"], label
+    assert (REPO / "app" / "worker.py").is_file()
     a, w = _settings(app, docs), _settings(worker, docs)
     # One pod-wide bound on renders: the same slot folder and count in both containers.
     assert a.runtime_dir and a.runtime_dir == w.runtime_dir and on_mount(w.runtime_dir, worker), label
@@ -40,9 +40,9 @@ def test_the_worker_runs_the_module_and_shares_the_apps_slots_and_folders(label,
     assert a.storage == w.storage and (a.storage != "local" or on_mount(w.local_dir, worker)), label
     assert on_mount("/tmp", worker), label
     assert 1 <= w.worker_concurrency <= w.max_inflight
-    # Liveness: the worker's own heartbeat file (python -m app.jobs.worker --alive), never the models.
-    assert worker["livenessProbe"]["exec"]["command"] == ["python", "-m", "app.jobs.worker", "--alive"]
-    assert "--alive" in (REPO / "app" / "jobs" / "worker.py").read_text()
+    # Liveness: the worker's own heartbeat file (python -m app.worker --alive), never the models.
+    assert worker["livenessProbe"]["exec"]["command"] == ["python", "-m", "app.worker", "--alive"]
+    assert "--alive" in (REPO / "app" / "worker.py").read_text()
     assert "ports" not in worker and "readinessProbe" not in worker, "the worker serves no traffic"
 
 

@@ -1,4 +1,4 @@
-"""Async requests over real HTTP: gunicorn (gevent workers) + a render worker (python -m app.jobs.worker) +
+"""Async requests over real HTTP: gunicorn (gevent workers) + a render worker (python -m app.worker) +
 a real Redis server (Valkey) + a real TorchServe serving the fake models of
 tests/fixtures/torchserve_fake (the real weights cannot be downloaded here), all on loopback.
 
@@ -64,11 +64,13 @@ def pod(redis_server, torchserve, workdir):
 
 @pytest.fixture(scope="module")
 def tight(redis_server, torchserve, workdir):
-    """An app without a worker, a queue bound of 2 and a bucket of 5 requests refilled at 0.5/s."""
+    """An app without a worker, a queue bound of 2 and a bucket of 5 requests refilled at 0.5/s. It trusts
+    loopback as a proxy, so each test sends as a client of its own (X-Forwarded-For) with a full bucket,
+    whatever the module's other tests spent."""
     app = stack.Gunicorn(workdir / "tight", _env(
         redis_server, torchserve, workdir, DOODLEPOD_RUNTIME_DIR=str(workdir / "tight-run"),
         DOODLEPOD_REDIS_PREFIX="tight:", DOODLEPOD_JOBS_MAX_QUEUED="2", DOODLEPOD_RATE_LIMIT_PER_MIN="30",
-        DOODLEPOD_RATE_LIMIT_BURST="5", DOODLEPOD_RETRY_AFTER_S="4"))
+        DOODLEPOD_RATE_LIMIT_BURST="5", DOODLEPOD_RETRY_AFTER_S="4", DOODLEPOD_TRUSTED_PROXIES="127.0.0.1/32"))
     try:
         yield app.start()
     finally:
@@ -82,6 +84,11 @@ def _post(server, page, headers=None, motions="dab", **form):
 
 
 ASYNC = {"Prefer": "respond-async"}
+
+
+def _metrics(server) -> dict[str, float]:
+    text = requests.get(f"{server.url}/metrics", timeout=10).text
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(doodlepod_[^ ]+) ([0-9.e+-]+)$", text, re.MULTILINE)}
 
 
 def _wait_ended(server, location: str, timeout: float = 120) -> dict:
@@ -166,6 +173,7 @@ def test_the_same_idempotency_key_twice_renders_once_and_another_body_gets_422(p
 
 def test_the_webhook_arrives_signed_and_is_retried_with_backoff(pod, page):
     receiver = CallbackReceiver(fail_first=2)
+    before = _metrics(pod)
     try:
         resp = _post(pod, page, ASYNC, callback_url=receiver.url)
         assert resp.status_code == 202, resp.text
@@ -190,6 +198,14 @@ def test_the_webhook_arrives_signed_and_is_retried_with_backoff(pod, page):
 
         job = wait.until(settled, 20, "the webhook's delivery settled", every=0.2)
         assert job["webhook"] == {"url": receiver.url, "status": "delivered", "attempts": 3}
+        keys = {f'doodlepod_webhooks_total{{outcome="{o}"}}': n for o, n in (("delivered", 1), ("retried", 2))}
+        seen: list[dict] = []
+
+        def counted() -> bool:   # the worker counts each outcome beside the job's record: wait for both
+            seen.append(_metrics(pod))
+            return all(seen[-1].get(k, 0) - before.get(k, 0) == n for k, n in keys.items())
+
+        wait.until(counted, 10, lambda: f"webhook counters 1 delivered, 2 retried: {before} -> {seen[-1:]}", every=0.2)
     finally:
         receiver.close()
     # backoff: the retries came about 1 s and 2 s apart (x0.8-1.2 jitter)
@@ -198,47 +214,86 @@ def test_the_webhook_arrives_signed_and_is_retried_with_backoff(pod, page):
     assert 0.7 <= t[1] - t[0] <= 2.5 and 1.5 <= t[2] - t[1] <= 3.5, t
 
 
+def _client(n: int) -> dict[str, str]:
+    """Headers of an async request from a client of its own (tight trusts loopback as a proxy)."""
+    return {**ASYNC, "X-Forwarded-For": f"198.51.100.{n}"}
+
+
+def _fill_the_queue(tight, page, client: dict[str, str]) -> requests.Response:
+    """Queue jobs on tight (no worker takes them) until one is refused 503; return that answer. The
+    queue may hold jobs from the module's earlier tests: only its bound of 2 is known."""
+    answers = [_post(tight, page, client)]
+    while answers[-1].status_code == 202 and len(answers) <= 2:
+        answers.append(_post(tight, page, client))
+    assert [r.status_code for r in answers[:-1]] == [202] * (len(answers) - 1), [r.text for r in answers]
+    return answers[-1]
+
+
+def _use_up_the_bucket(tight, page, client: dict[str, str]) -> tuple[list[requests.Response], float]:
+    """Send as ``client`` until a 429; return the answers and how long that took."""
+    t0 = time.monotonic()
+    answers = [_post(tight, page, client)]
+    while answers[-1].status_code != 429 and len(answers) < 30:
+        answers.append(_post(tight, page, client))
+    return answers, time.monotonic() - t0
+
+
 def test_a_full_queue_is_503_with_retry_after(tight, page):
-    for _ in range(2):
-        assert _post(tight, page, ASYNC).status_code == 202
-    body = assert_error(_post(tight, page, ASYNC), 503, "queue_full")
+    body = assert_error(_fill_the_queue(tight, page, _client(11)), 503, "queue_full")
     assert "2 jobs" in body["message"]
-    assert _post(tight, page, ASYNC).headers["Retry-After"] == "4"
+    assert _post(tight, page, _client(11)).headers["Retry-After"] == "4"
 
 
 def test_over_the_rate_limit_is_429_with_ratelimit_headers(tight, page):
-    answers = [_post(tight, page, ASYNC) for _ in range(4)]   # the bucket held 5: the last test took 4
-    limited = [r for r in answers if r.status_code == 429]
-    assert limited, [r.status_code for r in answers]
-    resp = limited[0]
+    client = _client(29)                      # a full bucket of 5, refilled at 0.5/s (queue full or not)
+    answers, took = _use_up_the_bucket(tight, page, client)
+    resp = answers[-1]
+    allowed = answers[:-1]
+    # A full bucket allows 5 at once; what refilled while they were sent may allow a few more.
+    assert 5 <= len(allowed) <= 5 + took * 0.5 + 1, ([r.status_code for r in answers], took)
+    assert all(r.status_code in (202, 503) and r.headers["RateLimit-Limit"] == "5" for r in allowed)
     assert_error(resp, 429, "rate_limited")
     assert resp.headers["RateLimit-Limit"] == "5" and resp.headers["RateLimit-Remaining"] == "0"
     assert resp.headers["RateLimit-Policy"] == "5;w=10" and 1 <= int(resp.headers["Retry-After"]) <= 2
     assert int(resp.headers["RateLimit-Reset"]) <= 10
-    allowed = answers[0]
-    assert allowed.status_code != 429 and allowed.headers["RateLimit-Limit"] == "5"
-    sync = _post(tight, page)          # synchronous requests store work too: the same bucket
-    assert_error(sync, 429, "rate_limited")
+    # Synchronous requests store work too: the same bucket. Refused, or, if a token came back meanwhile,
+    # allowed with none left (a bucket of their own would have 4 left).
+    sync = _post(tight, page, {"X-Forwarded-For": client["X-Forwarded-For"]})
     assert sync.headers["RateLimit-Limit"] == "5"
-    time.sleep(int(resp.headers["Retry-After"]) + 0.1)
-    assert _post(tight, page, ASYNC).status_code != 429     # a token is back (the queue is still full: 503)
+    if sync.status_code == 429:
+        assert_error(sync, 429, "rate_limited")
+        resp = sync
+    else:
+        assert sync.headers["RateLimit-Remaining"] == "0", (sync.status_code, dict(sync.headers))
+        answers, _ = _use_up_the_bucket(tight, page, client)
+        resp = answers[-1]
+        assert resp.status_code == 429, [r.status_code for r in answers]
+    # Retry-After is rounded up from the bucket's own clock at the refusal: after it, a token is back.
+    time.sleep(int(resp.headers["Retry-After"]))
+    assert _post(tight, page, client).status_code != 429     # (202, or 503 while the queue is full)
 
 
-def test_metrics_show_queue_depth_oldest_age_outcomes_and_rejections(pod, tight):
-    def values(server) -> dict[str, float]:
-        text = requests.get(f"{server.url}/metrics", timeout=10).text
-        return {m.group(1): float(m.group(2)) for m in re.finditer(r"^(doodlepod_[^ ]+) ([0-9.e+-]+)$", text, re.MULTILINE)}
-
-    t = values(tight)
+def test_metrics_show_queue_depth_oldest_age_outcomes_and_rejections(pod, tight, page):
+    # What this test counts, it does itself (the module's other tests may have run or not).
+    assert_error(_fill_the_queue(tight, page, _client(31)), 503, "queue_full")
+    assert _use_up_the_bucket(tight, page, _client(32))[0][-1].status_code == 429
+    t = _metrics(tight)
     assert t['doodlepod_jobs_queue_depth{state="queued"}'] == 2 and t["doodlepod_jobs_queue_limit"] == 2
     assert t["doodlepod_jobs_oldest_age_seconds"] > 0 and t["doodlepod_jobs_redis_up"] == 1
     assert t["doodlepod_rate_limited_total"] >= 1
     assert t['doodlepod_errors_total{code="queue_full",status="503"}'] >= 1
-    p = values(pod)
-    assert p['doodlepod_jobs_total{event="submitted"}'] >= 3
-    assert p['doodlepod_jobs_total{event="succeeded"}'] >= 3      # counted by the worker, same pod folder
-    assert p['doodlepod_webhooks_total{outcome="delivered"}'] >= 1
-    assert p['doodlepod_webhooks_total{outcome="retried"}'] >= 2
+    before = _metrics(pod)
+    resp = _post(pod, page, ASYNC)
+    assert resp.status_code == 202, resp.text
+    assert _wait_ended(pod, resp.headers["Location"])["status"] == "succeeded"
+    keys = [f'doodlepod_jobs_total{{event="{e}"}}' for e in ("submitted", "succeeded")]  # succeeded: by the worker
+    seen: list[dict] = []
+
+    def counted() -> bool:
+        seen.append(_metrics(pod))
+        return all(seen[-1].get(k, 0) - before.get(k, 0) >= 1 for k in keys)
+
+    wait.until(counted, 10, lambda: f"one more job submitted and succeeded: {before} -> {seen[-1:]}", every=0.2)
 
 
 def test_redis_stopped_async_is_json_503_ping_says_why_sync_works_and_queued_jobs_survive(

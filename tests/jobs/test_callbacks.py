@@ -2,7 +2,7 @@
 
 Units: the address rules of app/jobs/egress.py (a resolver stub stands in for DNS, which cannot be
 made to answer on cue here), and one delivery attempt against a real tarpit socket on loopback.
-End to end: gunicorn (gevent) + ``python -m app.jobs.worker`` + Valkey + the fake-model TorchServe on
+End to end: gunicorn (gevent) + ``python -m app.worker`` + Valkey + the fake-model TorchServe on
 loopback; the receivers are real HTTP servers on loopback, let through by DOODLEPOD_WEBHOOK_ALLOW.
 """
 from __future__ import annotations
@@ -92,6 +92,76 @@ def test_one_attempt_ends_at_its_deadline_however_slowly_the_receiver_trickles()
         tarpit.close()
     assert not outcome.delivered and outcome.detail == "timeout", outcome
     assert 1.4 <= took < 2.5, took
+
+
+class _RawReceiver:
+    """A loopback server that keeps the first request it gets and answers ``answer`` (bytes as they are)."""
+
+    def __init__(self, answer: bytes) -> None:
+        import socket
+        import threading
+
+        self.request = b""
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+
+        def serve() -> None:
+            conn, _ = self._server.accept()
+            with conn:
+                conn.settimeout(5)
+                while b"\r\n\r\n" not in self.request:
+                    self.request += conn.recv(65536)
+                head, _, body = self.request.partition(b"\r\n\r\n")
+                length = int(next(ln.split(b":")[1] for ln in head.split(b"\r\n")
+                                  if ln.lower().startswith(b"content-length:")))
+                while len(body) < length:
+                    body += conn.recv(65536)
+                self.request = head + b"\r\n\r\n" + body
+                conn.sendall(answer)
+
+        self._thread = threading.Thread(target=serve, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._thread.join(5)
+        self._server.close()
+
+
+def test_delivery_connects_to_the_checked_address_and_names_the_urls_host():
+    """The name is looked up by the egress check only; the connection goes to that address, and the
+    request says the URL's own host (a receiver behind a name-based virtual host gets it)."""
+    receiver = _RawReceiver(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+    looked_up: list[str] = []
+    try:
+        outcome = deliver(f"http://hooks.example.com:{receiver.port}/h?x=1", {"id": "j1", "status": "succeeded"},
+                          SECRET, attempts=1, timeout_s=5, now=lambda: "t",
+                          allow=Allowance.parse(["127.0.0.1/32"]),
+                          resolve=lambda h, p: looked_up.append(h) or ["127.0.0.1"])
+    finally:
+        receiver.close()
+    assert outcome.delivered and outcome.detail == "HTTP 204", outcome
+    assert looked_up == ["hooks.example.com"]
+    head = receiver.request.split(b"\r\n\r\n")[0].decode().split("\r\n")
+    assert head[0] == "POST /h?x=1 HTTP/1.1"
+    assert f"Host: hooks.example.com:{receiver.port}" in head
+    assert any(line.startswith("X-Doodlepod-Signature: ") for line in head), head
+
+
+@pytest.mark.parametrize(("answer", "delivered", "detail"), [
+    # a head past MAX_ANSWER_HEAD is read no further: its status line still counts
+    (b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 200) for i in range(90)) + b"\r\n",
+     True, "HTTP 200"),
+    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", False, "ValueError"),      # not an HTTP answer
+    (b"", False, "ValueError"),                                      # closed without an answer
+])
+def test_an_answers_head_is_bounded_and_must_be_http(answer, delivered, detail):
+    receiver = _RawReceiver(answer)
+    try:
+        outcome = deliver(f"http://127.0.0.1:{receiver.port}/h", {"id": "j1", "status": "succeeded"}, SECRET,
+                          attempts=1, timeout_s=5, now=lambda: "t", allow=Allowance.parse(["127.0.0.1/32"]))
+    finally:
+        receiver.close()
+    assert (outcome.delivered, outcome.detail) == (delivered, detail), outcome
 
 
 # --- end to end ----------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from app.jobs import worker as worker_module
+from app import worker as worker_module
 from app.jobs.queue import JobQueue
 from app.render import pool, process
 

@@ -91,6 +91,10 @@ def test_a_video_becomes_a_motion_the_client_renders_by_name(pod, page, person_m
     running = [s["progress"] for s in seen if s["status"] == "running" and s["progress"].get("frames_total")]
     assert running and all(0 < p["frames_done"] <= p["frames_total"] == 45 for p in running), seen[-3:]
     assert job["progress"] == {"stage": "succeeded", "frames_done": 45, "frames_total": 45}
+    # the worker's log: its own lines, not the pose model's ~150 native INFO/WARNING lines (issue 43)
+    log = pod.worker.log_text()
+    assert " start kind=motion_from_video" in log or "motion_from_video" in log
+    assert "Sparsity tensors" not in log and "LiteRT" not in log and "XNNPACK" not in log, log[-2000:]
 
     drawing = stack.encode(page[0], "PNG")
     made = requests.post(f"{pod.url}/animate", files={"image": ("drawing.png", drawing, "image/png")},

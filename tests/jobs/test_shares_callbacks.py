@@ -1,4 +1,4 @@
-"""Callback lanes per client and callback name lookups within their bounds (app/jobs/worker.py,
+"""Callback lanes per client and callback name lookups within their bounds (app/worker.py,
 app/jobs/webhooks.py, app/jobs/egress.py). A real Redis server (Valkey) and receivers on loopback;
 slow DNS is an injected lookup function that sleeps, run by the same BoundedResolver the app uses (the
 app meeting a slow name server through the system resolver: test_shares_slow_dns_e2e.py)."""
@@ -15,11 +15,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.clients.lanes import Lanes
 from app.config import load_settings
 from app.jobs.egress import Allowance, BoundedResolver
 from app.jobs.queue import JobQueue
 from app.jobs.webhooks import deliver
-from app.jobs.worker import Lanes, Worker
+from app.worker import Worker
+from tests.support import wait
 from tests.support.rawhttp import Tarpit
 from tests.support.receiver import CallbackReceiver
 
@@ -80,7 +82,8 @@ def test_a_client_with_slow_receivers_on_many_ports_holds_only_its_own_lanes(red
         for i in range(8):
             _ended_job_with_callback(queue, tarpits[i % 4].url, "a-203.0.113.66")
         with _webhook_loop(settings, queue, tmp_path):
-            time.sleep(0.5)                                  # the slow ones took their lanes
+            wait.until(lambda: sum(t.connections for t in tarpits) >= 2, 20,   # the slow ones took their lanes
+                       lambda: f"the slow client's callbacks on its 2 lanes: {[t.connections for t in tarpits]}")
             lag = _lag(queue, good, "a-198.51.100.2")
     finally:
         for t in tarpits:
@@ -202,7 +205,7 @@ def test_many_waiting_callbacks_of_one_client_do_not_stall_anothers(redis_server
         for _ in range(12):                                  # more than 4 x the lanes wait for one lane
             _ended_job_with_callback(queue, tarpit.url, "a-203.0.113.69")
         with _webhook_loop(settings, queue, tmp_path):
-            time.sleep(0.5)
+            wait.until(lambda: tarpit.connections >= 1, 20, "the slow client's callback on its one lane")
             lag = _lag(queue, good, "a-198.51.100.4")
     finally:
         tarpit.close()

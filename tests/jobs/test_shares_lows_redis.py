@@ -14,7 +14,7 @@ import requests
 
 from app.config import load_settings
 from app.jobs.queue import JobQueue
-from app.jobs.worker import Worker
+from app.worker import Worker
 from tests.support import stack
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(300)]

@@ -1,6 +1,6 @@
 """Each client's share of the job queue, and video work apart from the render slots, on a real Redis
 server (Valkey on loopback): the queue itself (app/jobs/queue.py, submit.lua), the worker's video
-threads (app/jobs/worker.py), and POST /motions over real HTTP (gunicorn, no worker, no model)."""
+threads (app/worker.py), and POST /motions over real HTTP (gunicorn, no worker, no model)."""
 from __future__ import annotations
 
 import os
@@ -12,8 +12,8 @@ import pytest
 import redis
 import requests
 
+from app import worker as worker_module
 from app.config import load_settings
-from app.jobs import worker as worker_module
 from app.jobs.queue import JobQueue, QueueFull
 from app.orders import AnimateOrder, VideoOrder
 from app.render.admission import InflightSlots

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.support import slowdns, stack
+from tests.support import slowdns, stack, wait
 
 pytestmark = [pytest.mark.redis, pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -58,7 +58,8 @@ def test_slow_callback_names_are_bounded_one_per_client_and_hold_nobody_else(app
     with ThreadPoolExecutor(13) as pool:
         slow = [pool.submit(_submit, app, "203.0.113.80", f"http://h{n}.slow.soak.test:8080/hook", image, joints_json)
                 for n in range(12)]
-        time.sleep(0.3)                                  # the slow names are being looked up
+        # One slow name is being looked up once the others are refused for it (the client's one lookup).
+        wait.until(lambda: any(f.done() for f in slow), 30, "a slow submission refused while one is looked up")
         other = pool.submit(_submit, app, "198.51.100.80", "http://127.0.0.1:9/hook", image, joints_json).result()
         answers = [f.result() for f in slow]
     assert other[0] == 202 and other[2] < 1.0, f"another client's submit took {other[2]:.1f} s: {other}"

@@ -5,7 +5,7 @@ The twins: the real app in process, with a real Redis (Valkey) on loopback. A sy
 order is caught where the route hands it to the resource (the resource's method is wrapped to keep its
 arguments and answer 503 instead of rendering: the render itself is the resources' tests' concern); the
 async request's order is read back from the job's payload in Redis the way the render worker reads it
-(:func:`app.jobs.worker.read_order`). No model server: the characters are the client's joints and box.
+(:func:`app.worker.read_order`). No model server: the characters are the client's joints and box.
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from PIL import Image
 
 from app.errors import Unavailable
 from app.intake.models import AnimateForm, LegacyRequest, RenderRequest, SceneRenderRequest, VideoForm
-from app.jobs.worker import HANDLERS, read_order
 from app.orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
+from app.worker import HANDLERS, read_order
 from tests.conftest import CHAR1
 
 pytestmark = [pytest.mark.redis]

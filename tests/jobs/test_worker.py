@@ -1,4 +1,4 @@
-"""The render worker (``python -m app.jobs.worker``) end to end: a real Redis server, a real TorchServe
+"""The render worker (``python -m app.worker``) end to end: a real Redis server, a real TorchServe
 serving the fake models of tests/fixtures/torchserve_fake (the real weights cannot be downloaded
 here), the real pipeline and render processes, local storage on disk.
 
@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import pytest
 from PIL import Image
 
+from app import worker as worker_module
 from app.errors import ApiError, DeadlineExceeded, ModelServerUnavailable, NoCharacter, RenderFailed
-from app.jobs import worker as worker_module
 from app.jobs.queue import JobQueue
 from tests.support import procs, stack, wait
 from tests.support.jobstack import WorkerProcess
@@ -144,8 +144,8 @@ class _Jobs:
     def __init__(self, redis_server, torchserve, tmp_path: Path, retry_delay_s: float) -> None:
         from app.characters.torchserve import TorchServeClient
         from app.config import load_settings
-        from app.jobs.worker import Worker
         from app.render.admission import InflightSlots
+        from app.worker import Worker
 
         settings = load_settings({}, worker_concurrency=1, request_deadline_s=30.0, ping_timeout_s=5.0)
         self.queue = JobQueue(redis_server.url, f"retry-{tmp_path.name}:", max_attempts=3, visibility_s=30)
@@ -232,7 +232,7 @@ def test_queued_jobs_leave_a_render_slot_to_synchronous_requests(redis_server, t
     finds the other while they run."""
     from app.characters.torchserve import TorchServeClient
     from app.config import load_settings
-    from app.jobs.worker import Worker
+    from app.worker import Worker
     from app.render.admission import InflightSlots
 
     running: list[int] = []

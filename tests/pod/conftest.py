@@ -77,11 +77,23 @@ def _probe(script: str, env: dict[str, str]) -> tuple[int, str]:
     return res.returncode, (res.stdout + res.stderr).strip()
 
 
+def _podman_smoke_result() -> str:
+    """What scripts/install_podman.sh's smoke test found ("ok", "skip: REASON"), or "" when it has not run."""
+    cache = Path(os.environ.get("DOODLEPOD_CACHE") or Path.home() / ".cache" / "doodlepod")
+    try:
+        return (cache / "smoke" / "podman").read_text().splitlines()[1]
+    except (OSError, IndexError):
+        return ""
+
+
 @pytest.fixture(scope="session")
 def engine() -> Engine:
     if not (shutil.which("podman") or shutil.which("docker")):
         _skip("POD TESTS SKIPPED: no podman or docker here; as root run scripts/install_podman.sh "
               "(apt-get install -y podman runc mmdebstrap)")
+    smoke = _podman_smoke_result()
+    if smoke.startswith("skip: "):
+        _skip(f"POD TESTS SKIPPED: {smoke.removeprefix('skip: ')} (scripts/install_podman.sh's smoke test)")
     env = dict(os.environ)
     rc, out = _probe("source scripts/engine.sh && engine_detect && echo ENGINE=$ENGINE", env)
     if rc != 0:

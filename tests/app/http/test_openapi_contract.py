@@ -103,9 +103,9 @@ def test_path_parameters_match_the_routes():
 def _api_errors() -> dict[str, int]:
     """code -> status of every ApiError class the app defines (every module imported)."""
     for info in pkgutil.walk_packages(app_package.__path__, "app."):
-        if info.name not in ("app.jobs.worker", "app.gunicorn_conf"):  # entry points with import-time effects
+        if info.name not in ("app.worker", "app.gunicorn_conf"):  # entry points with import-time effects
             importlib.import_module(info.name)
-    importlib.import_module("app.jobs.worker")  # its classes too (it only runs when started as __main__)
+    importlib.import_module("app.worker")  # its classes too (it only runs when started as __main__)
     found: dict[str, int] = {}
     todo = [ApiError]
     while todo:
@@ -207,7 +207,8 @@ NOT_REQUEST_CONSTANTS = {
     "app.jobs.retry:MAX_DELAY_S",              # how long a retried job waits before its next attempt
     "app.characters.preparation:MAX_STATE_BYTES",    # make run's models-state file
     "app.characters.preparation:MAX_RETRY_AFTER_S",  # the longest Retry-After of models_unavailable
-    "app.jobs.worker:MAX_WAITING_CALLBACKS",   # callbacks a worker holds while their lanes are busy
+    "app.worker:MAX_WAITING_CALLBACKS",   # callbacks a worker holds while their lanes are busy
+    "app.render.finder_steps:MAX_FIGURES",     # boxes the app's own ink finder reports in one photo
 }
 
 
@@ -298,9 +299,17 @@ def _headers_read_in_code() -> set[str]:
                     and node.func.attr in ("get", "getlist") and node.args and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, str) and _name_of(node.func.value) == "headers"):
                 headers.add(node.args[0].value.lower())
+            # the headers Werkzeug parses for the routes (request.if_none_match, request.authorization, ...)
+            if isinstance(node, ast.Attribute) and _name_of(node.value) == "request" and node.attr in PARSED:
+                headers.add(PARSED[node.attr])
     from app.jobs.idempotency import HEADER
     headers.add(HEADER.lower())
     return headers
+
+
+#: Werkzeug's parsed request headers, by the request's attribute.
+PARSED = {"if_match": "if-match", "if_none_match": "if-none-match", "authorization": "authorization",
+          "if_modified_since": "if-modified-since", "range": "range"}
 
 
 def _name_of(node: ast.AST) -> str:

@@ -1,7 +1,7 @@
 """A small pod as `make run` starts it on a 2-CPU machine: one render slot, shared by people at once.
 
 Real parts over loopback: gunicorn with gevent workers and its render processes, the render worker
-(python -m app.jobs.worker) and a Redis (Valkey) as scripts/run_local.sh starts them, with its
+(python -m app.worker) and a Redis (Valkey) as scripts/run_local.sh starts them, with its
 settings (tests/support/make_run_pod.py), on two CPUs; TorchServe with the fake models (the real
 weights cannot be downloaded here).
 
@@ -103,7 +103,9 @@ def test_studio_and_mobile_client_at_once_both_get_their_animations(pod, drawing
         running = pool.submit(preview_loop)
         wait.until(lambda: _in_flight(pod) == 1, 60, "a preview holding the only render slot", every=0.01)
         mobile = pool.submit(_mobile, pod, drawing)          # the other person, while a preview runs
-        time.sleep(0.3)
+        # Past the models and waiting for the slot a preview holds (or, between two previews, served).
+        wait.until(lambda: mobile.done() or _gauge(pod, "doodlepod_renders_waiting") >= 1, 120,
+                   "the mobile request waiting for the render slot", every=0.02)
         stop.set()
         asked = requests.post(f"{path}/animations", headers=ASYNC, json={"motions": ["dab"]}, timeout=60)
         assert asked.status_code == 202, asked.text
@@ -138,10 +140,14 @@ def test_a_second_request_waits_the_few_seconds_the_first_takes(pod, drawing):
     print(f"the second request was answered after {waited:.1f} s")
 
 
-def _in_flight(pod) -> float:
+def _gauge(pod, name: str) -> float:
     text = requests.get(f"{pod.url}/metrics", timeout=10).text
     return sum(float(line.split()[-1]) for line in text.splitlines()
-               if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
+               if line.startswith(name) and not line.startswith("#"))
+
+
+def _in_flight(pod) -> float:
+    return _gauge(pod, "doodlepod_renders_in_flight")
 
 
 #: Four motions at the largest size: each renders in one process (a render split over processes counts

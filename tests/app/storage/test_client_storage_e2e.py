@@ -36,6 +36,16 @@ def _create(server, page, headers=None) -> requests.Response:
                          data={"joints": json.dumps(joints)}, headers=headers or {}, timeout=120)
 
 
+def _remember(answers: list[requests.Response], resp: requests.Response, status: int) -> list[requests.Response]:
+    """Keep ``resp``; [resp] when it has ``status`` (a list: a 4xx/5xx Response is false itself)."""
+    answers.append(resp)
+    return [resp] if resp.status_code == status else []
+
+
+def _codes(answers: list[requests.Response]) -> list[tuple[int, str]]:
+    return [(r.status_code, r.text[:120]) for r in answers]
+
+
 @pytest.fixture(scope="module")
 def limited():
     """A bucket of 3 requests refilled at 1 per minute, X-Forwarded-For trusted from loopback only."""
@@ -79,9 +89,11 @@ def test_the_storage_budget_turns_work_away_before_the_volume_fills(page):
         assert first.status_code == 201, first.text
         files = Path(server.env["DOODLEPOD_LOCAL_DIR"])
         (files / "filler").write_bytes(os.urandom(3 * 2**20))   # what other requests stored meanwhile
-        import time
-        time.sleep(2.1)   # the app recounts the folder every 2 s
-        refused = _create(server, page)
+        # The app recounts the folder every 2 s (app/storage/budget.py): until it has, creates may pass.
+        answers: list[requests.Response] = []
+        [refused] = wait.until(lambda: _remember(answers, _create(server, page), 503), 60,
+                             lambda: f"a create refused once the filler is counted: {_codes(answers)}", every=0.5)
+        assert all(r.status_code == 201 for r in answers[:-1]), _codes(answers)
         body = assert_error(refused, 503, "storage_full")
         assert "3 MiB" in body["message"] and int(refused.headers["Retry-After"]) >= 60
         cid = first.json()["id"]
@@ -92,8 +104,10 @@ def test_the_storage_budget_turns_work_away_before_the_volume_fills(page):
                                     data={"joints": json.dumps(joints), "motions": "dab"}, timeout=60),
                       503, "storage_full")
         (files / "filler").unlink()
-        time.sleep(2.1)
-        assert _create(server, page).status_code == 201
+        answers.clear()
+        wait.until(lambda: _remember(answers, _create(server, page), 201), 60,
+                   lambda: f"a create accepted once the filler is gone: {_codes(answers)}", every=0.5)
+        assert all(r.status_code == 503 and r.json()["error"] == "storage_full" for r in answers[:-1]), _codes(answers)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from app.http.api import forwarded_client
+from app.clients import forwarded_client
 from app.jobs.ratelimit import LocalRateLimiter
 from app.storage.budget import StorageBudget, folder_bytes
 

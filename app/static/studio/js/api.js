@@ -207,6 +207,24 @@ const WORDS = {
     "(an S3 bucket needs a CORS rule allowing GET from this page).",
   bad_answer: "The server answered something the page does not understand.",
   internal_error: "The server hit an internal error.",
+  bad_request: "The server could not take that request as it is.",
+  scene_too_large: "That file would take too long to make.",
+  too_many_characters: "A scene holds only so many characters.",
+  rate_limited: "Too many requests from this browser in a short time.",
+  queue_full: "The server has too many renders waiting.",
+  output_too_large: "That file would be too large to make: choose a smaller size (or, for a sprite sheet, PNG frames).",
+  expired: "That file is no longer on the server (files are kept for 24 hours). Make it again.",
+  download_failed: "The file could not be fetched from the server.",
+};
+
+// An error without a code the page knows: what its status means, in a person's words.
+const BY_STATUS_WORDS = {
+  400: "The server could not take that request as it is.",
+  404: "That is no longer on the server (everything is kept for 24 hours).",
+  409: "Something changed on the server meanwhile. Try again.",
+  422: "The server cannot do that with this drawing.",
+  429: "Too many requests in a short time.",
+  503: "The server is busy right now.",
 };
 
 /** A sentence (or two) for `err`, never raw JSON. */
@@ -215,7 +233,8 @@ export function describe(err) {
   // A proxy's own 401/413/412/504 page has no code: the status says enough.
   const byStatus = { 401: "unauthorized", 412: "version_mismatch", 413: "too_large", 504: "deadline_exceeded" };
   const code = WORDS[err.code] ? err.code : byStatus[err.status] || err.code;
-  let text = WORDS[code] || `The server refused the request (${err.status || "no answer"}).`;
+  let text = WORDS[code] || BY_STATUS_WORDS[err.status] ||
+    (err.status >= 500 ? "The server hit a problem." : "The server did not do that.");
   if (err.message && !WORDS[code]?.includes(err.message)) text += ` ${capitalise(err.message)}.`;
   // each thing once: the server's message may already say when to retry
   if (err.retryAfter && !/\bretry\b|\btry again\b/i.test(text)) text += ` Try again in ${err.retryAfter} s.`;
@@ -225,4 +244,15 @@ export function describe(err) {
 function capitalise(s) {
   const t = s.trim().replace(/\.$/, "");
   return t.charAt(0).toUpperCase() + t.slice(1);
+}
+
+/** "Kept on this server until Tue 14:32 (24 hours after it was made)." for a document with
+ * `created_at` and `expires_at`, or "" without them. */
+export function keptUntil(doc) {
+  const end = Date.parse(doc?.expires_at || "");
+  const start = Date.parse(doc?.created_at || "");
+  if (!Number.isFinite(end)) return "";
+  const when = new Date(end).toLocaleString([], { weekday: "short", hour: "2-digit", minute: "2-digit" });
+  const hours = Number.isFinite(start) ? Math.round((end - start) / 3600e3) : null;
+  return `Kept on this server until ${when}${hours ? ` (${hours} hours after it was made)` : ""}; download what you want to keep.`;
 }

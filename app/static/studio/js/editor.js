@@ -43,6 +43,12 @@ export class Editor extends EventTarget {
     stage.addEventListener("pointercancel", (e) => this.onUp(e, true));
     stage.addEventListener("pointerleave", () => this.hideCursor());
     stage.addEventListener("keydown", (e) => this.onKey(e));
+    // A finger that starts on nothing to drag (the paper beside the box) scrolls the page; one that
+    // starts on a joint, a corner, the box, or paints, is the editor's (the stage's touch-action lets
+    // the page pan; cancelling the touch's start keeps it from panning).
+    stage.addEventListener("touchstart", (e) => {
+      if (e.touches.length === 1 && this.wouldDrag(e.touches[0])) e.preventDefault();
+    }, { passive: false });
     new ResizeObserver(() => this.layout()).observe(stage.parentElement);
     window.addEventListener("resize", () => this.layout());
   }
@@ -179,10 +185,18 @@ export class Editor extends EventTarget {
     this.cornerEls = ["tl", "tr", "bl", "br"].map((c) => make("rect", { class: "corner", "data-corner": c, "data-testid": `box-${c}` }));
     this.boneEls = this.bones.filter((b) => b.parent && this.joints[b.parent]).map((b) => ({ bone: b, el: make("line", { class: "bone" }) }));
     this.jointEls = {};
+    this.labelEls = {};
     for (const name of Object.keys(this.joints)) {
-      const el = make("circle", { class: "joint", "data-joint": name, "data-testid": `joint-${name}` });
+      const side = sideOf(name);
+      const el = make("circle", { class: `joint${side ? ` ${side}` : ""}`, "data-joint": name, "data-testid": `joint-${name}` });
       make("title", {}, el).textContent = name.replaceAll("_", " ");
       this.jointEls[name] = el;
+    }
+    // every joint named beside it (the figure's own left and right told apart), above the bones
+    for (const name of Object.keys(this.joints)) {
+      const label = make("text", { class: `joint-label${sideOf(name) ? ` ${sideOf(name)}` : ""}`, "data-testid": `label-${name}` });
+      label.textContent = jointLabel(name);
+      this.labelEls[name] = label;
     }
     this.cursorEl = make("circle", { class: "brush-cursor", visibility: "hidden" });
   }
@@ -209,6 +223,9 @@ export class Editor extends EventTarget {
       const [x, y] = this.joints[name];
       setAttrs(el, { cx: x, cy: y, r: HANDLE_CSS * s, "stroke-width": 2 * s });
       el.classList.toggle("selected", name === this.selected);
+      const [dx, dy, anchor] = labelPlace(name);
+      setAttrs(this.labelEls[name], { x: x + dx * HANDLE_CSS * s, y: y + dy * HANDLE_CSS * s + 4 * s,
+        "text-anchor": anchor, "font-size": 12 * s, "stroke-width": 3 * s });
     }
     const boxLocked = this.maskStrokes > 0;
     this.svg.classList.toggle("box-locked", boxLocked);
@@ -232,6 +249,17 @@ export class Editor extends EventTarget {
     this.stage.focus({ preventScroll: true });
     this.stage.setPointerCapture(e.pointerId);
     this.gesture = { ...gesture, pointerId: e.pointerId, moved: false };
+  }
+
+  /** Whether a press at screen point `p` ({clientX, clientY}) starts a drag of the editor's. */
+  wouldDrag(p) {
+    if (!this.doc) return false;
+    if (this.tool !== "move" || !this.bbox) return true; // painting, or drawing the first box
+    const [x, y] = this.toImage(p);
+    const reach = GRAB_CSS / this.cssScale;
+    if (Object.values(this.joints).some(([jx, jy]) => Math.hypot(jx - x, jy - y) < reach)) return true;
+    // the box's edge and corners (its inside is most of the stage: a swipe there scrolls)
+    return this.insideBox(x, y, reach) && !this.insideBox(x, y, -reach);
   }
 
   /** What a press at (x, y) grabs in move mode: a joint, a box corner, the box, or nothing. */
@@ -569,6 +597,32 @@ export class Editor extends EventTarget {
     const [x, y] = this.joints[name];
     return [rect.left + (x - this.view.x) * this.cssScale, rect.top + (y - this.view.y) * this.cssScale];
   }
+}
+
+/** "left" / "right" (the figure's own side) or "" for a joint name. */
+function sideOf(name) {
+  return name.startsWith("left_") ? "left" : name.startsWith("right_") ? "right" : "";
+}
+
+/** A joint's label on the stage: "L hand", "R knee", "neck". */
+function jointLabel(name) {
+  const side = sideOf(name);
+  const part = side ? name.slice(side.length + 1) : name;
+  return `${side ? `${side[0].toUpperCase()} ` : ""}${part.replaceAll("_", " ")}`;
+}
+
+/** Where a joint's label goes, in handle radii from the joint: [dx, dy, text-anchor]. The figure's right
+ * is on the image's left, so its labels go outward on the left; shoulders above and elbows below, so a
+ * standing figure's arm row stays readable in a narrow box. */
+function labelPlace(name) {
+  const side = sideOf(name);
+  const out = side === "right" ? -1 : 1;
+  const anchor = side === "right" ? "end" : "start";
+  if (name.endsWith("shoulder")) return [0.6 * out, -1.9, anchor];
+  if (name.endsWith("elbow")) return [0.6 * out, 2.1, anchor];
+  if (name === "torso" || name === "hip") return [0, -1.9, "middle"];
+  if (name === "root") return [0, 2.4, "middle"];
+  return [1.4 * out, 0, anchor];
 }
 
 function setAttrs(el, attrs) {

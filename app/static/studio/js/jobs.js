@@ -20,7 +20,7 @@ const RETRYABLE = new Set(["overloaded", "queue_full", "rate_limited"]);
  * {stage: "queued" | "running" | "waiting" | "rendering" | "storing", fraction?, framesDone?,
  * framesTotal?, secondsLeft?, retryIn?}. Rejects with an ApiError (a failed job's error too).
  */
-export async function renderJob(path, body, onState, { signal, sync: synchronous = false } = {}) {
+export async function renderJob(path, body, onState, { signal, sync: synchronous = false, onJob = null } = {}) {
   const started = performance.now();
   let sync = synchronous; // true: no job (e.g. a motion the server resolves on synchronous requests only)
   for (;;) {
@@ -32,6 +32,7 @@ export async function renderJob(path, body, onState, { signal, sync: synchronous
       onState({ stage: "queued" });
       const answer = await request("POST", path, { json: body, signal, headers: { Prefer: "respond-async" } });
       if (answer.status !== 202) return answer.body; // a server that answered at once
+      if (onJob) onJob(answer.body.id); // e.g. kept, so a reloaded page follows the same job
       return await follow(answer.body.id, onState, signal);
     } catch (err) {
       if (err instanceof ApiError && err.code === "jobs_unavailable" && !sync) {
@@ -44,6 +45,11 @@ export async function renderJob(path, body, onState, { signal, sync: synchronous
       await countdown(wait, onState, signal);
     }
   }
+}
+
+/** Follow a render job that was already asked for (a reloaded page): as renderJob's answer. */
+export function resumeJob(id, onState, { signal } = {}) {
+  return follow(id, onState, signal);
 }
 
 /** Show the wait second by second, then resolve. */

@@ -1,11 +1,12 @@
 // The studio page's flow: photo -> character (box, mask, skeleton) -> edits saved -> motions -> render.
 // Every step is a call of the public character API (docs/api.md); nothing here is private to it.
 
-import { ApiError, call, describe, fetchBitmap, getToken, modelsState, retrySeconds, setToken, sleep, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, retrySeconds, setToken, sleep, upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
 import { draftFrom, skeletonIn } from "./manual.js";
-import { Gallery, MotionPicker } from "./motions.js";
+import { resumeJob } from "./jobs.js";
+import { Gallery, MotionPicker, urlsOf } from "./motions.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -120,6 +121,26 @@ function tinyModels(warnings) {
   return (warnings || []).some((w) => w.code === "tiny_models");
 }
 
+// The ink finder found the box and joints (no trained weights: on the model server, or in the app
+// while the model server is not ready): the editor opens on them, and says to check them.
+const FOUND_BY = new Set(["found_by_ink_finder", "found_by_ink_finder_in_app"]);
+
+/** A sentence for the person when an answer's `warnings` say the ink finder placed the box and joints. */
+function finderNote(warnings) {
+  const w = (warnings || []).find((x) => FOUND_BY.has(x.code));
+  if (!w) return "";
+  const where = w.code === "found_by_ink_finder_in_app" ? " (the model server is not ready yet, so the app's own)" : "";
+  return `The ink finder${where} found the drawing's box, mask and joints by reading the ink, with no trained ` +
+    "model: check them, and drag the box or a joint that is off, then Save.";
+}
+
+function showFinderNote(doc) {
+  const note = finderNote(doc.warnings);
+  if (!note) return;
+  ui.fixNote.textContent = note;
+  ui.fixNote.hidden = false;
+}
+
 /** Make a character of `file` with the models; when they miss, offer placing the box and joints by hand. */
 async function createFrom(file) {
   if (!file) return;
@@ -139,6 +160,7 @@ async function createFrom(file) {
       }
       progress("Loading the character…", null);
       await open(doc);
+      showFinderNote(doc);
       reveal(ui.fix, "start");
     } catch (err) {
       if (err instanceof ApiError && tinyModels(err.warnings)) tiny = true;
@@ -171,6 +193,7 @@ async function openDraft(file, why = "") {
       state.mask = null;
       state.file = file;
       state.jointsPlaced = false;
+      state.draftTiny = why === TINY_MODELS; // the server's pose model is noise: keep the template
       history.replaceState(null, "", location.pathname);
       ui.fix.hidden = false;
       ui.motionsStep.hidden = true;
@@ -198,17 +221,42 @@ function draftHint() {
     : "Press beside the drawing and drag across it to put a box around it: a skeleton appears in the box.";
 }
 
-// A box drawn on a draft whose joints are not placed yet gets a standing figure in it, and the view
-// comes closer: the joints are placed on the drawing, not on the whole photo.
+// A box drawn on a draft whose joints are not placed yet: the view comes closer, and the server is
+// asked to cut the drawing out of the box and fit its skeleton to it (POST /characters with the box
+// and no joints: the pose model, or the ink finder where there are no trained weights; under the
+// server's render slot and deadline). Meanwhile, and where it cannot (tiny random models, or nothing
+// person-like in the box), a standing figure's joints in the box, to drag into place.
 editor.addEventListener("newbox", (e) => {
   if (!state.doc?.draft) return;
   if (!state.jointsPlaced) {
     editor.placeJoints(skeletonIn(e.detail), state.doc.skeleton);
     ui.whole.checked = false;
     editor.setWholePhoto(false);
+    if (!state.draftTiny && state.file) fitInBox(e.detail);
   }
   draftHint();
 });
+
+/** Ask the server for a character of the draft's photo with `bbox` and a skeleton fitted inside it. */
+async function fitInBox(bbox) {
+  const file = state.file;
+  const draft = state.doc;
+  await busy(async () => {
+    progress("Fitting a skeleton to the drawing in the box…", null);
+    try {
+      const doc = await upload("characters", file, () => {}, { bbox: JSON.stringify(bbox.map((v) => Math.round(v * 10) / 10)) });
+      if (state.doc !== draft || state.jointsPlaced) return; // the person moved on meanwhile
+      await open(doc);
+      showFinderNote(doc);
+      ui.saveState.textContent = `Saved (version ${doc.version})`;
+    } catch (err) {
+      if (!(err instanceof ApiError && MODELS_MISSED.has(err.code))) throw err;
+      ui.hint.textContent = "The server found no figure to fit in this box: drag each joint onto its place, then Save.";
+    } finally {
+      progress(null);
+    }
+  });
+}
 
 // --- step 2: the editor --------------------------------------------------------------------------
 
@@ -229,6 +277,7 @@ async function open(doc, { previews = true } = {}) {
   ui.fix.hidden = false;
   ui.motionsStep.hidden = false;
   editor.load(doc, photo, mask, grid);
+  $("expiry").textContent = keptUntil(doc);
   history.replaceState(null, "", `#character=${encodeURIComponent(doc.id)}`);
   showOverlay(doc);
   showDetections(doc);
@@ -446,6 +495,11 @@ async function render() {
     return;
   }
   showError(null);
+  const tooBig = sheetTooBig(motions, ui.format.value, Number(ui.size.value) || DEFAULT_SIZE);
+  if (tooBig) { // priced before the work: a sheet that cannot fit failed after 17-27 s
+    showError(tooBig, null, ui.renderError);
+    return;
+  }
   const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
   const what = motions.map((n) => picker.title(n)).join(", ") + note;
   const t0 = performance.now();
@@ -457,12 +511,18 @@ async function render() {
     done = await busy(async () => {
       // a motion made from the person's video resolves on synchronous requests only
       const sync = motions.some((n) => state.motions.find((m) => m.name === n)?.category === OWN);
-      await gallery.render(state.doc, motions, ui.format.value, Number(ui.size.value) || null,
-        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n) });
+      const format = ui.format.value;
+      const size = Number(ui.size.value) || null;
+      const version = state.doc.version;
+      const urls = await gallery.render(state.doc, motions, format, size,
+        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n),
+          onJob: (job) => keep({ pending: { job, version, motions, format, size } }) });
+      keep({ pending: null, results: { version, motions, format, size, urls } });
       return true;
     }, ui.renderError);
   } finally {
     picker.release();
+    if (!done) keep({ pending: null });
   }
   if (done) ui.renderBar.setAttribute("value", "1");
   ui.renderProgress.hidden = !done;
@@ -473,6 +533,88 @@ async function render() {
     // the whole result in view: its bottom at the screen's when it fits, else its top
     reveal(ui.results, ui.results.offsetHeight <= window.innerHeight ? "end" : "start");
   }
+}
+
+// A sprite sheet holds every distinct frame, trimmed to the character, in one picture of at most
+// SHEET_PIXELS (animator/formats/sheet.py's MAX_PIXELS). Priced with the animator's own frame rate (25
+// fps, the most a server renders at) and a character filling half of each frame: a sheet this says
+// cannot fit would fail on the server after the whole render.
+const SHEET_PIXELS = 8192 * 8192;
+const SHEET_FPS = 25;
+const SHEET_FILL = 0.5;
+const DEFAULT_SIZE = 400; // DOODLEPOD_RENDER_SIZE's default
+const SIZES = [256, 512, 768, 1024];
+
+/** Words for a sprite sheet of `motions` at `size` px that cannot fit, naming what fits; "" when it fits. */
+function sheetTooBig(motions, format, size) {
+  if (format !== "sheet") return "";
+  const pixels = (name, side) => {
+    const seconds = Number(state.motions.find((m) => m.name === name)?.seconds) || 0;
+    return Math.ceil(seconds * SHEET_FPS) * side * side * SHEET_FILL;
+  };
+  const over = motions.filter((n) => pixels(n, size) > SHEET_PIXELS);
+  if (!over.length) return "";
+  const fits = SIZES.filter((side) => over.every((n) => pixels(n, side) <= SHEET_PIXELS)).pop();
+  const names = over.map((n) => picker.title(n)).join(", ");
+  return `A sprite sheet of ${names} at ${size} px would not fit in one picture (it holds every frame). ` +
+    (fits ? `Choose ${fits} px or smaller, ` : "Choose a smaller size, ") +
+    "or “PNG frames (zip)”, which has no such limit.";
+}
+
+// --- what a reload keeps: the chosen motions, the last animations, a render still running --------------
+// Per character, in this browser (localStorage "doodlepod.studio.<id>"): {chosen: [names], results:
+// {version, motions, format, size, urls}, pending: {job, version, motions, format, size}}. Results and a
+// pending render belong to one version of the character: a saved edit makes them stale.
+
+const KEPT = "doodlepod.studio.";
+
+function kept(id = state.doc?.id) {
+  try {
+    return (id && JSON.parse(localStorage.getItem(KEPT + id) || "null")) || {};
+  } catch {
+    return {};
+  }
+}
+
+function keep(part) {
+  const id = state.doc?.id;
+  if (!id) return;
+  try {
+    localStorage.setItem(KEPT + id, JSON.stringify({ ...kept(id), ...part }));
+  } catch {
+    // private mode or full: nothing survives a reload, as before
+  }
+}
+
+/** After a reload: the chosen motions again, the last animations, and a render in progress followed on. */
+async function restore(doc) {
+  const k = kept(doc.id);
+  const known = new Set(state.motions.map((m) => m.name));
+  const chosen = (k.chosen || []).filter((n) => known.has(n));
+  if (chosen.length) {
+    picker.show(state.motions, chosen, state.categories);
+    showChosen();
+  }
+  const title = (n) => picker.title(n);
+  if (k.results?.version === doc.version && k.results.urls) {
+    gallery.show(k.results.motions, k.results.urls, k.results.format, k.results.size, title);
+    ui.results.hidden = false;
+    ui.renderState.textContent = `Rendered version ${doc.version} (kept from before the page was reloaded)`;
+  }
+  const p = k.pending;
+  if (!p || p.version !== doc.version) return;
+  const what = p.motions.map(title).join(", ");
+  ui.renderState.textContent = `Still rendering ${what}…`;
+  const done = await busy(async () => {
+    const urls = urlsOf(await resumeJob(p.job, (s) => { ui.renderState.textContent = renderStatus(what, s); }));
+    gallery.show(p.motions, urls, p.format, p.size, title);
+    keep({ pending: null, results: { version: p.version, motions: p.motions, format: p.format, size: p.size, urls } });
+    return true;
+  }, ui.renderError);
+  if (!done) keep({ pending: null });
+  ui.renderProgress.hidden = !done;
+  ui.renderState.textContent = done ? `Rendered version ${doc.version}` : "";
+  if (done) ui.results.hidden = false;
 }
 
 /** Resolves once every image and video under `root` has its size (or after `seconds`). */
@@ -600,7 +742,10 @@ function wire() {
   ui.save.addEventListener("click", save);
   ui.remove.addEventListener("click", removeCharacter);
   ui.render.addEventListener("click", render);
-  ui.motions.addEventListener("change", showChosen);
+  ui.motions.addEventListener("change", () => {
+    showChosen();
+    keep({ chosen: picker.selected() });
+  });
   window.addEventListener("beforeunload", (e) => {
     if (Object.keys(editor.edits()).length) e.preventDefault();
   });
@@ -646,8 +791,10 @@ async function watchModels() {
     bar.hidden = !(p && p.total > 0);
     if (!bar.hidden) bar.value = Math.min(1, p.done / p.total);
     const steps = p && p.total > 0 ? ` (${p.step}: ${p.done} of ${p.total})` : "";
-    note.querySelector("p").textContent = `${models.detail || MODELS_WORDS[models.state] || MODELS_WORDS.starting}${steps} ` +
-      "Meanwhile you can place the box and joints yourself.";
+    const meanwhile = models.served_by === "ink_finder_in_app"
+      ? "Meanwhile the app's own ink finder reads photos (check the box and joints it finds), or you can place the box and joints yourself."
+      : "Meanwhile you can place the box and joints yourself.";
+    note.querySelector("p").textContent = `${models.detail || MODELS_WORDS[models.state] || MODELS_WORDS.starting}${steps} ${meanwhile}`;
     const wait = Math.min(30, Math.max(2, Number(models.retry_after_s) || 5));
     setTimeout(watchModels, wait * 1000);
   }
@@ -670,6 +817,7 @@ async function start() {
         progress(null);
       }
     });
+    if (state.doc?.id === id) restore(state.doc); // follows a render in progress: not awaited
   }
   document.body.dataset.ready = "true";
 }

@@ -44,7 +44,7 @@ function animationsPath(doc) {
 }
 
 /** {motion: url} from the API's answer (the mapping itself, or under "animations"). */
-function urlsOf(answer) {
+export function urlsOf(answer) {
   const urls = answer?.animations ?? answer;
   return urls && typeof urls === "object" ? urls : {};
 }
@@ -307,10 +307,15 @@ export class Gallery {
    * Ask the API for `motions` of `doc` in `format` (at `size` px, or the server's default) and show
    * them; `onState` gets the render's progress (jobs.js).
    */
-  async render(doc, motions, format, size, onState = () => {}, { sync = false, title = (n) => n.replaceAll("_", " ") } = {}) {
+  async render(doc, motions, format, size, onState = () => {}, { sync = false, title = (n) => n.replaceAll("_", " "), onJob = null } = {}) {
     const body = { motions, format };
     if (size) body.size = size;
-    const urls = urlsOf(await renderJob(animationsPath(doc), body, onState, { sync }));
+    const urls = urlsOf(await renderJob(animationsPath(doc), body, onState, { sync, onJob }));
+    return this.show(motions, urls, format, size, title);
+  }
+
+  /** Show rendered animations (`urls` {motion: url}; e.g. kept from before a reload). */
+  show(motions, urls, format, size, title = (n) => n.replaceAll("_", " ")) {
     this.clear();
     for (const name of motions) {
       const url = urls[name];
@@ -321,7 +326,8 @@ export class Gallery {
           ? el("img", { src: url, alt: `${name} animation` })
           : el("p", { class: "download-note", "data-testid": `download-note-${name}`, text: DOWNLOADS[format] || format });
       if (media.tagName === "VIDEO") media.muted = true; // the attribute alone does not mute in every browser
-      const file = `${doc.id}-${name}.${EXTENSIONS[format] || format}`;
+      // a readable name ("dab-512px.gif"), not the character's 32-character id
+      const file = `${name.replaceAll("_", "-")}${size ? `-${size}px` : ""}.${EXTENSIONS[format] || format}`;
       this.root.append(el("figure", { class: "animation", "data-testid": `animation-${name}` }, media,
         el("figcaption", {}, el("span", { text: title(name) }),
           el("a", { href: url, download: file, class: "button", text: "Download" }))));

@@ -58,4 +58,10 @@ async function start() {
   document.body.dataset.ready = "true";
 }
 
+// Back from the studio's editor ("Fix"): a page restored from the browser's cache shows the scene as it
+// was before the fix (the old box); read it again.
+window.addEventListener("pageshow", (e) => {
+  if (e.persisted) view.refresh().catch((err) => view.fail(err));
+});
+
 start();

@@ -1,4 +1,4 @@
-"""The render worker: ``python -m app.jobs.worker`` takes async jobs from Redis and renders them.
+"""The render worker: ``python -m app.worker`` takes async jobs from Redis and renders them.
 
 It is a second process type of the app's image, run beside gunicorn in the same pod (the
 ``worker`` container of deploy/deployment.yaml, a second process of ``make run``). It builds the
@@ -21,7 +21,7 @@ failure (4xx, ``render_failed``, ``deadline_exceeded``, a crash) ends ``failed``
 until ``DOODLEPOD_JOBS_MAX_ATTEMPTS``, then ends ``failed`` and is dead-lettered. No thread waits out
 the delay: the job thread goes on to the next job.
 
-``python -m app.jobs.worker --alive`` exits 0 if this pod's worker renewed its heartbeat file recently
+``python -m app.worker --alive`` exits 0 if this pod's worker renewed its heartbeat file recently
 (the container's liveness probe).
 """
 from __future__ import annotations
@@ -39,15 +39,16 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import shares
-from ..errors import ApiError
-from ..motions.library import pick
-from ..orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
-from . import retry
-from .price import stored_bytes
+from . import shares
+from .clients.lanes import PER_RECEIVER, Lanes, receiver_of
+from .errors import ApiError
+from .jobs import retry
+from .jobs.price import stored_bytes
+from .motions.library import pick
+from .orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
 
 if TYPE_CHECKING:
-    from ..services import Services
+    from .services import Services
 
 log = logging.getLogger("doodlepod.worker")
 
@@ -89,7 +90,9 @@ def run_animate(ctx: Services, order: AnimateOrder, image: bytes | None, job_id:
         answer = ctx.scenes.animate_photo(order, image or b"", ctx.motions, deadline, timings, progress=progress)
         return {**answer, "timings_ms": timings}
     result = ctx.pipeline.run(order, image or b"", motions, deadline, progress=progress)
-    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms}
+    extra = {"warnings": result.warnings} if result.warnings else {}  # which finder found the drawing
+    return {"animations": result.animations, "character": result.character, "timings_ms": result.timings_ms,
+            **extra}
 
 
 @handler(CharacterOrder)
@@ -120,8 +123,8 @@ def run_motion_from_video(ctx: Services, order: VideoOrder, video: bytes | None,
     """POST /motions' work: the person's movement in the video as the client's own motion
     (app/motions/own.py). It runs on a video thread, holding no render slot; the video waits
     in the storage (``video_key``; older jobs: the job's input in Redis)."""
-    from ..errors import InvalidVideo
-    from ..motions.own import make_motion
+    from .errors import InvalidVideo
+    from .motions.own import make_motion
 
     if order.video_key:
         video = ctx.storage.get(order.video_key, deadline)
@@ -147,13 +150,13 @@ class Worker:
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
-        from .egress import BoundedResolver
+        from .jobs.egress import BoundedResolver
         # callback names: looked up on threads of their own, within each attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S
         self.resolver = BoundedResolver(self.settings.webhook_dns_threads, self.settings.webhook_timeout_s)
 
     # --- the threads ------------------------------------------------------------------------
     def run(self) -> None:
-        from .. import metrics  # noqa: F401  (metrics files in the shared folder)
+        from . import metrics  # noqa: F401  (metrics files in the shared folder)
 
         threads = [threading.Thread(target=self._job_loop, args=(f"{self.name}-{i}",), name=f"job-{i}", daemon=True)
                    for i in range(self.settings.worker_concurrency)]
@@ -263,7 +266,7 @@ class Worker:
             (ids.add if on else ids.discard)(entry_id)
 
     def _heartbeat_loop(self) -> None:
-        from .queue import WEBHOOKS_GROUP, WORKERS_GROUP
+        from .jobs.queue import WEBHOOKS_GROUP, WORKERS_GROUP
 
         period = max(0.2, self.queue.visibility_s / 3)
         alive = self.run_dir / HEARTBEAT_FILE
@@ -283,8 +286,8 @@ class Worker:
 
     # --- one job ---------------------------------------------------------------------------------
     def _run(self, taken, consumer: str) -> None:
-        from .. import metrics
-        from ..deadline import Deadline
+        from . import metrics
+        from .deadline import Deadline
 
         stream = taken.stream or self.queue.stream
         self._track(stream, consumer, taken.entry_id, True)
@@ -338,7 +341,7 @@ class Worker:
             order = read_order(job.get("kind", ""), json.loads(job.get("payload") or "{}"))
             key = order.video_key if isinstance(order, VideoOrder) else ""
             if key:
-                from ..deadline import Deadline
+                from .deadline import Deadline
                 self.ctx.storage.delete(key, Deadline(30))
         except Exception as exc:  # the expiry sweep (or the bucket's lifecycle rule) removes it later
             log.warning("job %s: its stored input not removed: %s", job.get("id"), exc)
@@ -372,7 +375,7 @@ class Worker:
 
     def _failed(self, taken, owner: str, job: dict, exc: ApiError) -> None:
         """End or requeue the job as :func:`app.jobs.retry.decide` says for ``exc``."""
-        from .. import metrics
+        from . import metrics
 
         error = {"code": exc.code, "status": exc.status, "message": exc.message}
         attempt = int(job["attempts"])
@@ -401,7 +404,7 @@ class Worker:
         one over its receiver's or its client's share waits here (its entry kept alive by the
         heartbeat) until one of those deliveries ends, while the callbacks behind it in the stream go
         on (:data:`MAX_WAITING_CALLBACKS`)."""
-        from .queue import WEBHOOKS_GROUP
+        from .jobs.queue import WEBHOOKS_GROUP
 
         lanes = Lanes(self.settings.webhook_concurrency, PER_RECEIVER, self.settings.client_webhook_lanes)
         waiting: list[tuple[Any, tuple[str, str], dict[str, str] | None]] = []   # (taken, lane, raw job)
@@ -444,9 +447,9 @@ class Worker:
                          daemon=True).start()
 
     def _deliver_one(self, item, consumer: str, lanes: Lanes) -> None:
-        from .. import metrics
-        from .queue import now_iso
-        from .webhooks import Allowance, deliver
+        from . import metrics
+        from .jobs.queue import now_iso
+        from .jobs.webhooks import Allowance, deliver
 
         s = self.settings
         taken, lane, raw = item
@@ -488,61 +491,10 @@ class Worker:
             self._track(self.queue.hooks, consumer, taken.entry_id, False)
 
 
-#: Callbacks one worker delivers to one receiver (scheme, host, port) at once.
-PER_RECEIVER = 2
 #: Callbacks one worker holds while their lanes are busy before it takes no more from the stream. A
 #: client has at most DOODLEPOD_CLIENT_MAX_QUEUED of them (a job counts in that share until its callback
 #: is delivered), so a few clients with slow receivers cannot fill it and stall everyone's callbacks.
 MAX_WAITING_CALLBACKS = 512
-
-
-def receiver_of(url: str) -> str:
-    """Whose lane a callback takes: its URL's scheme, host and port."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port or ''}"
-
-
-class Lanes:
-    """Counts deliveries in flight: in all (at most ``total``), per receiver (at most ``each``) and per
-    client (at most ``per_client``, DOODLEPOD_CLIENT_WEBHOOK_LANES: a client that names many slow
-    receivers on many ports still holds only its own lanes). A lane is ``(receiver, client)``."""
-
-    def __init__(self, total: int, each: int, per_client: int | None = None) -> None:
-        self.total, self.each = total, each
-        self.per_client = per_client or total
-        self._lock = threading.Lock()
-        self._busy: dict[str, int] = {}
-        self._clients: dict[str, int] = {}
-
-    def has_room(self) -> bool:
-        with self._lock:
-            return sum(self._busy.values()) < self.total
-
-    def try_start(self, lane: tuple[str, str] | str) -> bool:
-        receiver, client = (lane, "") if isinstance(lane, str) else lane
-        with self._lock:
-            if (sum(self._busy.values()) >= self.total or self._busy.get(receiver, 0) >= self.each
-                    or self._clients.get(client, 0) >= self.per_client):
-                return False
-            self._busy[receiver] = self._busy.get(receiver, 0) + 1
-            self._clients[client] = self._clients.get(client, 0) + 1
-            return True
-
-    def end(self, lane: tuple[str, str] | str) -> None:
-        receiver, client = (lane, "") if isinstance(lane, str) else lane
-        with self._lock:
-            for counts, key in ((self._busy, receiver), (self._clients, client)):
-                left = counts.get(key, 0) - 1
-                if left > 0:
-                    counts[key] = left
-                else:
-                    counts.pop(key, None)
 
 
 def _progress_arg(run: Callable[..., Any], reporter: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -572,14 +524,17 @@ def _age_s(job: dict) -> float:
 
 def build(settings) -> Worker | None:
     """The worker of ``settings``: the same pipeline as the web app, and the pod's render slots."""
-    from .. import runtime_dir
-    from ..logs import configure_logging
+    from . import runtime_dir
+    from .logs import configure_logging
 
     configure_logging(settings.log_level)
+    from .native_logs import drop_native_noise
+
+    drop_native_noise()  # the pose model's ~150 native INFO/WARNING lines per video job
     run_dir = runtime_dir(settings)  # sets PROMETHEUS_MULTIPROC_DIR before metrics is imported
     if not settings.redis_url:
         return None
-    from ..services import build_services
+    from .services import build_services
 
     return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}", workers=1), run_dir)
 
@@ -612,7 +567,7 @@ def _idle(settings) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..config import load_settings
+    from .config import load_settings
 
     argv = sys.argv[1:] if argv is None else argv
     settings = load_settings()

@@ -1,7 +1,8 @@
 """Who the client is: the one identity that rate limits, shares, idempotency keys and own motions use.
 
 A client is its address as the app sees it (the TCP peer, or behind DOODLEPOD_TRUSTED_PROXIES the
-address they forwarded: :func:`app.http.api.client_address`), folded to what one party controls:
+address they forwarded: :func:`app.clients.addresses.forwarded_client`), folded to what one party
+controls:
 
 * an IPv4 address is itself, also when written as an IPv4-mapped IPv6 address (``::ffff:a.b.c.d``),
   so the two spellings of one host are one client;
