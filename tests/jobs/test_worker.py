@@ -232,8 +232,8 @@ def test_queued_jobs_leave_a_render_slot_to_synchronous_requests(redis_server, t
     finds the other while they run."""
     from app.characters.torchserve import TorchServeClient
     from app.config import load_settings
-    from app.worker import Worker
     from app.render.admission import InflightSlots
+    from app.worker import Worker
 
     running: list[int] = []
     most = [0]
