@@ -308,13 +308,15 @@ def mask_on_canvas(mask: np.ndarray, scale: float, offset: np.ndarray, width: in
     out = np.zeros((height, width), bool)
     if x1 <= 0 or y1 <= 0 or x0 >= width or y0 >= height or x1 <= x0 or y1 <= y0:
         return out
-    # resample the mask onto the canvas pixels [x0, x1) x [y0, y1) (pixel centres mapped back)
-    img = Image.fromarray(mask.astype(np.uint8) * 255)
-    a = (1 / scale, 0, (x0 - ox) / scale, 0, 1 / scale, (y0 - oy) / scale)
-    part = np.asarray(img.transform((x1 - x0, y1 - y0), Image.Transform.AFFINE, a, Image.Resampling.BILINEAR)) > 127
+    # resample the mask onto the canvas pixels it covers, [cx0, cx1) x [cy0, cy1) (pixel centres mapped
+    # back): only the window's, never the whole drawing at its scale (a character drawn 90,000 px
+    # wide on a 400 px canvas would otherwise be resampled whole)
     cx0, cy0 = max(0, x0), max(0, y0)
     cx1, cy1 = min(width, x1), min(height, y1)
-    out[cy0:cy1, cx0:cx1] = part[cy0 - y0:cy1 - y0, cx0 - x0:cx1 - x0]
+    img = Image.fromarray(mask.astype(np.uint8) * 255)
+    a = (1 / scale, 0, (cx0 - ox) / scale, 0, 1 / scale, (cy0 - oy) / scale)
+    part = np.asarray(img.transform((cx1 - cx0, cy1 - cy0), Image.Transform.AFFINE, a, Image.Resampling.BILINEAR))
+    out[cy0:cy1, cx0:cx1] = part > 127
     return out
 
 

@@ -85,6 +85,13 @@ def _fps(text: str) -> str:
     return value
 
 
+def _ipv6_prefix(text: str) -> int:
+    value = int(text)
+    if not 16 <= value <= 128:
+        raise ValueError(f"must be 16..128, got {text!r}")
+    return value
+
+
 def _choice(*options: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()
@@ -138,6 +145,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_BODY_TIMEOUT_S", "60", "Longest time to receive a request's body (the upload); past "
             "it the app answers 408. The body is read before a render slot is taken, so slow uploads never "
             "hold one.", _positive_float),
+    Setting("DOODLEPOD_MAX_JSON_KB", "256", "Largest JSON body, in KiB (413 too_large beyond, refused from its "
+            "Content-Length before it is read): JSON bodies carry fields, not files. POST / (the old client's "
+            "JSON with a base64 image) may send DOODLEPOD_MAX_UPLOAD_MB.", _positive_float),
     Setting("DOODLEPOD_MAX_FIELD_KB", "64", "Largest form or JSON field other than the image (joints, bbox, "
             "motions), in KiB (413 beyond).", _positive_float),
     Setting("DOODLEPOD_MAX_IMAGE_PIXELS", "40000000", "Largest accepted image, in pixels (width x height; "
@@ -165,6 +175,12 @@ SETTINGS: tuple[Setting, ...] = (
             _non_negative_int),
     Setting("DOODLEPOD_RENDER_PROCESSES", "0", "Processes per worker that decode, segment and render "
             "(CPU work never runs on the gevent loop); 0 means one per CPU.", _non_negative_int),
+    Setting("DOODLEPOD_RENDER_PROCESS_MEMORY_MB", "0", "Hard memory limit of each render process, in MiB "
+            "(its heap and private mappings, RLIMIT_DATA): a render asking more fails alone with 422 "
+            "render_too_large, before the container's memory limit is reached and the OOM killer picks a "
+            "process. 0: the container's memory limit (its cgroup's, else the machine's memory) less 384 MiB "
+            "per gunicorn worker, shared among the render processes of all workers (at least 256 MiB).",
+            _non_negative_float),
     Setting("DOODLEPOD_STORAGE_BUDGET_MB", "0", "Most MiB the app stores on its local storage (files, "
             "characters, animations); at it, requests that would store more answer 503 storage_full with "
             "Retry-After until the expiry sweep frees room. Set it well under the volume's size (the pod: 75% "
@@ -173,10 +189,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_CLIENT_STORAGE_MB", "0", "Most MiB one client may have stored within the last "
             "DOODLEPOD_EXPIRY_HOURS (characters, their versions, animations, motions from videos); past it its "
             "requests that store answer 429 storage_share_used with Retry-After (DELETE /characters/{id} gives "
-            "room back) while other clients go on. A client is its address (an IPv6 address by its /64, see "
+            "room back) while other clients go on. A client is its address (an IPv6 address by its network of "
+            "DOODLEPOD_CLIENT_IPV6_PREFIX bits, see "
             "DOODLEPOD_TRUSTED_PROXIES) with its bearer token when DOODLEPOD_AUTH_TOKEN is set. 0: a tenth of "
             "DOODLEPOD_STORAGE_BUDGET_MB (no share when that is 0 too). Used with S3 as well.",
             _non_negative_float),
+    Setting("DOODLEPOD_CLIENT_IPV6_PREFIX", "56", "Prefix length that names one IPv6 client (for every share, "
+            "rate limit and idempotency key): a home or small site is given a /56 (RFC 6177), so a /64 would "
+            "make each home 256 clients. 64 where each client has a /64 of its own; 128 for single addresses.",
+            _ipv6_prefix),
     Setting("DOODLEPOD_MIN_FREE_DISK_MB", "200", "Free space required on the local storage / temp folder; "
             "below it /ping is 503 and uploads are refused with 503.", _positive_float),
     # --- pipeline ---
@@ -191,6 +212,10 @@ SETTINGS: tuple[Setting, ...] = (
             "a scene (its best detection always does, if it passes DOODLEPOD_MIN_DETECTION_SCORE).", float),
     Setting("DOODLEPOD_SCENE_MAX_OVERLAP", "0.5", "Non-maximum suppression of a scene's detections: a box "
             "overlapping a better one by more than this intersection over union is dropped.", float),
+    Setting("DOODLEPOD_SCENE_MAX_MOTIONS", "3", "Most motions one POST /animate with every_character may name "
+            "(422 too_many_motions beyond): each is a scene render of every character, one after the other under "
+            "one render slot, so it is bounded like a request of DOODLEPOD_DEFAULT_MOTIONS' three motions.",
+            _positive_int),
     Setting("DOODLEPOD_SCENE_MAX_WORK_MPX", "1000", "Most work one scene render may ask: characters x frames x "
             "canvas pixels, in millions (422 scene_too_large beyond).", _positive_float),
     Setting("DOODLEPOD_DEFAULT_MOTIONS", "dab,jumping,zombie", "Motions rendered when a request names none "
@@ -294,7 +319,8 @@ SETTINGS: tuple[Setting, ...] = (
             "client should poll.", _positive_int),
     Setting("DOODLEPOD_WORKER_CONCURRENCY", "2", "Jobs one worker process (python -m app.worker) renders at "
             "once; each holds one of the pod's DOODLEPOD_MAX_INFLIGHT render slots while it renders (an idle "
-            "worker holds none). Videos (POST /motions) are not among them: see "
+            "worker holds none), and jobs together hold all the slots but one when there are several: one stays "
+            "for synchronous requests however many jobs are queued. Videos (POST /motions) are not among them: see "
             "DOODLEPOD_WORKER_VIDEO_CONCURRENCY.", _positive_int),
     Setting("DOODLEPOD_WORKER_VIDEO_CONCURRENCY", "1", "Videos one worker process reads at once (POST /motions: "
             "decoding and the pose model), on threads of their own from a queue of their own, holding no render "

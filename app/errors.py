@@ -171,9 +171,21 @@ class OutputTooLarge(ClientError):
     status, code = 422, "output_too_large"
 
 
+class RenderTooLarge(ClientError):
+    """The render asked for more memory than a render process may use
+    (DOODLEPOD_RENDER_PROCESS_MEMORY_MB): the work is too large for this pod as sent."""
+    status, code = 422, "render_too_large"
+
+
 class TooManyCharacters(ClientError):
     """More characters sent or named than a scene holds (DOODLEPOD_SCENE_MAX_CHARACTERS)."""
     status, code = 422, "too_many_characters"
+
+
+class TooManyMotions(ClientError):
+    """POST /animate with ``every_character`` naming more motions than DOODLEPOD_SCENE_MAX_MOTIONS (each is
+    a scene render of every character, one after the other under one render slot)."""
+    status, code = 422, "too_many_motions"
 
 
 class SceneTooLarge(ClientError):
@@ -245,6 +257,12 @@ class Overloaded(Unavailable):
 class InsufficientStorage(Unavailable):
     """Free disk below DOODLEPOD_MIN_FREE_DISK_MB: refuse work before starting it."""
     status, code = 503, "low_disk_space"
+
+
+class CallbackDnsBusy(Unavailable):
+    """Every thread that looks callback names up is waiting on slow name servers: a ``callback_url`` is
+    refused at once rather than queued until its lookup's bound runs out."""
+    status, code = 503, "callback_dns_busy"
 
 
 class StorageFull(Unavailable):

@@ -53,19 +53,23 @@ class Services:
     preparation: ModelPreparation | None = None  # how far `make run` has got preparing the models
 
 
-def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Services:
+def build_services(settings: Settings, run_dir: Path, spill_name: str, workers: int = 0) -> Services:
     """Every service of one process (an app worker or a render worker) from ``settings``.
 
     ``run_dir`` is the pod's shared runtime folder (render slots); the render pool spills its
     arguments and results into ``spill_name`` in a scratch folder of this process's own. Call after
     :func:`app.runtime_dir`, which points the metrics at that folder before they are imported.
+    ``workers``: the processes of this kind in the container, whose render processes share its memory
+    (0: DOODLEPOD_WORKERS, the app's gunicorn workers).
     """
     from .characters.preparation import ModelPreparation
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
+    from .config import available_cpus
     from .motions.library import load_motions
     from .motions.previews import MotionPreviews
     from .render.admission import InflightSlots
+    from .render.memory import render_process_memory_mb
     from .render.pipeline import Pipeline
     from .render.pool import RenderPool
     from .render.scratch import make_scratch
@@ -77,7 +81,9 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str) -> Servic
     # clips go to a scratch folder in the temp folder, not to the runtime folder: that one holds only
     # small state (slots, metric files) on a small volume of its own.
     scratch = make_scratch()
-    pool = RenderPool(settings.render_processes, scratch / spill_name, warm_up=warm)
+    processes = settings.render_processes or available_cpus()
+    memory_mb = render_process_memory_mb(settings.render_process_memory_mb, processes, workers or settings.workers)
+    pool = RenderPool(processes, scratch / spill_name, warm_up=warm, memory_limit_mb=memory_mb)
     storage = from_settings(settings)
     preparation = ModelPreparation(settings.models_state_file)
     torchserve = TorchServeClient(settings.torchserve_url, settings.torchserve_management_url,

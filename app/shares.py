@@ -3,7 +3,7 @@
 The pod has pools every client draws from: the storage budget, the job queue (and Redis' memory),
 the render worker's video capacity and its callback lanes. Global bounds keep the pod alive; they do
 not keep one client from taking a whole pool. So each client (:mod:`app.clients`: an IPv6 address by
-its /64, a mapped IPv4 address as IPv4, with its token when tokens are checked) has a share of each,
+its /56, a mapped IPv4 address as IPv4, with its token when tokens are checked) has a share of each,
 set in app/config.py; a client past one of its shares gets ``429`` with ``Retry-After`` and the
 error code of that share, and nobody else is refused for it:
 
@@ -22,7 +22,9 @@ callbacks delivered at once       DOODLEPOD_CLIENT_WEBHOOK_LANES       waits its
 The storage share counts what the client's requests and jobs stored (:func:`metering` around the
 work, :func:`stored` in the storage backends) in hourly buckets kept for DOODLEPOD_EXPIRY_HOURS, the
 time the files themselves are kept; a deleted character gives its bytes back. The check is made when
-work is admitted, so one request can go over by what it stores itself (bounded per request). The
+work is admitted, so one request can go over by what it stores itself (bounded per request). An async
+job reserves its price (:mod:`app.jobs.price`) when it is queued, settled by the worker when it ends,
+so queued jobs count in the share before they store anything. The
 queue's shares are checked atomically with the submission (app/jobs/lua/submit.lua); the callback
 lanes in the worker (app/worker.py).
 

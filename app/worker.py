@@ -43,6 +43,7 @@ from . import shares
 from .clients.lanes import PER_RECEIVER, Lanes, receiver_of
 from .errors import ApiError
 from .jobs import retry
+from .jobs.price import stored_bytes
 from .motions.library import pick
 from .orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
 
@@ -145,6 +146,7 @@ class Worker:
         self._stopped = threading.Event()   # set after the job threads ended: the heartbeat stops last
         self.name = f"{socket.gethostname()}-{os.getpid()}"
         self._lock = threading.Lock()
+        self._jobs_holding = 0  # render slots this worker's job threads hold or are about to take
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
@@ -189,21 +191,40 @@ class Worker:
                 if not self.queue.has_work():
                     self.stop.wait(IDLE_POLL_S)
                     continue
-                slot = self.slots.acquire()  # a want: background work gives its slot up
-                if slot is None:
+                if not self._job_slot_free():
                     self.stop.wait(IDLE_POLL_S)
                     continue
                 try:
-                    taken = self.queue.take(consumer, block_ms=0)
-                    if taken is not None:
-                        self._run(taken, consumer)
+                    slot = self.slots.acquire()  # a want: background work gives its slot up
+                    if slot is None:
+                        self.stop.wait(IDLE_POLL_S)
+                        continue
+                    try:
+                        taken = self.queue.take(consumer, block_ms=0)
+                        if taken is not None:
+                            self._run(taken, consumer)
+                    finally:
+                        slot.release()
                 finally:
-                    slot.release()
+                    with self._lock:
+                        self._jobs_holding -= 1
                 backoff = 0.5
             except Exception as exc:
                 log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
                 self.stop.wait(backoff)
                 backoff = min(10.0, backoff * 2)
+
+    def _job_slot_free(self) -> bool:
+        """Whether a job thread may take a render slot now, counting it held if so. Jobs hold at most
+        all the pod's slots but one (when it has more than one): a slot stays for the synchronous
+        requests that wait for one, however many jobs are queued (issue 41 S4: four queued scene jobs
+        held both slots for 242 s while another client's /animate got 503 on 19 of 20 tries)."""
+        most = max(1, self.slots.count - 1)
+        with self._lock:
+            if self._jobs_holding >= most:
+                return False
+            self._jobs_holding += 1
+            return True
 
     def _video_loop(self, consumer: str) -> None:
         """Video jobs (their own stream): read without a render slot, so videos never take the slots
@@ -287,13 +308,16 @@ class Worker:
             try:
                 run = HANDLERS[job["kind"]]
                 reporter = _progress_arg(run, self._reporter(taken.job_id))
-                with shares.metering() as meter:  # what the job stores counts in its client's share
+                order = read_order(job["kind"], json.loads(job["payload"]))
+                # what the job stores counts in its client's share, less what its admission reserved
+                reserved = (stored_bytes(order, len(started.input or b""), self.settings)
+                            if attempt == 1 and isinstance(order, WorkOrder) else 0)
+                with shares.metering() as meter:
                     try:
-                        result = run(self.ctx, read_order(job["kind"], json.loads(job["payload"])), started.input,
-                                     taken.job_id,
+                        result = run(self.ctx, order, started.input, taken.job_id,
                                      Deadline(self.settings.request_deadline_s), **reporter)
                     finally:
-                        self._charge(job.get("client", ""), meter.bytes)
+                        self._charge(job.get("client", ""), meter.bytes - reserved)
             except ApiError as exc:
                 self._failed(taken, started.owner, job, exc)
                 return
@@ -512,7 +536,7 @@ def build(settings) -> Worker | None:
         return None
     from .services import build_services
 
-    return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}"), run_dir)
+    return Worker(build_services(settings, run_dir, f"spill-worker-{os.getpid()}", workers=1), run_dir)
 
 
 def alive(settings, max_age_s: float = 0.0) -> bool:

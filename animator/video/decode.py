@@ -49,54 +49,72 @@ class VideoInfo:
     streams: tuple[tuple[int, int], ...] = ()   # every video stream's frame size, the first one first
 
 
-def probe(path: str | Path) -> VideoInfo:
-    """Size, frame rate and duration from ffmpeg's reading of the header (no frame is decoded).
+def probe(path: str | Path, max_pixels: int | None = None) -> VideoInfo:
+    """Size, frame rate and duration from ffmpeg's reading of the header alone (``ffmpeg -i``, no
+    output: no frame is decoded into memory). The size and rate are the first video stream's (the one
+    :func:`read_window` decodes, ``-map 0:v:0``); ``streams`` lists every video stream's size.
+
+    ``max_pixels``: the decoders ffmpeg opens to read the header refuse frames over it
+    (``-max_pixels``), so a file whose header hides its size cannot make them allocate a huge frame
+    either; a stream whose size is then unknown is refused.
 
     Raises:
-        VideoError: ffmpeg cannot read the file as a video, or it has no frame rate.
+        VideoError: ffmpeg cannot read the file as a video, it has no frame rate, or (with
+            ``max_pixels``) a video stream's frames are over the bound.
     """
-    import imageio_ffmpeg
-
-    gen = imageio_ffmpeg.read_frames(str(path), input_params=_INPUT_PARAMS)
-    try:
-        meta = next(gen)
-    except (OSError, RuntimeError, StopIteration) as exc:
-        raise VideoError(path, f"not a video this server can read (MP4, MOV or WebM): {_first_line(exc)}") from None
-    finally:
-        gen.close()
-    size = tuple(int(v) for v in meta.get("source_size") or meta.get("size") or (0, 0))
-    fps = float(meta.get("fps") or 0.0)
-    header = _header(path)
-    streams = _stream_sizes(header) or ((size[0], size[1]),)
-    duration = _duration_s(header)
-    if duration is None:
-        duration = float(meta.get("duration") or 0.0)
+    header = _header(path, max_pixels)
+    lines = _VIDEO_LINE.findall(header)
+    if not lines:
+        raise VideoError(path, f"not a video this server can read (MP4, MOV or WebM): {_last_line(header)}")
+    streams: list[tuple[int, int]] = []
+    for line in lines:
+        size = _SIZE.search(line)
+        if size is None:
+            if max_pixels is not None:
+                raise VideoError(path, f"a video stream whose frames are over {max_pixels} pixels (their size "
+                                       "could not be read within that bound)")
+            continue
+        streams.append((int(size.group(1)), int(size.group(2))))
+    fps = _fps(lines[0])
+    first = _SIZE.search(lines[0])
+    size = (int(first.group(1)), int(first.group(2))) if first else (0, 0)
+    duration = _duration_s(header) or 0.0
     if not (size[0] > 0 and size[1] > 0) or not (0 < fps < 1000):
         raise VideoError(path, f"no video stream with a frame size and a frame rate (size {size}, fps {fps})")
-    return VideoInfo(size=(size[0], size[1]), fps=fps, duration_s=duration, streams=streams)
+    return VideoInfo(size=size, fps=fps, duration_s=duration, streams=tuple(streams))
 
 
-_STREAM = re.compile(r"^\s*Stream #\d+:\d+.*?: Video: .*?\b(\d{1,6})x(\d{1,6})\b", re.M)
+_VIDEO_LINE = re.compile(r"^\s*Stream #\d+:\d+.*?: Video: (.*)$", re.M)
+#: A frame size (``1920x1080``), never a codec tag (``0x31637661``): sizes start with 1-9.
+_SIZE = re.compile(r"(?<![\w/])([1-9]\d{0,5})x([1-9]\d{0,5})(?!\w)")
+_FPS = re.compile(r"\b(\d+(?:\.\d+)?)(k?) (fps|tbr)\b")
 _DURATION = re.compile(r"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)")
 
 
-def _header(path: str | Path) -> str:
+def _fps(line: str) -> float:
+    """A stream line's frame rate: its ``fps``, else its ``tbr`` (0.0 if neither)."""
+    rates = {kind: float(value) * (1000 if k else 1) for value, k, kind in _FPS.findall(line)}
+    return rates.get("fps") or rates.get("tbr") or 0.0
+
+
+def _header(path: str | Path, max_pixels: int | None = None) -> str:
     """ffmpeg's description of the file (its stderr for ``-i`` alone: no frame decoded)."""
     import subprocess
 
     import imageio_ffmpeg
 
+    bound = ["-max_pixels", str(int(max_pixels))] if max_pixels is not None else []
     try:
-        done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", *_INPUT_PARAMS, "-i", str(path)],
-                              capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+        done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", *_INPUT_PARAMS, *bound,
+                               "-i", str(path)], capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise VideoError(path, "ffmpeg took too long to read the file's header") from None
     return done.stderr.decode("utf-8", "replace")
 
 
-def _stream_sizes(header: str) -> tuple[tuple[int, int], ...]:
-    """The frame size of every video stream ffmpeg lists, in its order."""
-    return tuple((int(w), int(h)) for w, h in _STREAM.findall(header))
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "ffmpeg said nothing"
 
 
 def _duration_s(header: str) -> float | None:
@@ -196,7 +214,7 @@ def read_window(path: str | Path, limits: VideoLimits = VideoLimits(), start_s: 
     Raises:
         VideoError: unreadable, too large, or a window that does not fit (before any frame is decoded).
     """
-    info = probe(path)
+    info = probe(path, limits.max_pixels)
     check(info, limits, path)
     used = window(info, limits, start_s, end_s, path)
     fps = min(info.fps, limits.max_fps)

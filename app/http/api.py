@@ -21,6 +21,7 @@ from ..clients import client_id, forwarded_client, trusted_peer
 from ..deadline import Deadline
 from ..errors import ApiError, BadRequest, Overloaded, RequestTimeout, Unauthorized
 from ..intake import body
+from ..intake.read import body_limit
 from ..services import services
 
 api = Blueprint("api", __name__)
@@ -64,16 +65,19 @@ def request_deadline() -> Deadline:
 
 def read_body(deadline: Deadline) -> bytes:
     """The request's whole body, read now: within DOODLEPOD_BODY_TIMEOUT_S (and the deadline) and
-    DOODLEPOD_MAX_UPLOAD_MB, declared or chunked (408 / 413 beyond, see :mod:`app.intake.body`).
+    its route's size bound (DOODLEPOD_MAX_JSON_KB for JSON, DOODLEPOD_MAX_UPLOAD_MB for a body that
+    carries a file: :func:`app.intake.read.body_limit`), declared or chunked (408 / 413 beyond, see
+    :mod:`app.intake.body`).
 
     Call it before :func:`render_slot`: a slow upload must hold no slot while it trickles in.
     """
     settings = services().settings
     left = deadline.check("upload")  # a deadline already past (X-Deadline-Seconds: 2e-308) is 504, not 408
+    limit = body_limit(settings)
     if left >= settings.body_timeout_s:
-        return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20), settings.body_timeout_s)
+        return body.buffer_body(request.environ, limit, settings.body_timeout_s)
     try:
-        return body.buffer_body(request.environ, int(settings.max_upload_mb * 2**20), left)
+        return body.buffer_body(request.environ, limit, left)
     except RequestTimeout:  # the request's deadline ran out while the body came, not the body's own time
         raise deadline.exceeded("upload") from None
 
@@ -82,7 +86,7 @@ def json_body() -> Any:
     """The request's JSON body decoded within :func:`app.intake.body.parse_json`'s bounds (depth, number
     length), or None when it is not JSON that fits them (as ``request.get_json(silent=True)``)."""
     try:
-        return body.parse_json(request.get_data(), "body")
+        return body.parse_json(request.get_data(), "body", max_bytes=body_limit(services().settings))
     except ApiError:
         return None
 
@@ -187,5 +191,5 @@ def request_client() -> str:
     token = ""
     if services().settings.auth_token:
         token = bearer_token()
-    g.client_identity = who = client_id(token, client_address())
+    g.client_identity = who = client_id(token, client_address(), services().settings.client_ipv6_prefix)
     return who

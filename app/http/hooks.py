@@ -12,6 +12,7 @@ import time
 from flask import Flask, Response, g, request
 
 from .. import metrics
+from ..intake.body import stop_reading_unread
 from ..render.pipeline import new_request_id
 
 log = logging.getLogger("doodlepod.http")
@@ -36,6 +37,8 @@ def _begin() -> None:
 
 def _finish(response: Response) -> Response:
     response.headers["X-Request-ID"] = g.get("request_id", "-")
+    if response.status_code >= 400:  # refused before its body was read: not drained on the event loop
+        stop_reading_unread(request.environ)
     endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
     elapsed = time.perf_counter() - g.get("t0", time.perf_counter())
     metrics.REQUESTS.labels(endpoint=endpoint, method=request.method, status=str(response.status_code)).inc()

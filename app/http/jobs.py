@@ -178,7 +178,20 @@ def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
         log.info("idempotent replay of %s", record.get("job", "a stored response"))
         return _replay(record)
     metrics.JOBS.labels(event="submitted").inc()
+    _reserve_storage(who, order, len(input_data or b""))
     return _accepted(submitted.job)
+
+
+def _reserve_storage(who: str, order: WorkOrder, input_size: int) -> None:
+    """Reserve what the job will store against the client's storage share, now that it is queued (the
+    worker settles it when the job ends: :mod:`app.jobs.price`)."""
+    from ..jobs.price import stored_bytes
+
+    svc = services()
+    try:
+        svc.shares.charge_storage(who, stored_bytes(order, input_size, svc.settings))
+    except REDIS_ERRORS as exc:
+        log.warning("storage of a queued job not reserved: Redis unavailable (%s)", type(exc).__name__)
 
 
 def idempotent(work: Callable[[], Response]) -> Response:
@@ -199,7 +212,7 @@ def idempotent(work: Callable[[], Response]) -> Response:
     try:
         response = work()
     except ApiError as exc:
-        _settle(claim, exc.status, {"error": exc.code, "message": exc.message})
+        _settle(claim, exc.status, {"error": exc.code, "message": exc.message}, retryable=exc.retryable)
         raise
     except BaseException:
         _settle(claim, 500, None)
@@ -213,9 +226,9 @@ def idempotent(work: Callable[[], Response]) -> Response:
 _REPLAYED_HEADERS = ("ETag", "Location")
 
 
-def _settle(claim, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+def _settle(claim, status: int, body: Any, headers: dict[str, str] | None = None, retryable: bool = False) -> None:
     try:
-        services().idempotency.complete(claim, status, body, headers)
+        services().idempotency.complete(claim, status, body, headers, retryable=retryable)
     except REDIS_ERRORS as exc:
         log.warning("could not store the response for %s: %s", IDEMPOTENCY_HEADER, type(exc).__name__)
 

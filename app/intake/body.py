@@ -4,9 +4,11 @@
   it back to Flask as an in-memory stream. The routes take a render slot only after that, so a slow
   upload (or a client that sends nothing) never holds one; a body over the limit is refused whether
   its length was declared or it came chunked.
-* :func:`parse_json` decodes a JSON text bounded in size, nesting depth and number length, so a
-  field can neither exhaust the parser (JSON nested 100,000 deep) nor smuggle a value the code below
-  cannot take (a 400-digit integer, ``NaN``).
+* :func:`parse_json` decodes a JSON text bounded in size, nesting depth, breadth (values in all)
+  and number length, so a field can neither exhaust the parser (JSON nested 100,000 deep, or
+  millions of empty lists side by side, which ``json.loads`` takes seconds of the event loop to
+  build) nor smuggle a value the code below cannot take (a 400-digit integer, ``NaN``). Depth and
+  breadth are counted in one pass that stops at the first bound passed, before anything is decoded.
 """
 from __future__ import annotations
 
@@ -23,11 +25,49 @@ from ..loop import time_limit
 MAX_JSON_DEPTH = 10
 #: Longest number literal accepted in JSON, in characters (a pixel coordinate needs a handful).
 MAX_NUMBER_CHARS = 32
+#: Most structural tokens (brackets, commas, colons, strings) accepted in one JSON text: a scene's
+#: edit with every character's joints needs a few thousand.
+MAX_JSON_TOKENS = 20_000
 
 _CHUNK = 64 * 1024
-#: A JSON string literal (escapes included), written so that the regex engine never backtracks.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
+#: A JSON string literal (escapes included) or one structural character; the string part is written so
+#: that the regex engine never backtracks.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
+
+
+def _size(limit: int) -> str:
+    return f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit / 1024:g} KiB"
+
+
+#: An unread body at most this large is left for gunicorn to drain (keeping the connection alive).
+DRAIN_AT_MOST = 64 * 1024
+
+
+def stop_reading_unread(environ: dict[str, Any]) -> None:
+    """After an error answer given before the body was read (a rate limit, a share, a bad header):
+    stop reading a large body, as :func:`buffer_body` does for one it refuses."""
+    if environ.get("doodlepod.body_read"):
+        return
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > DRAIN_AT_MOST or (not length and environ.get("HTTP_TRANSFER_ENCODING")):
+        _stop_reading(environ)
+
+
+def _stop_reading(environ: dict[str, Any]) -> None:
+    """Read nothing more from this connection (gunicorn's socket): the unread body of a refused request
+    is then not drained on the event loop after the answer (19 MiB bodies refused back to back held
+    another client's requests 40-55 s), and the connection closes once the answer is sent."""
+    import socket
+
+    sock = environ.get("gunicorn.socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
 
 
 def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
@@ -44,7 +84,8 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
         except ValueError:
             raise BadRequest("Content-Length is not a number") from None
         if length > limit:
-            raise TooLarge(f"request body of {length} bytes is over the limit of {limit / 2**20:g} MiB")
+            _stop_reading(environ)
+            raise TooLarge(f"request body of {length} bytes is over the limit of {_size(limit)}")
     stream = environ.get("wsgi.input")
     chunks: list[bytes] = []
     size = 0
@@ -57,9 +98,11 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
                     break
                 size += len(chunk)
                 if size > limit:
-                    raise TooLarge(f"request body over the limit of {limit / 2**20:g} MiB")
+                    _stop_reading(environ)
+                    raise TooLarge(f"request body over the limit of {_size(limit)}")
                 chunks.append(chunk)
     body = b"".join(chunks)
+    environ["doodlepod.body_read"] = True
     environ["wsgi.input"] = io.BytesIO(body)
     environ["CONTENT_LENGTH"] = str(len(body))
     environ.pop("HTTP_TRANSFER_ENCODING", None)
@@ -67,18 +110,30 @@ def buffer_body(environ: dict[str, Any], limit: int, timeout_s: float) -> bytes:
     return body
 
 
+def json_shape(text: str, stop_depth: int = MAX_JSON_DEPTH, stop_tokens: int = MAX_JSON_TOKENS) -> tuple[int, int]:
+    """(deepest nesting of arrays/objects, structural tokens) of the JSON ``text``, strings skipped
+    as one token each, in one pass that stops once either passes its bound."""
+    depth = deepest = tokens = 0
+    for m in _TOKEN.finditer(text):
+        tokens += 1
+        if tokens > stop_tokens:
+            break
+        c = m.group()[0]
+        if c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > stop_depth:
+                    break
+        elif c in "]}":
+            depth -= 1
+    return deepest, tokens
+
+
 def json_depth(text: str, stop_above: int = MAX_JSON_DEPTH) -> int:
     """Deepest nesting of arrays/objects in the JSON ``text`` (strings skipped); counting stops
     once it passes ``stop_above``."""
-    bare = _STRING.sub('""', text)
-    depth = deepest = 0
-    for m in _BRACKET.finditer(bare):
-        depth += 1 if m.group() in "[{" else -1
-        if depth > deepest:
-            deepest = depth
-            if deepest > stop_above:
-                break
-    return deepest
+    return json_shape(text, stop_above, len(text) + 1)[0]
 
 
 def parse_json(text: str | bytes, name: str, max_bytes: int | None = None) -> Any:
@@ -86,6 +141,8 @@ def parse_json(text: str | bytes, name: str, max_bytes: int | None = None) -> An
 
     Raises :class:`TooLarge` (over ``max_bytes``) or :class:`BadRequest` naming ``name``.
     """
+    if max_bytes is not None and isinstance(text, bytes) and len(text) > max_bytes:
+        raise TooLarge(f"'{name}' is over the limit of {max_bytes / 1024:g} KiB")
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -93,8 +150,11 @@ def parse_json(text: str | bytes, name: str, max_bytes: int | None = None) -> An
             raise BadRequest(f"'{name}' is not UTF-8 text") from None
     if max_bytes is not None and len(text) > max_bytes:
         raise TooLarge(f"'{name}' is over the limit of {max_bytes / 1024:g} KiB")
-    if json_depth(text) > MAX_JSON_DEPTH:
+    depth, tokens = json_shape(text)
+    if depth > MAX_JSON_DEPTH:
         raise BadRequest(f"'{name}' is nested deeper than {MAX_JSON_DEPTH} levels")
+    if tokens > MAX_JSON_TOKENS:
+        raise TooLarge(f"'{name}' has more than {MAX_JSON_TOKENS} JSON tokens (brackets, commas, strings)")
     try:
         return json.loads(text, parse_int=_number(int), parse_float=_number(float), parse_constant=_no_constant)
     except _NumberError as exc:

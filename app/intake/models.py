@@ -19,9 +19,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, model_validator
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
-from ..errors import BadRequest
+from ..errors import BadRequest, TooManyMotions
 from .bounds import Bound, schema_bounds
 from .scene_shapes import (
+    EVERY_CHARACTER_MOTIONS,
     CharacterAdds,
     CharacterChanges,
     EveryCharacter,
@@ -61,6 +62,9 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, arbitrary_types_allowed=True)
     #: The bodies that carry the fields (see the module's text).
     media: ClassVar[tuple[str, ...]] = ("form",)
+    #: A JSON body of this request carries an image (base64): it may be as large as an upload
+    #: (DOODLEPOD_MAX_UPLOAD_MB); any other JSON body is bounded by DOODLEPOD_MAX_JSON_KB.
+    image_in_json: ClassVar[bool] = False
 
 
 def _frames_need_a_clip(fields: AnimateForm | RenderRequest) -> None:
@@ -91,7 +95,14 @@ class AnimateForm(RequestModel):
     every_character: EveryCharacter = False
 
     @model_validator(mode="after")
-    def _checks(self) -> AnimateForm:
+    def _checks(self, info: ValidationInfo) -> AnimateForm:
+        if self.every_character:
+            most = int(EVERY_CHARACTER_MOTIONS.of((info.context or {})["settings"]))
+            named = len(dict.fromkeys(self.motions))
+            if named > most:
+                raise TooManyMotions(f"every_character renders every character once per motion, one motion after "
+                                     f"the other: at most {most} motions (DOODLEPOD_SCENE_MAX_MOTIONS), {named} "
+                                     "named; send the others in requests of their own")
         if self.every_character and (self.joints is not None or self.bbox is not None or self.bvh is not None):
             raise BadRequest("every_character finds every character itself: send no joints, bbox or bvh with it "
                              "(POST /scenes takes the boxes and joints of several characters)")
@@ -168,6 +179,7 @@ class LegacyRequest(RequestModel):
     """POST /: the old mobile client's JSON."""
 
     media = ("json",)
+    image_in_json = True
     file: Base64Image
     joints: Joints = None
     bbox: Bbox = None

@@ -50,11 +50,24 @@ def read(model: type[M], *, respond_async: bool = False, settings: Any = None) -
     if getattr(view, "request_model", None) is not model:
         raise RuntimeError(f"{request.endpoint} reads {model.__name__} but declares "
                            f"{getattr(view, 'request_model', None)}: add @takes({model.__name__})")
-    data = _fields(model)
+    data = _fields(model, settings)
     try:
         return model.model_validate(data, context={"settings": settings, "respond_async": respond_async})
     except ValidationError as exc:
         raise _refusal(model, exc) from None
+
+
+def body_limit(settings: Any) -> int:
+    """The most bytes the current request's body may have: DOODLEPOD_MAX_JSON_KB for a JSON body
+    (fields, not files), DOODLEPOD_MAX_UPLOAD_MB for one that carries a file (a form, a bare image,
+    or the JSON of a route whose model says ``image_in_json``: POST /)."""
+    upload = int(settings.max_upload_mb * 2**20)
+    if not request.is_json:
+        return upload
+    model = getattr(current_app.view_functions.get(request.endpoint or ""), "request_model", None)
+    if model is not None and model.image_in_json:
+        return upload
+    return min(upload, int(settings.max_json_kb * 1024))
 
 
 def media_of(mimetype: str, is_json: bool) -> str:
@@ -66,12 +79,12 @@ def media_of(mimetype: str, is_json: bool) -> str:
     return "image" if mimetype.startswith("image/") else "other"
 
 
-def _fields(model: type[RequestModel]) -> dict[str, Any]:
+def _fields(model: type[RequestModel], settings: Any) -> dict[str, Any]:
     media = media_of(request.mimetype, request.is_json)
     if media not in model.media:
         return {}  # a body of another type carries no field: the model says what is missing
     if media == "json":
-        body = parse_json(request.get_data(), "body")
+        body = parse_json(request.get_data(), "body", max_bytes=body_limit(settings))
         if not isinstance(body, dict):
             raise BadRequest(f"expected a JSON object {outline(model)}")
         return body

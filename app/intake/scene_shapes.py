@@ -259,11 +259,16 @@ def parse_every_character(raw: Any, info: ValidationInfo) -> bool:
     raise BadRequest(f"'every_character' must be true or false, got {text[:20]!r}")
 
 
+#: Most motions a POST /animate with ``every_character`` may name: each is a scene render of every
+#: character, one after the other under one render slot.
+EVERY_CHARACTER_MOTIONS = Bound("DOODLEPOD_SCENE_MAX_MOTIONS")
+
 EveryCharacter = Annotated[bool, PlainValidator(parse_every_character, json_schema_input_type=Literal[
     "true", "false", "1", "0", "yes", "no"]), Field(description=(
         "true: every character of the photo together on its page (a scene, see POST /scenes), each animation with "
         "every character doing that motion; the answer also lists `characters` and `skipped`. No joints, bbox or "
-        "bvh with it. Default false: the answer is as without it."))]
+        "bvh with it; at most `x-max-motions` motions (422 `too_many_motions`). Default false: the answer is as "
+        "without it."), json_schema_extra=schema_bounds(**{"x-max-motions": EVERY_CHARACTER_MOTIONS}))]
 
 
 # --- the photo -----------------------------------------------------------------------------------

@@ -169,12 +169,33 @@ class ResolveTimeout(TimeoutError):
     """A callback's name did not resolve within the bound."""
 
 
+class ResolverBusy(OSError):
+    """A lookup refused before it started: every lookup thread is busy (``reason`` ``threads``), or
+    its owner has one running already (``owner``)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class _Lookup:
+    """One lookup on a resolver thread, from its start until the C library answers or gives up."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+
+
 class BoundedResolver:
     """Callback names looked up on ``threads`` native threads of its own, each lookup bounded by
     ``timeout_s`` (or the time left to a callback attempt): a name that answers slowly holds one of
     these threads, never gevent's shared resolver pool (the app's other lookups, Redis by name) and
     never a request or a callback lane past the bound. A lookup that is not answered in time raises
-    :class:`ResolveTimeout`; its thread stays busy until the C library gives up."""
+    :class:`ResolveTimeout`; its thread stays busy until the C library gives up, and so does its
+    ``owner``'s turn: an owner (a client) has one lookup running at a time, counted until the lookup
+    really ends, not until its caller stopped waiting. When every thread is busy a lookup is refused
+    at once (:class:`ResolverBusy`) instead of queueing behind slow names until its bound runs out."""
 
     def __init__(self, threads: int = 8, timeout_s: float = 2.0, lookup: Resolver = system_resolver) -> None:
         self.threads = max(1, threads)
@@ -182,6 +203,9 @@ class BoundedResolver:
         self.lookup = lookup
         self._pool: Any = None
         self._gevent = False
+        #: Lookups on the threads now; a thread removes its own when the lookup ends (set.add and
+        #: set.discard are atomic under the GIL, whichever thread or greenlet calls them).
+        self._running: set[_Lookup] = set()
 
     def _start(self) -> None:
         from ..loop import under_gevent
@@ -194,22 +218,41 @@ class BoundedResolver:
             from concurrent.futures import ThreadPoolExecutor
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="callback-dns")
 
-    def __call__(self, host: str, port: int, timeout_s: float | None = None) -> list[str]:
+    def running(self, owner: str | None = None) -> int:
+        """Lookups running now (of ``owner`` only, when given)."""
+        now = list(self._running)
+        return len(now) if owner is None else sum(1 for lookup in now if lookup.owner == owner)
+
+    def __call__(self, host: str, port: int, timeout_s: float | None = None, owner: str = "") -> list[str]:
         if self._pool is None:
             self._start()
+        if owner and self.running(owner):
+            raise ResolverBusy("owner", "a lookup of this client's is still running")
+        if self.running() >= self.threads:
+            raise ResolverBusy("threads", f"all {self.threads} lookup threads are busy")
         limit = self.timeout_s if timeout_s is None else max(0.0, min(self.timeout_s, timeout_s))
+        lookup = _Lookup(owner)
+        self._running.add(lookup)
+
+        def run() -> list[str]:
+            try:
+                return self.lookup(host, port)
+            finally:
+                self._running.discard(lookup)
+
         if self._gevent:
             import gevent
             try:
-                return list(self._pool.spawn(self.lookup, host, port).get(timeout=limit))
+                return list(self._pool.spawn(run).get(timeout=limit))
             except gevent.Timeout:
                 raise ResolveTimeout(f"{host!r} did not resolve within {limit:g} s") from None
         from concurrent.futures import TimeoutError as FutureTimeout
-        future = self._pool.submit(self.lookup, host, port)
+        future = self._pool.submit(run)
         try:
             return list(future.result(timeout=limit))
         except FutureTimeout:
-            future.cancel()
+            if future.cancel():  # never started: nothing holds a thread for it
+                self._running.discard(lookup)
             raise ResolveTimeout(f"{host!r} did not resolve within {limit:g} s") from None
 
 
@@ -240,7 +283,7 @@ def check_callback(url: str, allow: Allowance, resolve: Resolver = system_resolv
     else:
         try:
             addresses = list(resolve(host, port))
-        except ResolveTimeout:
+        except (ResolveTimeout, ResolverBusy):
             raise  # not a refusal: the caller decides (a request answers 422 dns_timeout, delivery retries)
         except (OSError, UnicodeError):
             addresses = []

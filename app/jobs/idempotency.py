@@ -27,6 +27,8 @@ log = logging.getLogger("doodlepod.idempotency")
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
+#: Statuses that ask the client to try the same request again later: never stored as its answer.
+RETRY_LATER = frozenset({408, 409, 425, 429})
 
 
 class IdempotencyKeyReused(ClientError):
@@ -120,10 +122,14 @@ class SyncIdempotency:
                                         "has finished", self.retry_after_s)
         return None, record
 
-    def complete(self, claim: Claim, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        """Store the final response for ``ttl_s`` (only 2xx and 4xx: a 5xx may be retried); ``headers``:
-        the ones a replay must carry too (ETag, Location)."""
-        if 500 <= status:
+    def complete(self, claim: Claim, status: int, body: Any, headers: dict[str, str] | None = None,
+                 retryable: bool = False) -> None:
+        """Store the final response for ``ttl_s``; ``headers``: the ones a replay must carry too (ETag,
+        Location). An answer that invites a retry is never stored (the key is freed instead, so the
+        retry it invites runs): a 5xx, a 408, 409 or 429 (a share used, the rate limit, the same key
+        still running), and any error the code marks ``retryable``. Replaying a 429 for 24 h would
+        refuse the retry its Retry-After asked for."""
+        if retryable or status >= 500 or status in RETRY_LATER:
             self.abandon(claim)
             return
         response = {"status": status, "body": body, **({"headers": headers} if headers else {})}

@@ -1,6 +1,6 @@
 """Per-client token buckets in Redis: every request that queues work takes one token.
 
-A client (:mod:`app.clients`: an IPv6 address by its /64, a mapped IPv4 address as IPv4) has one bucket.
+A client (:mod:`app.clients`: an IPv6 address by its /56, a mapped IPv4 address as IPv4) has one bucket.
 A client's bucket holds up to ``burst`` tokens and refills at ``per_min / 60`` tokens per second;
 a request that finds it empty is answered 429 with ``Retry-After`` (seconds until a token is back).
 The bucket lives in one Redis hash updated by one Lua script with Redis' own clock, so every pod

@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import BadRequest
+from ..errors import BadRequest, CallbackDnsBusy
 from .egress import (
     Allowance,
     BoundedResolver,
     CallbackRefused,
     Resolver,
+    ResolverBusy,
     ResolveTimeout,
     Target,
     check_callback,
@@ -58,8 +59,6 @@ def verify(secret: str, body: bytes, header: str) -> bool:
 
 
 _SUBMIT_RESOLVER: BoundedResolver | None = None
-#: Clients with a callback name being looked up now (this process), how many each.
-_LOOKING_UP: dict[str, int] = {}
 
 
 def submit_resolver(settings: Any) -> BoundedResolver:
@@ -105,22 +104,21 @@ def validate_callback_url(raw: str | None, settings: Any, resolve: Resolver | No
     if not client:
         from ..clients import current
         client = current()
-    if _LOOKING_UP.get(client, 0) >= 1:
-        from ..shares import CallbackDnsShareUsed
-        raise CallbackDnsShareUsed("this client has a callback_url being looked up already; one at a time per "
-                                   "client", settings.webhook_dns_timeout_s)
-    _LOOKING_UP[client] = _LOOKING_UP.get(client, 0) + 1
+    resolver = submit_resolver(settings)
     try:
-        check_callback(url, allow, submit_resolver(settings))
+        check_callback(url, allow, lambda host, port: resolver(host, port, owner=client or "-"))
     except ResolveTimeout:
         raise CallbackRefused("dns_timeout", f"{parts.hostname!r} did not resolve within "
                               f"{settings.webhook_dns_timeout_s:g} s (DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S)") from None
-    finally:
-        left = _LOOKING_UP.get(client, 1) - 1
-        if left > 0:
-            _LOOKING_UP[client] = left
-        else:
-            _LOOKING_UP.pop(client, None)
+    except ResolverBusy as exc:
+        if exc.reason == "owner":
+            from ..shares import CallbackDnsShareUsed
+            raise CallbackDnsShareUsed("this client has a callback_url being looked up already (until its name "
+                                       "server answers or gives up); one at a time per client",
+                                       settings.webhook_dns_timeout_s) from None
+        raise CallbackDnsBusy(f"every callback name lookup thread ({resolver.threads}, "
+                              "DOODLEPOD_WEBHOOK_DNS_THREADS) is waiting on a slow name server; retry shortly, or "
+                              "send no callback_url and poll the job", settings.webhook_dns_timeout_s) from None
     return url
 
 

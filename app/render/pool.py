@@ -28,14 +28,17 @@ import os
 import pickle
 import signal
 import tempfile
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from ..config import available_cpus
 from ..deadline import Deadline
-from ..errors import DeadlineExceeded, RenderFailed
+from ..errors import DeadlineExceeded, RenderFailed, RenderTooLarge
 from ..loop import wait_future
 from .process import call_spilled, init_process
 
@@ -107,8 +110,32 @@ def _remove(*paths: str) -> None:
             pass
 
 
+class ProcessDied(Exception):
+    """Set on a task whose render process died under it (the OOM killer, a crash in native code, a
+    kill after an ignored cancellation): that task fails, no other."""
+
+
+@dataclass
+class _Lane:
+    """One render process: a one-process executor and the task it runs now (None: idle)."""
+
+    executor: cf.ProcessPoolExecutor
+    task: PoolTask | None = None
+
+
 class RenderPool:
-    """A lazily started process pool of ``processes`` spawn-started workers.
+    """A lazily started pool of ``processes`` spawn-started render processes.
+
+    Each process is a lane of its own (a one-process ``ProcessPoolExecutor``) that runs one task at a
+    time, handed to it from this pool's queue when it is idle. A process that dies (the OOM killer,
+    a SIGSEGV) fails only the task it ran: its lane gets a fresh process, and the tasks running in
+    the other lanes, other clients' renders among them, go on. (One ``ProcessPoolExecutor`` for all
+    processes marks itself broken when any of its processes dies and fails every task in flight.)
+
+    Each process runs under a hard memory limit (``memory_limit_mb``, ``RLIMIT_DATA``: its heap and
+    private mappings, see :func:`app.render.process.init_process`): a task that asks for more gets
+    ``MemoryError`` in its own process, answered as :class:`RenderTooLarge`, before the pod's
+    cgroup is full and the OOM killer picks a process.
 
     Arguments and results travel through files in ``spill_dir``, and only their paths through the
     executor's pipes. A monkey-patched process must never make a large blocking pipe write: a
@@ -121,18 +148,26 @@ class RenderPool:
     """
 
     def __init__(self, processes: int = 0, spill_dir: str | Path | None = None,
-                 warm_up: Callable[[float], int] | None = None) -> None:
+                 warm_up: Callable[[float], int] | None = None, memory_limit_mb: float = 0) -> None:
         self.processes = processes or available_cpus()
         self.warm_up = warm_up
-        self._executor: cf.ProcessPoolExecutor | None = None
+        self.memory_limit_mb = memory_limit_mb
+        self._lanes: list[_Lane] | None = None
+        self._queue: deque[tuple[PoolTask, Callable[..., Any]]] = deque()
+        self._lock = threading.RLock()
         self.spill_dir = Path(spill_dir) if spill_dir else Path(tempfile.mkdtemp(prefix="doodlepod-spill-"))
         self.spill_dir.mkdir(parents=True, exist_ok=True)
 
+    def _executor(self) -> cf.ProcessPoolExecutor:
+        limit = int(self.memory_limit_mb * 2**20)
+        return cf.ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+            initializer=init_process, initargs=(RENDER_NICENESS, os.getpid(), limit))
+
     def start(self) -> "RenderPool":
-        if self._executor is None:
-            self._executor = cf.ProcessPoolExecutor(
-                max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
-                initializer=init_process, initargs=(RENDER_NICENESS, os.getpid()))
+        with self._lock:
+            if self._lanes is None:
+                self._lanes = [_Lane(self._executor()) for _ in range(self.processes)]
         return self
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> PoolTask:
@@ -140,13 +175,50 @@ class RenderPool:
         fd, in_path = tempfile.mkstemp(dir=self.spill_dir, suffix=".in")
         with os.fdopen(fd, "wb") as fh:
             pickle.dump(args, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        out_path = in_path[:-3] + ".out"
+        task = PoolTask(cf.Future(), in_path, in_path[:-3] + ".out")
+        with self._lock:
+            self._queue.append((task, fn))
+        self._dispatch()
+        return task
+
+    def _dispatch(self) -> None:
+        """Hand queued tasks to idle lanes (a task cancelled while queued is dropped)."""
+        started: list[tuple[cf.Future, Callable[[cf.Future], None]]] = []
+        with self._lock:
+            lanes = self._lanes or []
+            for lane in lanes:
+                while lane.task is None and self._queue:
+                    task, fn = self._queue.popleft()
+                    if not task.future.set_running_or_notify_cancel():
+                        continue  # cancelled while queued: PoolTask.cancel removed its files
+                    lane.task = task
+                    inner = lane.executor.submit(call_spilled, fn, task.in_path, task.out_path)
+                    started.append((inner, partial(self._settle, lane, lane.executor, task)))
+        for inner, settle in started:  # outside the lock: a callback may run at once
+            inner.add_done_callback(settle)
+
+    def _settle(self, lane: _Lane, executor: cf.ProcessPoolExecutor, task: PoolTask, inner: cf.Future) -> None:
+        """A lane's task ended: pass its outcome on, replace the lane's process if it died, and
+        hand the lane the next queued task."""
         try:
-            future = self._executor.submit(call_spilled, fn, in_path, out_path)  # type: ignore[union-attr]
-        except cf.process.BrokenProcessPool:
-            self._restart()
-            future = self._executor.submit(call_spilled, fn, in_path, out_path)  # type: ignore[union-attr]
-        return PoolTask(future, in_path, out_path)
+            if inner.cancelled():
+                task.future.cancel() or task.future.set_exception(ProcessDied("the render pool shut down"))
+            elif isinstance(inner.exception(), cf.process.BrokenProcessPool):
+                log.error("render process of task %s died (exit by a signal or the OOM killer); "
+                          "its lane gets a fresh process, other tasks go on", os.path.basename(task.stem))
+                with self._lock:
+                    if lane.executor is executor and self._lanes is not None:
+                        lane.executor = self._executor()
+                task.future.set_exception(ProcessDied("the render process died"))
+            elif inner.exception() is not None:
+                task.future.set_exception(inner.exception())  # type: ignore[arg-type]
+            else:
+                task.future.set_result(inner.result())
+        finally:
+            with self._lock:
+                if lane.task is task:
+                    lane.task = None
+            self._dispatch()
 
     def wait(self, task: PoolTask, deadline: Deadline, stage: str, on_tick: Callable[[], None] | None = None,
              tick_s: float = 0.1) -> Any:
@@ -167,10 +239,13 @@ class RenderPool:
         except (cf.TimeoutError, DeadlineExceeded):
             self.abandon([task])
             raise deadline.exceeded(stage) from None
-        except cf.process.BrokenProcessPool:
+        except ProcessDied:
             task.remove_files()
-            self._restart()
             raise RenderFailed(f"a render process died during {stage}; please retry") from None
+        except MemoryError:
+            task.remove_files()
+            raise RenderTooLarge(f"{stage} needs more memory than a render process may use "
+                                 f"(DOODLEPOD_RENDER_PROCESS_MEMORY_MB={self.memory_limit_mb:.0f})") from None
         except BaseException:
             self.abandon([task])
             raise
@@ -186,7 +261,7 @@ class RenderPool:
     def abandon(self, tasks: list[PoolTask], grace_s: float = CANCEL_GRACE_S) -> None:
         """Cancel ``tasks`` and return once none of them runs any more: the render processes are
         free again when this returns. A task still running ``grace_s`` after its cancellation
-        (stuck in native code) has its process killed; the pool restarts for the next request."""
+        (stuck in native code) has its process killed; its lane gets a fresh process."""
         live = [t for t in tasks if not t.future.done()]
         for task in live:
             task.cancel()
@@ -217,13 +292,11 @@ class RenderPool:
         pids = {self.wait(t, deadline, "warm-up") for t in tasks}
         log.info("render pool ready: %d processes %s", len(pids), sorted(pids))
 
-    def _restart(self) -> None:
-        old, self._executor = self._executor, None
-        if old is not None:
-            old.shutdown(wait=False, cancel_futures=True)
-        self.start()
-
     def shutdown(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        with self._lock:
+            lanes, self._lanes = self._lanes or [], None
+            queued, self._queue = list(self._queue), deque()
+        for task, _fn in queued:
+            task.cancel()
+        for lane in lanes:
+            lane.executor.shutdown(wait=False, cancel_futures=True)

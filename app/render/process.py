@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import resource
 import signal
 import time
 from typing import Any, Callable
@@ -52,9 +53,17 @@ def report_progress(done: int, total: int) -> None:
         pass
 
 
-def init_process(niceness: int, parent_pid: int | None = None) -> None:
+def init_process(niceness: int, parent_pid: int | None = None, memory_limit: int = 0) -> None:
     """The initializer of each render process: one BLAS thread, ``niceness`` added, death with
-    ``parent_pid`` (the worker), and SIGUSR1 cancelling the running task."""
+    ``parent_pid`` (the worker), SIGUSR1 cancelling the running task, and at most ``memory_limit``
+    bytes of data (0: no limit of its own).
+
+    The limit is ``RLIMIT_DATA``: the heap and every private writable mapping (numpy's large arrays
+    are anonymous mmaps), not the shared libraries or the reservations of malloc's arenas, so it
+    bounds what the process can commit. Past it an allocation fails with ``MemoryError`` in the
+    task that asked, while the process (and the pod's cgroup) stays well."""
+    if memory_limit > 0:
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_limit, memory_limit))
     # one BLAS/OpenMP thread per process: the pool already has one process per CPU
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"

@@ -43,6 +43,7 @@ from ..errors import (
     ClientError,
     EditConflict,
     NotFound,
+    RenderTooLarge,
     SceneTooLarge,
     TooManyCharacters,
     VersionMismatch,
@@ -400,6 +401,31 @@ class Scenes:
                                 "characters")
         return options
 
+    def check_price(self, record: SceneRecord, chars: list[CharacterRecord], options: RenderOptions) -> None:
+        """Refuse, before any work, a render whose characters drawn at their canvas scale pass the
+        animator's sprite bound (422 ``scene_too_large``) or whose memory passes what one render process
+        may use (422 ``render_too_large``): :mod:`app.scenes.price`."""
+        from animator.rasterize import MAX_SPRITE_TEXELS
+
+        from .price import price
+
+        page = (max(1, round(record.image["width"] * record.page_scale)),
+                max(1, round(record.image["height"] * record.page_scale)))
+        textures = [((int(ch.texture_size[0]), int(ch.texture_size[1])), _placement(record, ch, c.get("at"))[1])
+                    for c, ch in zip(record.characters, chars)]
+        cost = price(textures, page, (options.width, options.height), options.max_frames or 0)
+        for ch, texels in zip(chars, cost.texels):
+            if texels > MAX_SPRITE_TEXELS:
+                raise SceneTooLarge(f"character {ch.id} would be drawn with {texels / 1e6:.0f} million texels at this "
+                                    f"scene's scale (its photo's pixels are much smaller than the page's), over the "
+                                    f"bound of {MAX_SPRITE_TEXELS / 1e6:.1f} million per character: ask for a smaller "
+                                    "size, or place it on a page of its own photo")
+        limit = self.pipeline.pool.memory_limit_mb
+        if limit and cost.memory_mb > limit:
+            raise RenderTooLarge(f"this render would need about {cost.memory_mb:.0f} MiB ({sum(cost.texels) / 1e6:.1f} "
+                                 f"million texels drawn), over the {limit:.0f} MiB a render process may use "
+                                 "(DOODLEPOD_RENDER_PROCESS_MEMORY_MB): ask for a smaller size or fewer characters")
+
     def animation_key(self, record: SceneRecord, options: RenderOptions) -> str:
         """Where this version's render with ``options`` is stored (the name carries everything it depends
         on but the characters' versions, which :meth:`render` folds in)."""
@@ -441,6 +467,7 @@ class Scenes:
         info = {"width": options.width, "height": options.height}
         if self.storage.exists(key, deadline):
             return record, {**info, "url": self.storage.url(key, base_url), "cached": True}
+        self.check_price(record, chars, options)
         self.pipeline.check_disk()
         with slot() as held:
             payload = []

@@ -395,3 +395,44 @@ def test_written_as_animated_drawings_scene_files_every_character_stands_where_i
                           "--write-ad", str(tmp_path / "ad")], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert load_scene(tmp_path / "ad" / "scene.yaml").characters[0].retarget_cfg.char_starting_location[2] < 0
+
+
+def _mask_on_canvas_whole(mask, scale, offset, width, height):
+    """The drawing resampled whole at its scale, then cropped: what mask_on_canvas must equal."""
+    import math
+
+    h, w = mask.shape
+    ox, oy = float(offset[0]), float(offset[1])
+    x0, y0 = math.floor(ox), math.floor(oy)
+    x1, y1 = math.ceil(ox + scale * w), math.ceil(oy + scale * h)
+    out = np.zeros((height, width), bool)
+    img = Image.fromarray(mask.astype(np.uint8) * 255)
+    a = (1 / scale, 0, (x0 - ox) / scale, 0, 1 / scale, (y0 - oy) / scale)
+    part = np.asarray(img.transform((x1 - x0, y1 - y0), Image.Transform.AFFINE, a, Image.Resampling.BILINEAR)) > 127
+    cx0, cy0, cx1, cy1 = max(0, x0), max(0, y0), min(width, x1), min(height, y1)
+    out[cy0:cy1, cx0:cx1] = part[cy0 - y0:cy1 - y0, cx0 - x0:cx1 - x0]
+    return out
+
+
+@pytest.mark.parametrize("scale,offset", [(1.0, (10.3, 20.7)), (2.7, (-150.2, -80.6)), (0.4, (300.5, -10.0))])
+def test_a_mask_on_the_canvas_is_the_whole_drawing_resampled_then_cropped(scale, offset):
+    from animator.page_scene import mask_on_canvas
+
+    photo, pasted = _photo()
+    c, _ = cut_out(photo, pasted[0])
+    got = mask_on_canvas(c.mask, scale, np.array(offset), 400, 300)
+    assert got.any() and np.array_equal(got, _mask_on_canvas_whole(c.mask, scale, offset, 400, 300))
+
+
+def test_a_character_drawn_huge_is_masked_within_the_canvas_only():
+    """Issue 41 S2: a character from a 6300 px photo on the page of a 54 px one is drawn at ~400 canvas
+    px per texture px; its mask was resampled whole (about 91,000 x 98,000 px) before any size check,
+    and the render process was killed for memory. Run under a 1 GiB data limit."""
+    code = ("import resource, numpy as np; resource.setrlimit(resource.RLIMIT_DATA, (2**30, 2**30))\n"
+            "from animator.page_scene import mask_on_canvas\n"
+            "mask = np.zeros((237, 230), bool); mask[20:200, 30:210] = True\n"
+            "out = mask_on_canvas(mask, 400.0, np.array([-20000.0, -30000.0]), 400, 300)\n"
+            "print(int(out.sum()))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-800:]
+    assert int(run.stdout) == 400 * 300  # the canvas lies inside the drawing's mask

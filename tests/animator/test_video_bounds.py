@@ -76,3 +76,28 @@ def test_a_person_seen_in_a_few_frames_makes_a_short_clip_not_a_crash(frames):
     assert clip.n_frames == frames and "MOTION" in clip.text
     still = np.ones((frames, N_LANDMARKS, 3))
     assert np.array_equal(smooth(still, 1.5), still)      # a still pose stays exactly still
+
+
+def test_the_probe_reads_sizes_from_the_header_without_decoding_a_frame(tmp_path):
+    """Issue 41 S10: the probe decoded the first frame before the size check (a 1.9 MiB file took the
+    worker to 2266 MiB, over its 2 GiB limit). Here a 12000x12000 Motion-JPEG frame (under 1 MiB
+    of file) is refused under the worker's memory limit (a 2 GiB cgroup) using a few MiB: its size
+    comes from the header, read with the decoder's own bound (-max_pixels)."""
+    import sys
+
+    from tests.support.cgroup import join, memory_cgroup, peak_mb
+
+    path = tmp_path / "huge.mkv"
+    _ffmpeg("-f", "lavfi", "-i", "color=c=white:s=12000x12000:d=0.2:r=5", "-c:v", "mjpeg", "-pix_fmt", "yuvj420p",
+            "-q:v", "31", str(path))
+    assert path.stat().st_size < 2**20
+    code = ("import sys; from animator.video.decode import read_window, VideoLimits; "
+            "from animator.errors import VideoError\n"
+            "try:\n    read_window(sys.argv[1], VideoLimits())\n    print('accepted')\n"
+            "except VideoError as e:\n    print('refused', e)")
+    with memory_cgroup(2048) as procs:
+        run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120,
+                             preexec_fn=lambda: join(procs))
+        peak = peak_mb(procs)
+    assert run.stdout.startswith("refused") and "8294400 pixels" in run.stdout, (run.stdout, run.stderr[-500:])
+    assert peak < 300, f"reading the header took {peak:.0f} MiB"

@@ -60,6 +60,25 @@ def test_json_fields_are_bounded_in_depth_and_number_length() -> None:
         parse_json("[" + "1," * 1000 + "1]", "joints", max_bytes=1024)
 
 
+def test_json_is_bounded_in_breadth_in_the_pass_that_checks_depth() -> None:
+    """Issue 41 S1: shallow but wide JSON (millions of empty lists) is refused before decoding."""
+    import time
+
+    import pytest
+
+    from app.errors import TooLarge
+    from app.intake.body import MAX_JSON_TOKENS, json_shape, parse_json
+
+    assert json_shape('{"a": [1, "x,y:[]"]}') == (2, 8)  # strings are one token, their commas none
+    fits = "[" + ",".join(["[1, 2]"] * 1000) + "]"
+    assert len(parse_json(fits, "body")) == 1000
+    wide = "[" + "[[]]," * (4 * 2**20) + "[[]]]"  # 20 MiB
+    t0 = time.perf_counter()
+    with pytest.raises(TooLarge, match=f"more than {MAX_JSON_TOKENS} JSON tokens"):
+        parse_json(wide, "body")
+    assert time.perf_counter() - t0 < 0.5
+
+
 def test_log_records_take_one_line_whatever_the_client_sent() -> None:
     import logging
 

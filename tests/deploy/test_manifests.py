@@ -481,3 +481,25 @@ def test_the_storage_budget_is_set_well_under_the_data_volume(label, spec, docs)
         assert 0 < budget_mb * 2**20 <= 0.8 * bytes_of(limit), (label, name, budget_mb, limit)
         checked += 1
     assert checked >= 1, f"{label}: no container stores local files"
+
+
+@pytest.mark.parametrize("label,spec,docs", [pytest.param(*s, id=s[0]) for s in pod_specs()])
+def test_each_client_has_one_render_slot(label, spec, docs):
+    """Issue 41 S5: the render share on (1) where the pod runs, so one client firing requests back to
+    back cannot hold every slot while another client waits."""
+    app = containers(spec)["app"]
+    assert app_config().load_settings(environ=effective_env(app, docs)).client_render_slots == 1
+
+
+def test_make_run_gives_each_client_one_render_slot():
+    import subprocess
+
+    script = (REPO / "scripts" / "run_local.sh").read_text()
+    line = next(ln for ln in script.splitlines() if ln.startswith("export DOODLEPOD_CLIENT_RENDER_SLOTS="))
+    env = {"PATH": "/usr/bin:/bin"}
+    out = subprocess.run(["bash", "-c", f"{line}; echo $DOODLEPOD_CLIENT_RENDER_SLOTS"], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+    out = subprocess.run(["bash", "-c", f"{line}; echo $DOODLEPOD_CLIENT_RENDER_SLOTS"],
+                         env={**env, "DOODLEPOD_CLIENT_RENDER_SLOTS": "0"}, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"  # a backend's deployment may turn it off

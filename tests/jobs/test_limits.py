@@ -93,3 +93,17 @@ def test_a_server_error_frees_the_key_for_a_retry(r):
     claim, _ = idem.begin("c1", "k2", "fp")
     idem.complete(claim, 503, {"error": "overloaded"})
     assert idem.begin("c1", "k2", "fp")[0] is not None
+
+
+@pytest.mark.parametrize("status,code", [(429, "render_share_used"), (429, "rate_limited"),
+                                         (409, "idempotency_in_progress"), (408, "request_timeout"),
+                                         (503, "overloaded")])
+def test_an_answer_that_invites_a_retry_is_not_replayed_to_that_retry(r, status, code):
+    """Issue 41 S12: a 429 stored under its key for 24 h answered the retry its Retry-After invited."""
+    idem = SyncIdempotency(r, "p:", ttl_s=100, running_ttl_s=5, retry_after_s=2)
+    claim, _ = idem.begin("c1", "k3", "fp")
+    idem.complete(claim, status, {"error": code})
+    retry, record = idem.begin("c1", "k3", "fp")
+    assert retry is not None and record is None  # the retry runs
+    idem.complete(retry, 422, {"error": "no_character"})  # an answer that would repeat is kept
+    assert idem.begin("c1", "k3", "fp")[1]["response"]["status"] == 422

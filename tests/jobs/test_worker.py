@@ -224,3 +224,50 @@ def test_a_retryable_failure_is_requeued_with_a_delay_while_the_thread_takes_oth
     assert done_a["status"] == "succeeded" and done_a["attempts"] == 2 and done_a["done"] == "a", done_a
     assert events["a_again"] >= events["a_failed"] + delay - 0.5
 
+
+
+def test_queued_jobs_leave_a_render_slot_to_synchronous_requests(redis_server, torchserve, tmp_path, monkeypatch):
+    """Issue 41 S4: one client's queued jobs held both of the pod's slots for minutes while another
+    client's /animate got 503. With two slots and two job threads, jobs take one; a synchronous request
+    finds the other while they run."""
+    from app.characters.torchserve import TorchServeClient
+    from app.config import load_settings
+    from app.render.admission import InflightSlots
+    from app.worker import Worker
+
+    running: list[int] = []
+    most = [0]
+
+    def slow(_ctx, _payload, _input, job_id, _deadline):
+        running.append(1)
+        most[0] = max(most[0], len(running))
+        time.sleep(1.5)
+        running.pop()
+        return {}
+
+    monkeypatch.setitem(worker_module.HANDLERS, "test_slow", slow)
+    settings = load_settings({}, worker_concurrency=2, request_deadline_s=30.0, ping_timeout_s=5.0)
+    queue = JobQueue(redis_server.url, f"leave-{tmp_path.name}:", max_attempts=1, visibility_s=30)
+    slots = InflightSlots(tmp_path / "slots", 2)
+    services = SimpleNamespace(settings=settings, jobs=queue, pool=None, slots=slots,
+                               torchserve=TorchServeClient(torchserve.inference_url, torchserve.management_url))
+    worker = Worker(services, tmp_path)
+    ids = [queue.submit("test_slow", {}).job["id"] for _ in range(4)]
+    thread = threading.Thread(target=worker.run, name="worker-under-test", daemon=True)
+    thread.start()
+    try:
+        wait.until(lambda: running, 60, "a job started")
+        free = []
+        for _ in range(20):                       # while the jobs run, a request looks for a slot
+            slot = slots.acquire()
+            free.append(slot is not None)
+            if slot is not None:
+                slot.release()
+            time.sleep(0.1)
+        for job_id in ids:
+            assert _wait_status(queue, job_id, {"succeeded", "failed"}, 60)["status"] == "succeeded"
+    finally:
+        worker.stop.set()
+        thread.join(60)
+    assert all(free), free
+    assert most[0] == 1

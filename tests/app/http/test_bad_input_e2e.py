@@ -125,3 +125,71 @@ def test_a_16_bit_mask_is_read_by_its_values_not_as_white(server, page):
     stored = requests.get(resp.json()["urls"]["mask"], timeout=30)
     got = np.asarray(Image.open(io.BytesIO(stored.content)).convert("L")) > 127
     assert 0.4 < got.mean() < 0.6 and got[:, : w // 2].all() and not got[:, w // 2 + 1:].any()
+
+
+def _wide(size: int) -> bytes:
+    """JSON of shallow nested lists, ``size`` bytes: what json.loads takes seconds to build."""
+    return b"[" + b"[[]]," * (size // 5 - 1) + b"[[]]]"
+
+
+def test_wide_json_is_refused_before_it_is_decoded_and_the_app_answers_meanwhile(server):
+    """Issue 41 S1: a 19 MiB body of shallow nested lists froze the one event loop for 16 s. A JSON
+    route takes DOODLEPOD_MAX_JSON_KB (413 from its Content-Length); POST /, whose JSON carries a
+    base64 image, takes megabytes but not millions of tokens."""
+    import threading
+    import time
+
+    base = f"http://127.0.0.1:{server.port}"
+    pings: list[float] = []
+    done = threading.Event()
+
+    def ping() -> None:
+        while not done.is_set():
+            t0 = time.perf_counter()
+            requests.get(base + "/healthz", timeout=30)
+            pings.append(time.perf_counter() - t0)
+            time.sleep(0.05)
+
+    pinger = threading.Thread(target=ping, daemon=True)
+    pinger.start()
+    try:
+        t0 = time.perf_counter()
+        r = requests.patch(base + "/characters/abc", data=_wide(19 * 2**20),  # under DOODLEPOD_MAX_UPLOAD_MB
+                           headers={"Content-Type": "application/json"}, timeout=60)
+        assert_error(r, 413, "too_large")
+        assert "256 KiB" in r.json()["message"]
+        assert time.perf_counter() - t0 < 5
+        t0 = time.perf_counter()
+        r = requests.post(base + "/", data=_wide(5 * 2**20), headers={"Content-Type": "application/json"}, timeout=60)
+        assert_error(r, 413, "too_large")
+        assert "tokens" in r.json()["message"]
+        assert time.perf_counter() - t0 < 5
+    finally:
+        done.set()
+        pinger.join(30)
+    assert pings and max(pings) < 2.0, f"/healthz took up to {max(pings):.1f} s while the wide JSON was refused"
+
+
+def test_a_body_refused_from_its_length_is_not_drained_on_the_event_loop(server):
+    """Issue 41 (found by the hostile-neighbour suite): after answering 413 from a 19 MiB
+    Content-Length, gunicorn read and discarded the whole body on the worker's event loop, and such
+    bodies back to back held another client's requests 40-55 s. The app stops reading: the answer
+    comes and the connection closes without the body being sent."""
+    import time
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(b"PATCH /characters/abc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 19922941\r\n\r\n" + b"[[]]," * 1000)
+        t0 = time.monotonic()
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionResetError, socket.timeout):
+                break
+            if not chunk:
+                break
+            data += chunk
+        closed_in = time.monotonic() - t0
+    assert data.startswith(b"HTTP/1.1 413"), data[:200]
+    assert closed_in < 5, f"the connection stayed open {closed_in:.1f} s waiting for the refused body"

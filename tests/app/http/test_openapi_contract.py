@@ -193,6 +193,7 @@ NOT_REQUEST_BOUNDS = {
     "DOODLEPOD_SCENE_MIN_SCORE",     # which detections of a photo make a scene's characters
     "DOODLEPOD_SCENE_MAX_OVERLAP",   # the non-maximum suppression of those detections
     "DOODLEPOD_STORAGE_BUDGET_MB",   # capacity: 503 storage_full
+    "DOODLEPOD_RENDER_PROCESS_MEMORY_MB",  # capacity of a render process: 422 render_too_large
     "DOODLEPOD_CLIENT_STORAGE_MB",   # a client's share (app/shares.py): 429 storage_share_used
     "DOODLEPOD_CLIENT_QUEUED_MB",    # a client's share: 429 queued_bytes_share_used
     "DOODLEPOD_CLIENT_MAX_QUEUED",   # a client's share: 429 jobs_share_used

@@ -157,3 +157,54 @@ def test_delete(client):
     sid = resp.get_json()["id"]
     assert client.delete(f"/scenes/{sid}").status_code == 204
     _error(client.get(f"/scenes/{sid}"), 404, "not_found")
+
+
+def test_every_character_is_bounded_like_a_request_of_several_motions(client):
+    """Issue 41 S5: every_character renders a scene per motion, one after the other under one slot;
+    two such requests naming every motion held the pod for minutes. At most
+    DOODLEPOD_SCENE_MAX_MOTIONS (3), refused before the photo is looked at, sync or async."""
+    for headers in ({}, {"Prefer": "respond-async"}):
+        data = {"image": (io.BytesIO(_photo()[0]), "page.png", "image/png"), "every_character": "true",
+                "motions": "dab,jumping,zombie,wave_hello"}
+        body = _error(client.post("/animate", data=data, content_type="multipart/form-data", headers=headers),
+                      422, "too_many_motions")
+        assert "DOODLEPOD_SCENE_MAX_MOTIONS" in body["message"] and "4 named" in body["message"]
+
+
+def _character_on(client, page_size, offset, zoom=1.0):
+    """A character (char1, its texture scaled by ``zoom``) on a white page of ``page_size``, with its joints."""
+    from tests.support import stack
+
+    rgb, joints = stack.load_fixture_character("char1")
+    tex = Image.fromarray(rgb)
+    if zoom != 1.0:
+        tex = tex.resize((max(1, round(tex.width * zoom)), max(1, round(tex.height * zoom))))
+    page = Image.new("RGB", page_size, (255, 255, 255))
+    page.paste(tex, offset)
+    placed = {k: [v[0] * zoom + offset[0], v[1] * zoom + offset[1]] for k, v in joints.items()}
+    box = [offset[0], offset[1], offset[0] + tex.width, offset[1] + tex.height]
+    made = client.post("/characters", data={"image": (io.BytesIO(stack.encode(page)), "d.png"),
+                                            "joints": json.dumps(placed), "bbox": json.dumps(box)},
+                       content_type="multipart/form-data")
+    assert made.status_code == 201, made.get_data(as_text=True)[:300]
+    return made.get_json()["id"]
+
+
+def test_a_character_drawn_far_larger_than_the_page_is_priced_and_refused_before_the_render(client):
+    """Issue 41 S2/S3: a character from a 5000 px photo on the page of a 64 px one would be drawn
+    hundreds of canvas pixels per texture pixel (its mask resampled at ~91,000 px, the sprite past the
+    animator's bound): the scene's price, each character's drawn texels at its canvas scale, is
+    known before the render and refused with the bound named; a normal scene of the same photos renders."""
+    import time
+
+    small = _character_on(client, (64, 66), (6, 3), zoom=0.1)        # char1 (508x602) at 51x60 px
+    large = _character_on(client, (5000, 5000), (400, 100), zoom=8.0)  # at 4064x4816 px
+    made = client.post("/scenes", json={"characters": [small, {"id": large, "at": [0, 0]}], "motions": "dab",
+                                        "background": "page"})
+    assert made.status_code == 201, made.get_data(as_text=True)[:300]
+    sid = made.get_json()["id"]
+    t0 = time.perf_counter()
+    body = _error(client.post(f"/scenes/{sid}/animations", json={"format": "gif", "max_frames": 3}),
+                  422, "scene_too_large")
+    assert "million texels" in body["message"] and "per character" in body["message"]
+    assert time.perf_counter() - t0 < 5

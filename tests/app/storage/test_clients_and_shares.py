@@ -5,15 +5,19 @@ from app.clients import client_id, fold_address
 from app.shares import LocalStorageLedger, metering, stored, unmetered
 
 
-def test_ipv6_clients_are_their_64_and_mapped_ipv4_is_ipv4():
-    assert fold_address("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1:2::/64"
-    assert fold_address("2001:db8:1:2::1") == fold_address("2001:db8:1:2:ffff::9")
-    assert fold_address("2001:db8:1:3::1") != fold_address("2001:db8:1:2::1")
+def test_ipv6_clients_are_their_56_and_mapped_ipv4_is_ipv4():
+    """Issue 41 S7: a home gets a /56, so a /64 per client gave each home 256 clients."""
+    assert fold_address("2001:db8:1:2:aaaa:bbbb:cccc:dddd") == "2001:db8:1::/56"
+    assert fold_address("2001:db8:1:2::1") == fold_address("2001:db8:1:ff:ffff::9")   # one home's 256 /64s
+    assert fold_address("2001:db8:1:100::1") != fold_address("2001:db8:1:2::1")       # the next /56
+    assert fold_address("2001:db8:1:2::1", 64) == "2001:db8:1:2::/64"                  # configurable
+    assert fold_address("2001:db8:1:2::1", 64) != fold_address("2001:db8:1:3::1", 64)
     assert fold_address("::ffff:203.0.113.7") == "203.0.113.7" == fold_address("203.0.113.7")
-    assert fold_address("fe80::1%eth0") == "fe80::/64"
+    assert fold_address("fe80::1%eth0") == "fe80::/56"
     assert fold_address("not-an-address") == "not-an-address"
     assert client_id("", "::ffff:10.0.0.1") == client_id("", "10.0.0.1") == "a-10.0.0.1"
-    assert client_id("tok", "2001:db8::1") == client_id("tok", "2001:db8::2") != client_id("", "2001:db8::1")
+    assert client_id("tok", "2001:db8::1") == client_id("tok", "2001:db8:0:ff::2") != client_id("", "2001:db8::1")
+    assert client_id("", "2001:db8::1", 128) != client_id("", "2001:db8::2", 128)
 
 
 def test_the_meter_counts_what_is_stored_inside_it_only():

@@ -74,11 +74,12 @@ def test_a_client_past_its_storage_share_gets_429_and_others_go_on(shared, page)
     assert _create(shared, page, FILLER).status_code == 201
 
 
-def test_addresses_of_one_ipv6_64_share_one_storage_share(shared, page):
+def test_addresses_of_one_ipv6_56_share_one_storage_share(shared, page):
     made, refused = _fill(shared, page, "2001:db8:7:1::1")
     assert_error(refused, 429, "storage_share_used")
     assert_error(_create(shared, page, "2001:db8:7:1:ffff:ffff:ffff:fffe"), 429, "storage_share_used")
-    assert _create(shared, page, "2001:db8:7:2::1").status_code == 201    # the next /64: another client
+    assert_error(_create(shared, page, "2001:db8:7:2::1"), 429, "storage_share_used")  # another /64 of the home
+    assert _create(shared, page, "2001:db8:7:100::1").status_code == 201    # the next /56: another client
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +90,11 @@ def bucketed():
         yield server
 
 
-def test_the_rate_limit_counts_an_ipv6_64_and_both_spellings_of_an_ipv4_host_as_one_client(bucketed, page):
-    answers = [_create(bucketed, page, f"2001:db8:9:9::{i + 1:x}") for i in range(4)]
+def test_the_rate_limit_counts_an_ipv6_56_and_both_spellings_of_an_ipv4_host_as_one_client(bucketed, page):
+    answers = [_create(bucketed, page, f"2001:db8:9:{i + 1:x}::1") for i in range(4)]  # four /64s of one /56
     assert [r.status_code for r in answers[:3]] == [201, 201, 201], [r.text[:200] for r in answers]
     assert_error(answers[3], 429, "rate_limited")
-    assert _create(bucketed, page, "2001:db8:9:a::1").status_code == 201          # another /64
+    assert _create(bucketed, page, "2001:db8:9:100::1").status_code == 201          # another /56
     mixed = [_create(bucketed, page, a) for a in ("192.0.2.5", "::ffff:192.0.2.5", "192.0.2.5", "::ffff:c000:205")]
     assert [r.status_code for r in mixed[:3]] == [201, 201, 201]
     assert_error(mixed[3], 429, "rate_limited")

@@ -1,0 +1,42 @@
+"""What an async job will store, priced from its work order before it is queued (issue 41 S6: ten
+jobs queued by a client with an empty storage share stored 199 MiB against its 40 MiB share, because
+the share counted only what was stored already).
+
+The price is reserved against the client's storage share when the job is admitted
+(:func:`app.http.jobs.submit`) and settled when the job ends: the worker charges what the job stored
+less this same price (:meth:`app.worker.Worker._run`), so a client's queued jobs count in its
+share from the moment they are accepted. It is an upper estimate: a render stores its photo's files
+once and each animation at most :data:`BYTES_PER_PIXEL_FRAME` per pixel and frame.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..orders import AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
+
+#: Bytes an animation takes per pixel of one frame, at most (GIF/WebP/MP4 of drawings compress far below).
+BYTES_PER_PIXEL_FRAME = 0.1
+#: Frames priced when neither the order nor DOODLEPOD_RENDER_MAX_FRAMES caps them (the longest library clips).
+DEFAULT_FRAMES = 150
+#: What one character's files take beside its photo (texture, mask, overlay, its document), at most
+#: twice the photo.
+PHOTO_FILES = 2
+#: A motion made from a video: its BVH clip and preview.
+VIDEO_MOTION_BYTES = 256 * 1024
+
+
+def animation_bytes(size: int, frames: int) -> int:
+    return int(size * size * frames * BYTES_PER_PIXEL_FRAME) + 64 * 1024
+
+
+def stored_bytes(order: WorkOrder, input_bytes: int, settings: Any) -> int:
+    """The most bytes the job of ``order`` will store (``input_bytes``: its uploaded photo's size)."""
+    if isinstance(order, VideoOrder):
+        return VIDEO_MOTION_BYTES
+    size = int(getattr(order, "size", None) or settings.render_size)
+    frames = int(getattr(order, "max_frames", None) or settings.render_max_frames or DEFAULT_FRAMES)
+    if isinstance(order, SceneOrder):
+        return animation_bytes(size, frames)
+    motions = len(order.motions) if isinstance(order, (AnimateOrder, CharacterOrder)) else 1
+    photo = PHOTO_FILES * input_bytes if isinstance(order, AnimateOrder) else 0
+    return photo + motions * animation_bytes(size, frames)
