@@ -69,6 +69,7 @@ def test_readme_client_joints_curl_returns_three_gifs_from_the_pod(pod):
     result = subprocess.run(["bash", "-c", command], cwd=pod.checkout, capture_output=True, timeout=300)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     answer = json.loads(result.stdout)
+    assert "animations" in answer, answer          # an error answer says why (status, code, message)
     animations = answer["animations"]
     assert set(animations) == set(default_motions()) and len(animations) == 3, answer
     for motion, url in animations.items():
