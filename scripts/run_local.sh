@@ -73,8 +73,6 @@ export DOODLEPOD_HOST=${DOODLEPOD_HOST:-127.0.0.1}
 export DOODLEPOD_TORCHSERVE_URL=${DOODLEPOD_TORCHSERVE_URL:-http://127.0.0.1:8080}
 export DOODLEPOD_TORCHSERVE_MANAGEMENT_URL=${DOODLEPOD_TORCHSERVE_MANAGEMENT_URL:-http://127.0.0.1:8081}
 export DOODLEPOD_STORAGE=${DOODLEPOD_STORAGE:-local}
-# one render slot per client at a time, as in pod.yaml (a client firing requests back to back gets 429)
-export DOODLEPOD_CLIENT_RENDER_SLOTS=${DOODLEPOD_CLIENT_RENDER_SLOTS:-1}
 export DOODLEPOD_VENV=$VENV DOODLEPOD_CACHE=$CACHE
 start=$SECONDS
 # shellcheck source=scripts/models_state.sh
