@@ -42,6 +42,11 @@ RUN pip install --no-cache-dir -r requirements/app.txt
 # The pose model (a motion from a video): mediapipe without its declared dependencies (see pose.txt),
 # with the OpenCV and matplotlib builds it imports.
 FROM deps-app AS deps-worker
+# mediapipe opens libEGL.so.1 and libGLESv2.so.2 even on its CPU path (scripts/install_pose_libs.sh)
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libegl1 libgles2 \
+ && rm -rf /var/lib/apt/lists/*
 RUN pip install --no-cache-dir opencv-python-headless==5.0.0.93 matplotlib==3.11.2 \
     && pip install --no-cache-dir --no-deps -r requirements/pose.txt
 

@@ -161,6 +161,7 @@ model_half() {
   fi
   log "installing requirements/pose.txt (without dependencies: see that file)"
   quiet_pip --no-deps -r requirements/pose.txt
+  scripts/install_pose_libs.sh  # the system libraries mediapipe opens (libEGL, libGLESv2)
   # Proof that the stack runs, not only imports: both handlers load a tiny model and answer one
   # image (seconds; 37 s at load 14). A failure leaves the stamp unwritten, so the next run tries again.
   "$VENV/bin/python" scripts/smoke_models.py || { log "ERROR: the model stack is installed but cannot run the handlers"; return 1; }

@@ -30,7 +30,9 @@ def test_cached_renders_are_the_same_files_and_build_the_rig_once(char1):
     other = render(char1, *_configs("zombie"), OPTS, rigs=cache)         # same joints: rig reused
     assert first.data == again.data == plain["dab"] and other.data == plain["zombie"]
     assert cache.hits == {"rig": 2, "sprite": 1}
-    assert again.timings_ms["setup"] < first.timings_ms["setup"] / 5
+    # the hits above prove the rig was not built again; its setup time says so too (5x idle; 4.4x was
+    # measured at load 8 in a clean-system rehearsal, so 3x keeps the check without racing the load)
+    assert again.timings_ms["setup"] < first.timings_ms["setup"] / 3
     gif_then_webp = render(char1, *_configs("dab"), dataclasses.replace(OPTS, format="webp"), rigs=cache)
     assert gif_then_webp.data == render(char1, *_configs("dab"), dataclasses.replace(OPTS, format="webp")).data
     assert cache.hits == {"rig": 3, "sprite": 2}
