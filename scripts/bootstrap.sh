@@ -161,7 +161,6 @@ model_half() {
   fi
   log "installing requirements/pose.txt (without dependencies: see that file)"
   quiet_pip --no-deps -r requirements/pose.txt
-  scripts/install_pose_libs.sh  # the system libraries mediapipe opens (libEGL, libGLESv2)
   # Proof that the stack runs, not only imports: both handlers load a tiny model and answer one
   # image (seconds; 37 s at load 14). A failure leaves the stamp unwritten, so the next run tries again.
   "$VENV/bin/python" scripts/smoke_models.py || { log "ERROR: the model stack is installed but cannot run the handlers"; return 1; }
@@ -246,10 +245,12 @@ case $MODE in
     scripts/install_browser.sh
     scripts/install_node_tools.sh
     scripts/install_podman.sh  # the container engine of tests/pod and `make images`/`make pod`
+    scripts/install_pose_libs.sh  # the system libraries mediapipe opens (libEGL, libGLESv2)
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;
   models)
+    scripts/install_pose_libs.sh  # outside the stamps, as in --all: system packages, instant when present
     with_lock "$CACHE/.lock-venv-app" "the app half of $VENV" app_half
     with_lock "$CACHE/.lock-venv-models" "the model half of $VENV" model_half
     with_lock "$ROOT/.venv.lock" "$CHECKOUT_VENV" checkout_venv ;;

@@ -23,7 +23,7 @@ fi
 start=$SECONDS
 export DEBIAN_FRONTEND=noninteractive
 say "installing Debian's libegl1 and libgles2 for the video pose model (once; seconds)"
-if ! apt-get install -y -qq --no-install-recommends libegl1 libgles2 >/dev/null; then
+if ! apt-get install -y -qq --no-install-recommends libegl1 libgles2 >/dev/null 2>&1; then  # no lists yet: update
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends libegl1 libgles2 >/dev/null
 fi
