@@ -18,6 +18,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.deploy.test_make_run import README_BASE, client_joints_command, default_motions, get
+from tests.deploy.test_make_run_finder import photo_command
 from tests.support.receiver import CallbackReceiver
 
 pytestmark = [pytest.mark.pod, pytest.mark.timeout(3600)]
@@ -100,18 +101,15 @@ def test_photo_curl_reaches_the_model_container_over_localhost(pod):
     env = {c["name"]: c["value"] for c in manifest_containers()["app"]["env"] if "value" in c}
     assert env["DOODLEPOD_TORCHSERVE_URL"].startswith("http://127.0.0.1:")
     before = len(torchserve_predictions(pod))
-    block = re.search(r"models find the character in a photo on their own:\s*```sh\n(.*?)```",
-                      (REPO / "README.md").read_text(), re.S)
-    command = re.sub(r"\\\n\s*", " ", block.group(1)).strip().replace(README_BASE, pod.url)
-    assert "original_img.png" in command
+    command = photo_command().replace(README_BASE, pod.url)  # the README's photo line (char4)
     result = subprocess.run(["bash", "-c", command + " -w '\\n%{http_code}'"], cwd=pod.checkout,
                             capture_output=True, text=True, timeout=300)
     body, _, code = result.stdout.rpartition("\n")
-    # Tiny random models: a character (200) or nonsense refused with a clear error (422); never a model
-    # outage (503) or a 500.
+    # The ink finder or tiny random models: a character (200) or nonsense refused with a clear error
+    # (422); never a model outage (503) or a 500.
     assert code in ("200", "422"), result.stdout[-2000:]
     if code == "422":
-        assert json.loads(body)["error"] in ("no_character", "invalid_character"), body
+        assert json.loads(body)["error"] in ("no_character", "invalid_character", "no_skeleton"), body
     after = torchserve_predictions(pod)
     assert len(after) > before and any("drawn_humanoid_detector" in line for line in after[before:]), after[-5:]
     # Inside the pod the inference port answers on loopback only.
