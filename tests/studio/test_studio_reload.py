@@ -8,6 +8,8 @@ character is created with its own box and joints).
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 import requests
@@ -75,16 +77,24 @@ def test_a_reload_keeps_the_chosen_motions_the_animations_and_a_render_in_progre
     assert _shown(page, "dab", timeout=30_000) == dab                   # the same file, not rendered again
     assert "kept from before" in page.get_by_test_id("render-state").inner_text()
 
-    # a render in progress: reloaded while its job runs, the page follows it to the animation
-    _choose(page, {"wave_hello"})
-    page.get_by_test_id("render").click()
-    page.wait_for_function("() => JSON.parse(localStorage.getItem('doodlepod.studio.' + "
-                           f"'{character}') || '{{}}').pending")
-    page.reload()
-    page.wait_for_selector("body[data-ready=true]")
-    assert _chosen(page) == ["wave_hello"]
-    page.wait_for_function("() => /Still rendering|Rendering|Waiting/.test("
-                           "document.querySelector('[data-testid=render-state]').textContent)", timeout=30_000)
+    # a render in progress: reloaded while its job waits, the page follows it to the animation. The worker
+    # is paused (SIGSTOP to its process group) so the job is still in progress at the reload on any machine:
+    # a fast one finished it before the reload and the page had nothing to follow.
+    os.killpg(server.worker.proc.pid, signal.SIGSTOP)
+    try:
+        _choose(page, {"wave_hello"})
+        page.get_by_test_id("render").click()
+        page.wait_for_function("() => JSON.parse(localStorage.getItem('doodlepod.studio.' + "
+                               f"'{character}') || '{{}}').pending")
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        assert _chosen(page) == ["wave_hello"]
+        page.wait_for_function("() => /Still rendering|Rendering|Waiting/.test("
+                               "document.querySelector('[data-testid=render-state]').textContent)",
+                               timeout=30_000)
+        assert page.locator("[data-testid=animation-wave_hello] img").count() == 0
+    finally:
+        os.killpg(server.worker.proc.pid, signal.SIGCONT)
     _shown(page, "wave_hello")
     assert page.get_by_test_id("error").is_hidden()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
