@@ -165,11 +165,13 @@ class Scenes:
 
     def from_photo(self, image: bytes, clients: list[dict[str, Any]] | None, motions: list[str] | None,
                    background: dict[str, Any], background_png: bytes | None, deadline: Deadline,
-                   timings: dict[str, float]) -> tuple[SceneRecord, list[dict[str, Any]]]:
+                   timings: dict[str, float], found: list[str] | None = None
+                   ) -> tuple[SceneRecord, list[dict[str, Any]]]:
         """A scene from a photo: every detection (above the score threshold, after non-maximum
         suppression, at most DOODLEPOD_SCENE_MAX_CHARACTERS) or every client-sent ``{"bbox"?,
         "joints"?}`` becomes a character. Returns the scene and the detections that made none
-        (``{"bbox", "score", "reason"}``: overlap, limit, or the error that stopped it)."""
+        (``{"bbox", "score", "reason"}``: overlap, limit, or the error that stopped it). ``found``
+        collects the codes of the ink finders that found the boxes or joints (no trained models)."""
         s = self.settings
         img = self.pipeline.decode(image, deadline, timings)
         made: list[CharacterRecord] = []
@@ -179,17 +181,18 @@ class Scenes:
             for c in clients:
                 made.append(self.characters.create_on(img, c.get("joints"), c.get("bbox"), deadline, timings))
         else:
-            found = self.pipeline.detect(img, deadline, timings)     # NoCharacter (422) when none
-            found = found[:1] + [d for d in found[1:] if d.score >= s.scene_min_score]
-            kept, dropped = keep(found, s.scene_max_overlap, s.scene_max_characters)
+            boxes = self.pipeline.detect(img, deadline, timings, found)   # NoCharacter (422) when none
+            boxes = boxes[:1] + [d for d in boxes[1:] if d.score >= s.scene_min_score]
+            kept, dropped = keep(boxes, s.scene_max_overlap, s.scene_max_characters)
             detections = [{"bbox": [round(v / img.scale, 1) for v in d.box], "score": round(float(d.score), 4),
-                           "kept": d in kept} for d in sorted(found, key=lambda d: -d.score)]
+                           "kept": d in kept} for d in sorted(boxes, key=lambda d: -d.score)]
             skipped += [{"bbox": [round(v / img.scale, 1) for v in d.box], "score": round(float(d.score), 4),
                          "reason": why} for d, why in dropped]
             first_error: ApiError | None = None
             for d in kept:
                 try:
-                    made.append(self.characters.create_on(img, None, None, deadline, timings, detection=d))
+                    made.append(self.characters.create_on(img, None, None, deadline, timings, detection=d,
+                                                          found=found))
                 except ClientError as exc:   # e.g. no skeleton in that box: the others still make a scene
                     first_error = first_error or exc
                     skipped.append({"bbox": [round(v / img.scale, 1) for v in d.box],

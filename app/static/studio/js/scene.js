@@ -33,6 +33,12 @@ const VIDEOS = new Set(["mp4", "webm"]);
 const TINY = "This server runs tiny random-initialised models, built for testing and never trained: what they " +
   "find is meaningless. Add each drawing they missed with “Add one the detector missed” (its box, then its " +
   "joints), and drop any box that is not a drawing.";
+// No trained models on this server: the ink finder found the boxes and joints (on the model server, or in
+// the app while that is not ready). It reads the ink, so drawings that touch or overlap come as one box.
+const FOUND_BY = new Set(["found_by_ink_finder", "found_by_ink_finder_in_app"]);
+const FINDER = "This server has no trained models: the ink finder found these drawings by reading the ink. Check " +
+  "each box: drop one that holds several drawings (drawings that touch come as one) or none, and add each " +
+  "drawing it missed with “Add one the detector missed” (its box; the joints are fitted for you to check).";
 const MODELS_WORDS = {
   preparing: "The models that find drawings are still being installed on this server.",
   starting: "The model server is starting and loading its models.",
@@ -77,7 +83,7 @@ function storeResults(id, value) {
 export function mountScene(section, { onFix = null, onOpen = null } = {}) {
   const state = {
     file: null, scene: null, page: null, motions: [], drawing: null, busy: false, selected: null, drag: null,
-    keyTimer: null, photo: null, editor: null, tiny: false,
+    keyTimer: null, photo: null, editor: null, tiny: false, finder: false,
   };
   const h2 = el("h2", { id: "h-scene" }, el("span", { className: "step", text: "★" }), " Every character together");
   const hint = el("p", { className: "hint", text: "Several figures on the page? Animate them all where they were drawn." });
@@ -466,6 +472,10 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
       state.tiny = true;
       note(TINY);
     }
+    else if ((doc.warnings || []).some((w) => FOUND_BY.has(w.code))) {
+      state.finder = true;
+      note(FINDER);
+    }
   }
 
   /** The scene again from the server (a character fixed elsewhere, the page back from the cache). */
@@ -669,7 +679,7 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
   /** Say, above the scene, when the models cannot find drawings (not ready, or the tiny random ones). */
   async function watchModels() {
     const models = await modelsState();
-    if (state.tiny) return;
+    if (state.tiny || state.finder) return;
     if (models.state === "ready") {
       note(null);
       return;
