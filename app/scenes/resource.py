@@ -50,6 +50,7 @@ from ..errors import (
 )
 from ..orders import AnimateOrder, SceneOrder
 from ..render.pipeline import expected_frames, file_suffix, progress_report
+from ..render.sheet_price import check_sheet
 from ..storage.backends import Conflict
 from .detections import keep
 
@@ -402,6 +403,7 @@ class Scenes:
                                 f"{width}x{height} pixels = {work / 1e6:.0f} megapixel-frames, over the bound of "
                                 f"{bound / 1e6:.0f}: ask for fewer frames (max_frames), a smaller size, or fewer "
                                 "characters")
+        check_sheet(order.format, {"the scene": frames}, (width, height))   # 422 output_too_large now
         return options
 
     def check_price(self, record: SceneRecord, chars: list[CharacterRecord], options: RenderOptions) -> None:

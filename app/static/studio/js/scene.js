@@ -10,7 +10,8 @@
 // results of each scene version are kept in this browser (localStorage), so a reload shows them again,
 // and so is a render in progress (its job), which a reloaded page follows to its end.
 
-import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, request, sameOrigin, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, request, sameOrigin, sheetTooBig,
+  upload } from "./api.js";
 import { Editor } from "./editor.js";
 import { renderJob, resumeJob } from "./jobs.js";
 import { SKELETON, skeletonIn } from "./manual.js";
@@ -480,7 +481,14 @@ export function mountScene(section, { onFix = null, onOpen = null, onPhoto = nul
   download.addEventListener("click", () => guarded(async () => {
     const body = { format: format.value };
     if (size.value) body.size = Number(size.value);
-    const d = downloadOf(await rendered(body, "Making the file", "download"), format.value);
+    let answer;
+    try {
+      answer = await rendered(body, "Making the file", "download");
+    } catch (err) { // a sheet that cannot fit: refused before the work, in the page's words
+      throw sheetTooBig(err, `this scene at ${size.value ? `${size.value} px` : "the server's default size"}`,
+        SIZES.map(([v]) => Number(v)).filter(Boolean)) || err;
+    }
+    const d = downloadOf(answer, format.value);
     await save(d); // the browser saves it (the link stays, to save it again)
     say(`${d.name} is ready.`);
     reveal(resultBox);
