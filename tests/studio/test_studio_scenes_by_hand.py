@@ -17,7 +17,8 @@ page); drags char3 to the empty part of the page (mouse at 1280x800, a finger at
 (the result must be in view on a phone); downloads an APNG at 512 px. The downloaded file is then read with
 Pillow: every character is there, the moved one at its new place, and its drawn place shows the paper
 (under 2 % ink, mean difference from the true paper under 10 grey levels). Fix -> Back shows the fixed box,
-not the old one. Screenshots: build/studio-screenshots/scenes-by-hand-*.png. About 35 s a viewport here.
+not the old one. Screenshots: build/studio-screenshots/scenes-by-hand-*.png. Here (2 CPUs, load 4-5): 110 s
+for the module, of which 17 s start TorchServe (about 5 s), the stack and Chromium, 31 s at 1280x800, 56 s at 390x844.
 """
 from __future__ import annotations
 
@@ -266,6 +267,7 @@ def test_every_drawing_into_one_scene_one_moved_played_and_downloaded(server, ph
     result = page.get_by_test_id("scene-result").bounding_box()
     assert 0 <= result["y"] and result["y"] + result["height"] / 2 < height, result    # in view, not below the fold
     shot(page, f"{size}-4-playing")
+    shot(page, f"{size}-4-playing-page", full_page=True)    # at 1280x800: docs/studio-scenes.png
 
     # download an APNG at 512 px: a readable name, every character, the moved one's drawn place is paper
     page.get_by_test_id("scene-format").select_option("apng")

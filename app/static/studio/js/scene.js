@@ -40,7 +40,8 @@ const TINY = "This server runs tiny random-initialised models, built for testing
 const FOUND_BY = new Set(["found_by_ink_finder", "found_by_ink_finder_in_app"]);
 const FINDER = "This server has no trained models: the ink finder found these drawings by reading the ink. Check " +
   "each box: drop one that holds several drawings (drawings that touch come as one) or none, and add each " +
-  "drawing it missed with “Add one the detector missed” (its box; the joints are fitted for you to check).";
+  "drawing it missed with “Add one the detector missed” (its box, then its joints: fitted where the finder can, " +
+  "for you to check).";
 const MODELS_WORDS = {
   preparing: "The models that find drawings are still being installed on this server.",
   starting: "The model server is starting and loading its models.",
