@@ -1,0 +1,80 @@
+"""Holding a process's work so that a test sees a state that fast work skips.
+
+A test that looks for "still rendering", "waiting for the slot" or frames moving while a render runs
+passes on this machine only because the work takes long enough here; a machine two or three times
+faster ends it before the test looks. These helpers make the work wait for the test instead: the
+processes are stopped (SIGSTOP; the kernel holds them wherever they are) and let go (SIGCONT) when the
+test has seen what it wanted. A stopped process keeps its sockets and pipes: a peer that writes to
+it waits or buffers, as with a busy process.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _signal_each(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+@contextmanager
+def paused_group(pgid: int) -> Iterator[None]:
+    """Every process of the group ``pgid`` (a render worker and its render processes) stopped while
+    the block runs, let go after it, whatever happens in it."""
+    _signal_group(pgid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        _signal_group(pgid, signal.SIGCONT)
+
+
+@contextmanager
+def paused(pids: Iterable[int]) -> Iterator[None]:
+    """The processes ``pids`` (an app's render processes, not the server that answers HTTP) stopped
+    while the block runs, let go after it."""
+    pids = list(pids)
+    _signal_each(pids, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        _signal_each(pids, signal.SIGCONT)
+
+
+def stepped(pgid: int, look: Callable[[], T | None], timeout: float, burst: float = 0.02) -> T:
+    """Run the process group ``pgid`` in bursts of ``burst`` seconds, calling ``look`` while it is
+    stopped between two bursts, until ``look`` answers something (returned) or ``timeout`` seconds.
+
+    A job's progress polled this way is seen at many points of the work however fast the machine:
+    each look sees the work where the last burst left it, and a faster machine only takes fewer
+    bursts (a render of a few tenths of a second still gives several looks). The group is running
+    when this returns or raises."""
+    end = time.monotonic() + timeout
+    try:
+        while True:
+            _signal_group(pgid, signal.SIGSTOP)
+            found = look()
+            if found:
+                return found
+            if time.monotonic() >= end:
+                raise AssertionError(f"not true after {timeout:g} s of stepped work: {look}")
+            _signal_group(pgid, signal.SIGCONT)
+            time.sleep(burst)
+    finally:
+        _signal_group(pgid, signal.SIGCONT)
