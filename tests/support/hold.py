@@ -16,7 +16,15 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from tests.support import procs
+
 T = TypeVar("T")
+
+
+def app_render_processes(master_pid: int) -> list[int]:
+    """The render processes of the app whose gunicorn master is ``master_pid`` (every process below its
+    workers): stopped, they hold the renders in flight while the workers still answer HTTP."""
+    return sorted(procs.descendants(*procs.children(master_pid)))
 
 
 def _signal_group(pgid: int, sig: int) -> None:
