@@ -14,7 +14,7 @@ import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tests.support import procs
 
@@ -73,16 +73,42 @@ def stepped(pgid: int, look: Callable[[], T | None], timeout: float, burst: floa
     each look sees the work where the last burst left it, and a faster machine only takes fewer
     bursts (a render of a few tenths of a second still gives several looks). The group is running
     when this returns or raises."""
-    end = time.monotonic() + timeout
-    try:
+    with stepping(lambda sig: _signal_group(pgid, sig)) as until:
+        return until(look, timeout, burst)
+
+
+def processes(pids: Callable[[], Iterable[int]]) -> Callable[[int], None]:
+    """What :func:`stepping` signals: the processes ``pids()`` names at each stop (asked again each
+    time: a render process may have forked helpers meanwhile), the same ones at the next let-go."""
+    stopped: list[int] = []
+
+    def send(sig: int) -> None:
+        if sig == signal.SIGSTOP:
+            stopped[:] = list(pids())
+        _signal_each(stopped, sig)
+
+    return send
+
+
+@contextmanager
+def stepping(send: Callable[[int], None]) -> Iterator[Callable[..., Any]]:
+    """Yields ``until(look, timeout, burst=0.02)``: the processes ``send`` signals (``processes(...)``,
+    or a group) run in bursts of ``burst`` seconds with ``look`` called while they are stopped, until
+    it answers something; they are left STOPPED then, so the test acts while the work is where the
+    look saw it. All are let go when the block ends."""
+    def until(look: Callable[[], T | None], timeout: float, burst: float = 0.02) -> T:
+        end = time.monotonic() + timeout
         while True:
-            _signal_group(pgid, signal.SIGSTOP)
+            send(signal.SIGSTOP)
             found = look()
             if found:
                 return found
             if time.monotonic() >= end:
                 raise AssertionError(f"not true after {timeout:g} s of stepped work: {look}")
-            _signal_group(pgid, signal.SIGCONT)
+            send(signal.SIGCONT)
             time.sleep(burst)
+
+    try:
+        yield until
     finally:
-        _signal_group(pgid, signal.SIGCONT)
+        send(signal.SIGCONT)
