@@ -7,18 +7,15 @@ character is created with its own box and joints).
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 
 import pytest
 import requests
-import yaml
-from PIL import Image
 
-from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
 from tests.support import make_run_pod
+from tests.support.characters import post_char1
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -34,15 +31,7 @@ def server(torchserve):
 
 @pytest.fixture(scope="module")
 def character(server) -> str:
-    cfg = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())
-    joints = {j["name"]: j["loc"] for j in cfg["skeleton"]}
-    with Image.open(CHAR1 / "texture.png") as im:
-        box = [0, 0, im.width, im.height]
-    r = requests.post(f"{server.url}/characters", timeout=120,
-                      files={"image": ("char1.png", (CHAR1 / "texture.png").read_bytes(), "image/png")},
-                      data={"joints": json.dumps(joints), "bbox": json.dumps(box)})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
+    return post_char1(server.url)
 
 
 def _choose(page, names):
