@@ -1,12 +1,12 @@
 """The API's reference (public): GET /openapi.json, /openapi.yaml and the page GET /docs.
 
-The document is ``openapi.yaml`` beside this module (every route, header, answer and error code,
-written by hand) plus the request schemas, generated from the request models
-(:mod:`app.intake.models`) when it is first served; tests/app/http/test_openapi_contract.py holds it to
-the code. Its bounds are written as the settings' defaults and marked ``x-bounds: {keyword:
-SOURCE}`` (:mod:`app.intake.bounds`); :func:`spec` answers the document with each marked value
-taken from the running settings (or the Python constant named), so a deployment that raises
-``DOODLEPOD_MAX_UPLOAD_MB`` publishes its own limit.
+The document is ``openapi.yaml`` beside this module (every route, header and answer, written by
+hand) plus the request schemas, generated from the request models (:mod:`app.intake.models`), and
+the error codes, generated from the error classes (:mod:`app.http.codes`), when it is first served;
+tests/app/http/test_openapi_contract.py holds it to the code. Its bounds are written as the settings'
+defaults and marked ``x-bounds: {keyword: SOURCE}`` (:mod:`app.intake.bounds`); :func:`spec` answers
+the document with each marked value taken from the running settings (or the Python constant named),
+so a deployment that raises ``DOODLEPOD_MAX_UPLOAD_MB`` publishes its own limit.
 
 The page is static HTML, CSS and one vanilla-JS module in ``app/static/docs/`` that fetches
 ``/openapi.json`` and renders it (no build step, no CDN), under the studio's Content-Security-Policy.
@@ -40,13 +40,16 @@ def hand_written() -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def written() -> dict[str, Any]:
     """The document at the settings' defaults: ``openapi.yaml`` with the request schemas generated from
-    the request models (:func:`app.intake.models.components`); callers must not change it."""
+    the request models (:func:`app.intake.models.components`) and the error codes' from the error
+    classes (:func:`app.http.codes.schemas`); callers must not change it."""
+    from . import codes  # here: `python -m app.http.codes` imports app.http first
+
     document = hand_written()
     schemas = document["components"]["schemas"]
-    generated = components()
+    generated = {**components(), **codes.schemas()}
     twice = sorted(set(schemas) & set(generated))
     if twice:
-        raise ValueError(f"openapi.yaml writes schemas the request models generate: {', '.join(twice)}")
+        raise ValueError(f"openapi.yaml writes schemas the code generates: {', '.join(twice)}")
     schemas.update(generated)
     return document
 

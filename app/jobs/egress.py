@@ -47,7 +47,8 @@ _NUMERIC_HOST = re.compile(r"^(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}\
 
 
 class CallbackRefused(ClientError):
-    """The callback URL names an address the server does not call (see the module's rules)."""
+    """The `callback_url` names an address the server does not call (internal, odd spelling,
+    credentials) or a name that does not resolve in time; the message names the rule (see the module)."""
     status, code = 422, "callback_url_refused"
 
     def __init__(self, rule: str, message: str) -> None:

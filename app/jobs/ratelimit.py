@@ -26,7 +26,8 @@ from .scripts import lua
 
 
 class RateLimited(ClientError):
-    """The client used up its token bucket (DOODLEPOD_RATE_LIMIT_PER_MIN, DOODLEPOD_RATE_LIMIT_BURST)."""
+    """A request that stores work, over the client's rate limit (`DOODLEPOD_RATE_LIMIT_PER_MIN`,
+    `DOODLEPOD_RATE_LIMIT_BURST`): `Retry-After` and `RateLimit-*` headers say when a token is back."""
     status, code, retryable = 429, "rate_limited", True
 
 
