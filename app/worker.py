@@ -150,7 +150,7 @@ class Worker:
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
-        from .jobs.egress import BoundedResolver
+        from .clients.lookups import BoundedResolver
         # callback names: looked up on threads of their own, within each attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S
         self.resolver = BoundedResolver(self.settings.webhook_dns_threads, self.settings.webhook_timeout_s)
 

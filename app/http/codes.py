@@ -23,7 +23,8 @@ from types import ModuleType
 from typing import Any
 
 from .. import config, errors, shares
-from ..jobs import egress, idempotency, queue, ratelimit
+from ..clients import ratelimit
+from ..jobs import egress, idempotency, queue
 
 
 @dataclass(frozen=True)

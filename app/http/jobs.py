@@ -5,7 +5,7 @@
   and ``Retry-After``; a worker (``python -m app.worker``) renders it.
 * ``GET /jobs/{id}``: ``{"id", "status": queued|running|succeeded|failed, "animations"?, "error"?,
   "timings_ms"?, "created", "updated", ...}``.
-* :func:`admit_work` (every request that queues work): the client's token bucket (app/jobs/ratelimit.py),
+* :func:`admit_work` (every request that queues work): the client's token bucket (app/clients/ratelimit.py),
   429 with ``RateLimit-*`` and ``Retry-After`` when empty. Synchronous requests are bounded by the
   pod's render slots instead (503 at once), exactly as without Redis.
 * :func:`idempotent` (synchronous work) and :func:`submit` (async) honour ``Idempotency-Key``

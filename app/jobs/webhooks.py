@@ -29,18 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..clients.lookups import BoundedResolver, Resolver, ResolverBusy, ResolveTimeout, submit_resolver, system_resolver
 from ..errors import BadRequest, CallbackDnsBusy
-from .egress import (
-    Allowance,
-    BoundedResolver,
-    CallbackRefused,
-    Resolver,
-    ResolverBusy,
-    ResolveTimeout,
-    Target,
-    check_callback,
-    system_resolver,
-)
+from .egress import Allowance, CallbackRefused, Target, check_callback
 
 log = logging.getLogger("doodlepod.webhooks")
 
@@ -56,18 +47,6 @@ def sign(secret: str, body: bytes) -> str:
 def verify(secret: str, body: bytes, header: str) -> bool:
     """What a receiver does: recompute the signature over the raw body, compare in constant time."""
     return hmac.compare_digest(sign(secret, body), header or "")
-
-
-_SUBMIT_RESOLVER: BoundedResolver | None = None
-
-
-def submit_resolver(settings: Any) -> BoundedResolver:
-    """This process's resolver for callback URLs given with requests (DOODLEPOD_WEBHOOK_DNS_THREADS
-    threads of its own, each lookup within DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S)."""
-    global _SUBMIT_RESOLVER
-    if _SUBMIT_RESOLVER is None:
-        _SUBMIT_RESOLVER = BoundedResolver(settings.webhook_dns_threads, settings.webhook_dns_timeout_s)
-    return _SUBMIT_RESOLVER
 
 
 def callback_syntax(raw: str | None, settings: Any) -> str:
