@@ -18,12 +18,27 @@ never see a stack trace.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from animator import errors as animator_errors
 
 log = logging.getLogger("doodlepod.errors")
+
+
+def retry_after_header(seconds: float) -> dict[str, str]:
+    """The ``Retry-After`` header that asks a client to come back in ``seconds``: whole seconds
+    (RFC 9110's delay-seconds), rounded up, at least 1. Every answer that says when to retry writes it here."""
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The delay a ``Retry-After`` header among ``headers`` asks for, in seconds; None when there is none
+    or it is not delay-seconds (an HTTP date is not read). Every reader of one (an error's, a callback
+    receiver's) reads it here."""
+    value = (headers.get("Retry-After") or "").strip()
+    return float(value) if value.isdigit() else None
 
 
 class ApiError(Exception):
@@ -238,8 +253,7 @@ class Unavailable(ApiError):
     status, code, retryable = 503, "unavailable", True
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
-        headers = {"Retry-After": str(max(1, int(retry_after)))} if retry_after is not None else None
-        super().__init__(message, headers=headers)
+        super().__init__(message, headers=None if retry_after is None else retry_after_header(retry_after))
 
 
 class ModelServerUnavailable(Unavailable):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .clients import digest
-from .errors import ApiError, ClientError, TooManyMotions
+from .errors import ApiError, ClientError, TooManyMotions, retry_after_header
 
 #: Seconds of one bucket of the storage ledger.
 BUCKET_S = 3600
@@ -45,7 +45,7 @@ class ShareUsed(ClientError):
     status, code, retryable = 429, "share_used", True
 
     def __init__(self, message: str, retry_after_s: float) -> None:
-        super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after_s)))})
+        super().__init__(message, headers=retry_after_header(retry_after_s))
 
 
 class StorageShareUsed(ShareUsed):

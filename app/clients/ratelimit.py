@@ -21,7 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ClientError
+from ..errors import ClientError, retry_after_header
 
 #: The script that takes tokens from a bucket in Redis.
 TOKEN_BUCKET_LUA = Path(__file__).resolve().with_name("token_bucket.lua")
@@ -47,7 +47,7 @@ class Decision:
                "RateLimit-Reset": str(math.ceil(self.reset_s)),
                "RateLimit-Policy": f"{self.limit};w={math.ceil(self.window_s)}"}
         if not self.allowed:
-            out["Retry-After"] = str(max(1, math.ceil(self.retry_after_s)))
+            out.update(retry_after_header(self.retry_after_s))
         return out
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BadRequest, ClientError
+from ..errors import BadRequest, ClientError, retry_after_header
 
 log = logging.getLogger("doodlepod.idempotency")
 
@@ -42,7 +42,7 @@ class IdempotencyInProgress(ClientError):
     status, code, retryable = 409, "idempotency_in_progress", True
 
     def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message, headers={"Retry-After": str(int(retry_after))})
+        super().__init__(message, headers=retry_after_header(retry_after))
 
 
 def validate_key(raw: str | None) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..clients.lookups import BoundedResolver, Resolver, ResolverBusy, ResolveTimeout, submit_resolver, system_resolver
-from ..errors import BadRequest, CallbackDnsBusy
+from ..errors import BadRequest, CallbackDnsBusy, retry_after_s
 from .egress import Allowance, CallbackRefused, Target, check_callback
 
 log = logging.getLogger("doodlepod.webhooks")
@@ -163,8 +163,8 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
             if status not in _RETRY_STATUSES and status < 500:
                 log.warning("webhook job=%s refused by %s: %s; not retried", job["id"], shown, detail)
                 return Outcome(False, attempt, detail)
-            if retry_after.isdigit():
-                wait = min(60.0, float(retry_after))
+            if retry_after is not None:
+                wait = min(60.0, retry_after)
         if attempt < attempts:
             log.info("webhook job=%s to %s failed (%s), attempt %d/%d; retrying in %.1f s", job["id"], shown,
                      detail, attempt, attempts, wait)
@@ -178,10 +178,10 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
 MAX_ANSWER_HEAD = 16 * 1024
 
 
-def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float) -> tuple[int, float | None]:
     """POST ``body`` to ``target`` with :mod:`http.client`, connecting to its checked address (never a name
     looked up again), and read the answer's head (at most :data:`MAX_ANSWER_HEAD` bytes), all within
-    ``timeout_s``. Returns the status and the Retry-After header ('' if none); raises OSError
+    ``timeout_s``. Returns the status and the delay its Retry-After asks (None if none); raises OSError
     (``TimeoutError`` past the deadline) or ValueError (not an HTTP answer)."""
     end = time.monotonic() + timeout_s
 
@@ -195,7 +195,7 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float)
     try:
         connection.request("POST", target.path, body, {**headers, "Connection": "close"})
         answer = connection.getresponse()
-        return answer.status, answer.getheader("Retry-After", "") or ""
+        return answer.status, retry_after_s(answer.headers)
     except http.client.HTTPException as exc:  # a status line or head that is not HTTP
         raise ValueError(f"not an HTTP answer ({type(exc).__name__})") from None
     finally:

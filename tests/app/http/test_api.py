@@ -307,3 +307,19 @@ def test_from_animator_maps_every_animator_error() -> None:
     assert errors.from_animator(ae.VideoError(None, "unreadable")).code == "invalid_video"
     with pytest.raises(TypeError):
         errors.from_animator(ValueError("not the animator's"))
+
+
+def test_retry_after_is_written_and_read_in_one_place() -> None:
+    """app/errors.py writes every Retry-After (whole seconds, rounded up, at least 1) and reads every one
+    (delay-seconds only); no other module of the app spells the header's value out itself."""
+    assert errors.retry_after_header(0.2) == {"Retry-After": "1"}
+    assert errors.retry_after_header(2.1) == {"Retry-After": "3"}
+    assert errors.retry_after_header(7) == {"Retry-After": "7"}
+    assert errors.retry_after_s({"Retry-After": " 12 "}) == 12.0
+    assert errors.retry_after_s({"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}) is None
+    assert errors.retry_after_s({}) is None
+    assert errors.Overloaded("busy", 2.5).headers == {"Retry-After": "3"}
+    by_hand = re.compile(r"""["']Retry-After["']\s*(\]\s*=|:\s*str\(|,\s*["']["']\))|\.get\(\s*["']Retry-After""")
+    for path in (REPO / "app").rglob("*.py"):
+        if path != REPO / "app" / "errors.py":
+            assert not by_hand.search(path.read_text()), f"{path.relative_to(REPO)} writes or reads Retry-After by hand"
