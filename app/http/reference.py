@@ -8,7 +8,8 @@ defaults and marked ``x-bounds: {keyword: SOURCE}`` (:mod:`app.intake.bounds`); 
 the document with each marked value taken from the running settings (or the Python constant named),
 so a deployment that raises ``DOODLEPOD_MAX_UPLOAD_MB`` publishes its own limit.
 
-The page is static HTML, CSS and one vanilla-JS module in ``app/static/docs/`` that fetches
+The page is HTML from its template (``app/templates/reference.html``, on the studio's base), CSS and
+one vanilla-JS module in ``app/static/docs/`` that fetches
 ``/openapi.json`` and renders it (no build step, no CDN), under the studio's Content-Security-Policy.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from flask import Blueprint, Response
 from ..intake.bounds import resolve
 from ..intake.models import components
 from ..services import services
-from .studio import serve_static
+from .studio import serve_page, serve_static
 
 bp = Blueprint("reference", __name__)
 
@@ -85,7 +86,7 @@ def _document(body: bytes, content_type: str) -> Response:
 
 @bp.get("/docs")
 def page() -> Response:
-    return serve_static(STATIC, "index.html")
+    return serve_page("reference.html")
 
 
 @bp.get("/docs/<path:name>")
