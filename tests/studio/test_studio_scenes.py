@@ -13,8 +13,6 @@ must hold what the page showed. Screenshots at 1280x800 and 390x844 go to build/
 from __future__ import annotations
 
 import io
-import os
-import signal
 
 import pytest
 import requests
@@ -23,7 +21,7 @@ from PIL import Image
 from tests.fixtures.scene_photo import answer_key, make_scene_photo
 from tests.studio.conftest import SCREENSHOTS
 from tests.studio.test_studio_by_hand import drag
-from tests.support import make_run_pod, stack
+from tests.support import hold, make_run_pod, stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -158,8 +156,8 @@ def _result_shown(page, timeout=300_000) -> None:
 
 def test_a_reload_follows_the_render_in_progress(server, photo, open_page):
     """Play, then a reload while the render's job waits: the reloaded page follows the same job to its
-    animation. The render worker is paused (SIGSTOP to its process group), so the job is still waiting at
-    the reload on any machine, however fast."""
+    animation. The render worker is paused (hold.paused_group: SIGSTOP to its process group), so the job
+    is still waiting at the reload on any machine, however fast."""
     path, _ = photo
     page = open_page(1280, 800)
     page.goto(f"{server.url}/studio-scenes")
@@ -168,8 +166,7 @@ def test_a_reload_follows_the_render_in_progress(server, photo, open_page):
     page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4")
     sid = _scene_id(page)
     kept = f"() => (JSON.parse(localStorage.getItem('doodlepod.scene-results.{sid}') || '{{}}').pending || null)"
-    os.killpg(server.worker.proc.pid, signal.SIGSTOP)
-    try:
+    with hold.paused_group(server.worker.proc.pid):
         page.get_by_test_id("scene-play").click()
         page.wait_for_function(kept)
         job = page.evaluate(kept)["job"]
@@ -180,8 +177,6 @@ def test_a_reload_follows_the_render_in_progress(server, photo, open_page):
         assert page.get_by_test_id("scene-play").is_disabled()          # not asked for twice
         assert page.locator("[data-testid=scene-result]").count() == 0
         assert requests.get(f"{server.url}/jobs/{job}", timeout=30).json()["status"] == "queued"
-    finally:
-        os.killpg(server.worker.proc.pid, signal.SIGCONT)
     _result_shown(page)
     assert page.get_by_test_id("scene-status").text_content() == "Every character is moving."
     assert page.evaluate(kept) is None
