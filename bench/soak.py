@@ -52,6 +52,13 @@ callback within 10 s of its job's end; each hostile client held by its own share
 
     python bench/soak.py --shares [--good 4] [--think 2] [--duration 60] [--hostile a,b] [--flood]
                           [--real-videos]
+
+``--url URL`` plays the shares soak against a stack already running (``make pod``) with its own
+settings instead of starting one: the stack must trust the soak's address as a proxy
+(DOODLEPOD_TRUSTED_PROXIES, so each client's X-Forwarded-For counts) and allow callbacks to
+``--callback-host``, where the receivers listen (DOODLEPOD_WEBHOOK_ALLOW); ``--app-log-cmd`` prints the
+app's log, to count worker restarts. The slow DNS client is not played there (the stack resolves
+names with its own resolver). docs/speed.md has the pod's command line.
 """
 from __future__ import annotations
 
@@ -429,6 +436,7 @@ class Soak:
             self.post_shares("hostile:64-rotator", "/animate", **self.form(self.inputs.png, self.inputs.joints))
 
     def run_shares(self) -> int:
+        url = self.args.url.rstrip("/") if self.args.url else None
         workdir = stack.make_workdir("dp-soak-shares-")
         ts = stack.FakeTorchServe(workdir / "ts")
         redis_server = RedisServer(workdir / "redis")
@@ -438,12 +446,14 @@ class Soak:
         def note(body: bytes) -> None:
             self.callbacks.setdefault(json.loads(body)["job"]["id"], time.time())
 
-        tarpits = [Tarpit(every=1.0) for _ in range(4)]
-        receiver = CallbackReceiver(on_arrival=note)
+        # Receivers where the stack can reach them: loopback, or (--callback-host) e.g. the pod network's gateway.
+        tarpits = [Tarpit(every=1.0, host=self.args.callback_host) for _ in range(4)]
+        receiver = CallbackReceiver(on_arrival=note, host=self.args.callback_host)
         app = worker = dns = None
         preexec = None
         if "slow-dns" in self.args.hostile:
-            self.slow_dns_missing = slowdns.unavailable()
+            self.slow_dns_missing = ("a running stack (--url) resolves names with its own resolver, not the soak's "
+                                     "slow name server") if url else slowdns.unavailable()
             if self.slow_dns_missing:
                 print(f"slow DNS not played: {self.slow_dns_missing}", flush=True)
                 self.args.hostile.remove("slow-dns")
@@ -451,31 +461,40 @@ class Soak:
                 dns = slowdns.SlowDns(delay_s=SLOW_DNS_S)
                 preexec = slowdns.resolved_by(dns.resolv_conf(workdir))
         try:
-            print("starting TorchServe (fake models), Redis, gunicorn and a render worker ...", flush=True)
-            ts.start()
-            redis_server.start()
-            env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url,
-                   "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
-                   "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_MAX_UPLOAD_MB": "2",
-                   "DOODLEPOD_WORKERS": str(self.args.workers),
-                   "DOODLEPOD_RENDER_PROCESSES": str(self.args.render_processes),
-                   "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"), "DOODLEPOD_REDIS_URL": redis_server.url,
-                   "DOODLEPOD_TRUSTED_PROXIES": "127.0.0.1/32", "DOODLEPOD_RATE_LIMIT_PER_MIN": str(RATE_PER_MIN),
-                   "DOODLEPOD_RATE_LIMIT_BURST": str(RATE_BURST), "DOODLEPOD_WEBHOOK_SECRET": WEBHOOK_SECRET,
-                   "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32", "DOODLEPOD_WEBHOOK_TIMEOUT_S": "5",
-                   "DOODLEPOD_WEBHOOK_ATTEMPTS": "5", "DOODLEPOD_STORAGE_BUDGET_MB": "400",
-                   "DOODLEPOD_CLIENT_STORAGE_MB": "64", "DOODLEPOD_MAX_INFLIGHT": "3",
-                   "DOODLEPOD_CLIENT_RENDER_SLOTS": "1", "DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S": str(DNS_TIMEOUT_S),
-                   "DOODLEPOD_DEFAULT_MOTIONS": self.args.motions}
-            env.update({k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_")})
-            app = stack.Gunicorn(workdir / "app", env, preexec=preexec).start(timeout=120)
-            worker = WorkerProcess(workdir, {**app.env, "DOODLEPOD_WORKER_CONCURRENCY": "1"}, preexec=preexec).start()
-            self.url, self.port = app.url, app.port
-            booted = app.log_text().count("Booting worker")
+            if url:  # a running stack (make pod): its own settings, its own worker
+                self.url = url
+                app_log = self.running_stack_log
+                print(f"against the running stack at {url} (its own settings; callbacks to "
+                      f"{self.args.callback_host})", flush=True)
+            else:
+                print("starting TorchServe (fake models), Redis, gunicorn and a render worker ...", flush=True)
+                ts.start()
+                redis_server.start()
+                env = {"DOODLEPOD_TORCHSERVE_URL": ts.inference_url,
+                       "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": ts.management_url,
+                       "DOODLEPOD_LOCAL_DIR": str(workdir / "files"), "DOODLEPOD_MAX_UPLOAD_MB": "2",
+                       "DOODLEPOD_WORKERS": str(self.args.workers),
+                       "DOODLEPOD_RENDER_PROCESSES": str(self.args.render_processes),
+                       "DOODLEPOD_RUNTIME_DIR": str(workdir / "pod"), "DOODLEPOD_REDIS_URL": redis_server.url,
+                       "DOODLEPOD_TRUSTED_PROXIES": "127.0.0.1/32",
+                       "DOODLEPOD_RATE_LIMIT_PER_MIN": str(RATE_PER_MIN),
+                       "DOODLEPOD_RATE_LIMIT_BURST": str(RATE_BURST), "DOODLEPOD_WEBHOOK_SECRET": WEBHOOK_SECRET,
+                       "DOODLEPOD_WEBHOOK_ALLOW": "127.0.0.1/32", "DOODLEPOD_WEBHOOK_TIMEOUT_S": "5",
+                       "DOODLEPOD_WEBHOOK_ATTEMPTS": "5", "DOODLEPOD_STORAGE_BUDGET_MB": "400",
+                       "DOODLEPOD_CLIENT_STORAGE_MB": "64", "DOODLEPOD_MAX_INFLIGHT": "3",
+                       "DOODLEPOD_CLIENT_RENDER_SLOTS": "1", "DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S": str(DNS_TIMEOUT_S),
+                       "DOODLEPOD_DEFAULT_MOTIONS": self.args.motions}
+                env.update({k: v for k, v in os.environ.items() if k.startswith("DOODLEPOD_")})
+                app = stack.Gunicorn(workdir / "app", env, preexec=preexec).start(timeout=120)
+                worker = WorkerProcess(workdir, {**app.env, "DOODLEPOD_WORKER_CONCURRENCY": "1"},
+                                       preexec=preexec).start()
+                self.url, self.port = app.url, app.port
+                app_log = app.log_text
+            booted = self.boots(app_log)
             good = [threading.Thread(target=self.shares_good, args=(n,), daemon=True) for n in range(self.args.good)]
             good.append(threading.Thread(target=self.shares_good_callback, args=(receiver.url,), daemon=True))
             print(f"shares soak: {self.args.good} good clients, {self.args.duration:.0f} s quiet, then "
-                  f"{self.args.duration:.0f} s beside the hostile ones, against {app.url}", flush=True)
+                  f"{self.args.duration:.0f} s beside the hostile ones, against {self.url}", flush=True)
             for t in good:
                 t.start()
             time.sleep(self.args.duration)
@@ -494,9 +513,8 @@ class Soak:
             self.stop.set()
             for t in good + hostile:
                 t.join(90)
-            lags = self.callback_lags(app.url)
-            log = app.log_text()
-            restarts = log.count("Booting worker") - booted
+            lags = self.callback_lags(self.url)
+            restarts = None if booted is None else self.boots(app_log) - booted
         finally:
             if worker is not None:
                 worker.stop()
@@ -512,6 +530,21 @@ class Soak:
         stack.remove(workdir)
         return self.report_shares(restarts, load, lags)
 
+    def running_stack_log(self) -> str | None:
+        """The running stack's app log (--app-log-cmd's output, stdout and stderr), or None without one."""
+        if not self.args.app_log_cmd:
+            return None
+        res = subprocess.run(self.args.app_log_cmd, shell=True, capture_output=True, text=True, timeout=60)
+        if res.returncode != 0:
+            raise SystemExit(f"--app-log-cmd failed ({res.returncode}): {res.stderr[-500:]}")
+        return res.stdout + res.stderr
+
+    @staticmethod
+    def boots(log_text) -> int | None:
+        """gunicorn workers booted so far, from the app's log (None: no log to read)."""
+        text = log_text()
+        return None if text is None else text.count("Booting worker")
+
     def print_kinds(self, duration_s: float, width: int, tail: int) -> None:
         """One line per kind of client: how many answers, p50 and p``tail`` seconds, each status's count."""
         by_kind: dict[str, Counter] = defaultdict(Counter)
@@ -525,7 +558,7 @@ class Soak:
             print(f"  {kind:{width}s} n={sum(by_kind[kind].values()):4d}  p50 {pct(seconds[kind], 50):6.2f} s  "
                   f"p{tail} {pct(seconds[kind], tail):6.2f} s  {answers}")
 
-    def report_shares(self, restarts: int, load: tuple[float, float, float], lags: list[float | None]) -> int:
+    def report_shares(self, restarts: int | None, load: tuple[float, float, float], lags: list[float | None]) -> int:
         self.print_kinds(2 * self.args.duration, width=28, tail=95)
         ok = {k: [s for kind, st, s, _ in self.results if kind == f"good:{k}" and st == 200]
               for k in ("quiet", "hostile")}
@@ -553,8 +586,11 @@ class Soak:
             ("good callbacks within 10 s beside slow receivers", bool(lags) and len(arrived) == len(lags)
              and max(arrived) < 10.0, f"{len(arrived)} of {len(lags)} arrived, max lag "
              f"{max(arrived, default=float('nan')):.2f} s"),
-            ("no worker restart", restarts == 0, f"{restarts} restarts"),
         ]
+        if restarts is None:  # a running stack without --app-log-cmd: nothing to count them in
+            print("  (worker restarts not counted: --url without --app-log-cmd)")
+        else:
+            checks.append(("no worker restart", restarts == 0, f"{restarts} restarts"))
         ran, filler, dns = self.args.hostile, "hostile:storage-filler", "hostile:slow-dns"
         slow_dns_p95 = pct([s for k, _, s, _ in self.results if k == dns] or [float("nan")], 95)
         good_async = [s for k, _, s, _ in self.results if k == "good:hostile:async"]
@@ -750,6 +786,14 @@ def main() -> int:
                         help="the shares soak's video queuer sends a real video of a person every other time")
     parser.add_argument("--flood", action="store_true",
                         help="the shares soak's hostile clients ignore their rate limit's Retry-After")
+    parser.add_argument("--url", help="the shares soak against a running stack at this URL (e.g. `make pod`'s "
+                        "http://127.0.0.1:8000) instead of one it starts; the stack's own settings, which must trust "
+                        "the soak's address as a proxy and allow callbacks to --callback-host (docs/speed.md)")
+    parser.add_argument("--callback-host", default="127.0.0.1",
+                        help="address the soak's callback receivers listen on, reachable from the stack "
+                        "(with --url and a pod: its podman network's gateway)")
+    parser.add_argument("--app-log-cmd", help="with --url: a shell command printing the app's log (e.g. "
+                        "`podman logs doodlepod-app`), to count gunicorn worker restarts")
     parser.add_argument("--hostile", type=lambda v: v.split(","), default=list(HOSTILE),
                         help=f"the shares soak's hostile clients, comma-separated (default: {','.join(HOSTILE)})")
     args = parser.parse_args()

@@ -7,12 +7,14 @@ from collections.abc import Callable
 
 
 class RawServer:
-    """A TCP server on 127.0.0.1 that hands each connection to ``answer(conn)`` on its own thread."""
+    """A TCP server on ``host`` (loopback unless told) that hands each connection to ``answer(conn)`` on its
+    own thread."""
 
-    def __init__(self, answer: Callable[[socket.socket], None], backlog: int = 64) -> None:
+    def __init__(self, answer: Callable[[socket.socket], None], backlog: int = 64, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind((host, 0))
         self.sock.listen(backlog)
         self.port = self.sock.getsockname()[1]
         self.stopped = threading.Event()
@@ -22,7 +24,7 @@ class RawServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def _serve(self) -> None:
         while not self.stopped.is_set():
@@ -41,13 +43,13 @@ class RawServer:
 class Tarpit(RawServer):
     """A receiver that reads the request, then answers ``200`` one byte every ``every`` seconds."""
 
-    def __init__(self, every: float = 2.0) -> None:
+    def __init__(self, every: float = 2.0, host: str = "127.0.0.1") -> None:
         self.every = every
-        super().__init__(self._drip)
+        super().__init__(self._drip, host=host)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/slow"
+        return f"http://{self.host}:{self.port}/slow"
 
     def _drip(self, conn: socket.socket) -> None:
         with conn:
