@@ -7,7 +7,9 @@ shares the pod's render slots with it (``DOODLEPOD_RUNTIME_DIR``), so sync and a
 together never exceed ``DOODLEPOD_MAX_INFLIGHT``.
 
 Threads: ``DOODLEPOD_WORKER_CONCURRENCY`` job threads (each: wait for TorchServe to be ready and for
-a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot),
+a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot; jobs
+come in clients' turns, and a client's jobs hold at most its render share of this worker's slots:
+:meth:`Worker._take_turn`),
 one heartbeat thread that renews the entries being worked on, and
 one callback thread that hands each callback to a delivery thread of its own (app/jobs/webhooks.py;
 at most DOODLEPOD_WEBHOOK_CONCURRENCY at once, :data:`PER_RECEIVER` per receiver).
@@ -34,6 +36,7 @@ import socket
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
@@ -147,6 +150,8 @@ class Worker:
         self.name = f"{socket.gethostname()}-{os.getpid()}"
         self._lock = threading.Lock()
         self._jobs_holding = 0  # render slots this worker's job threads hold or are about to take
+        self._clients: Counter[str] = Counter()  # client -> render jobs this worker runs for it now
+        self._turns = threading.Lock()  # one job thread takes a turn at a time
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
@@ -188,7 +193,7 @@ class Worker:
                     continue
                 # a render slot is taken only when there is work: an idle worker holding one would
                 # turn the web app's synchronous requests away (on a small pod it is the only slot)
-                if not self.queue.has_work():
+                if not self.queue.has_work(skip=self._at_share()):
                     self.stop.wait(IDLE_POLL_S)
                     continue
                 if not self._job_slot_free():
@@ -200,9 +205,15 @@ class Worker:
                         self.stop.wait(IDLE_POLL_S)
                         continue
                     try:
-                        taken = self.queue.take(consumer, block_ms=0)
+                        taken = self._take_turn(consumer)
                         if taken is not None:
-                            self._run(taken, consumer)
+                            try:
+                                self._run(taken, consumer)
+                            finally:
+                                with self._lock:
+                                    self._clients[taken.client] -= 1
+                                    if self._clients[taken.client] <= 0:
+                                        del self._clients[taken.client]
                     finally:
                         slot.release()
                 finally:
@@ -213,6 +224,25 @@ class Worker:
                 log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
                 self.stop.wait(backoff)
                 backoff = min(10.0, backoff * 2)
+
+    def _at_share(self) -> tuple[str, ...]:
+        """The clients whose jobs hold their render share (DOODLEPOD_CLIENT_RENDER_SLOTS) of this worker's
+        slots now: their next jobs wait while other clients' are taken (none without a share)."""
+        share = self.settings.client_render_slots
+        if not share:
+            return ()
+        with self._lock:
+            return tuple(c for c, n in self._clients.items() if n >= share)
+
+    def _take_turn(self, consumer: str):
+        """The next render job by clients' turns (:meth:`app.jobs.queue.JobQueue.take`), counted for its
+        client before another thread looks (two threads must not both take a client's last turn)."""
+        with self._turns:
+            taken = self.queue.take(consumer, block_ms=0, skip=self._at_share())
+            if taken is not None:
+                with self._lock:
+                    self._clients[taken.client] += 1
+            return taken
 
     def _job_slot_free(self) -> bool:
         """Whether a job thread may take a render slot now, counting it held if so. Jobs hold at most

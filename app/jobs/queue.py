@@ -17,6 +17,9 @@ script (``app/jobs/lua/``), so a crash between two commands cannot leave a job h
     client:<digest>:jobs, client:<digest>:videos
                       a client's unfinished jobs (score: input bytes) and videos: its shares
                       (app/shares.py), checked atomically with each submission
+    turns             sorted set of the clients with render jobs never delivered, by their turn (the
+    turns:count       number of their last one): the render stream is taken in clients' turns, not in
+                      its order (app/jobs/lua/turn.lua)
     webhooks          stream of ended jobs whose callback is due (group "webhooks")
     dead              capped stream of jobs that used up their attempts (for operators)
 
@@ -60,6 +63,9 @@ class JobsUnavailable(Unavailable):
     status, code = 503, "jobs_unavailable"
 
 
+#: Seconds between two looks for a render job when :meth:`JobQueue.take` is asked to wait for one.
+TURN_POLL_S = 0.05
+
 #: Job kinds that run on the worker's video threads (their own stream), not under a render slot.
 VIDEO_KINDS = frozenset({"motion_from_video"})
 
@@ -94,6 +100,7 @@ class Taken:
     job_id: str
     redelivered: bool
     stream: str = ""      # the stream it came from ('' : the render stream)
+    client: str = ""      # whose job it is (render stream entries)
 
 
 @dataclass
@@ -167,6 +174,8 @@ class JobQueue:
         self._promote = self.redis.register_script(lua("promote", prelude=True))
         self._heartbeat = self.redis.register_script(lua("heartbeat"))
         self._progress = self.redis.register_script(lua("progress"))
+        self._turn = self.redis.register_script(lua("turn"))
+        self.turns = self.key("turns")
         self._groups_made = False
         self.last_error = ""
 
@@ -353,14 +362,18 @@ class JobQueue:
         self._groups_made = True
 
     def has_work(self, *, stream: str | None = None, group: str = WORKERS_GROUP,
-                 visibility_s: float | None = None) -> bool:
-        """Whether :meth:`take` would find an entry now: one never delivered to ``group``, or one
-        whose worker stopped (idle past the visibility timeout). Consumes nothing, so a worker can
-        ask before it takes a render slot (an idle worker must not hold one)."""
+                 visibility_s: float | None = None, skip: tuple[str, ...] = ()) -> bool:
+        """Whether :meth:`take` would find an entry now: one never delivered to ``group`` (on the render
+        stream: of a client not in ``skip``), or one whose worker stopped (idle past the visibility
+        timeout). Consumes nothing, so a worker can ask before it takes a render slot (an idle worker must
+        not hold one)."""
         stream = stream or self.stream
         self._ensure_groups()
         if stream in (self.stream, self.video_stream):
             self.promote_due(stream=stream)
+        idle_ms = int(1000 * (visibility_s or self.visibility_s))
+        if stream == self.stream and group == WORKERS_GROUP:
+            return bool(self._turn_of("", skip, peek=True)) or self._abandoned(stream, group, idle_ms)
         info = next((g for g in self.redis.xinfo_groups(stream) if _text(g["name"]) == group), None)
         if info is None:
             return False
@@ -369,13 +382,27 @@ class JobQueue:
             return True
         if not info.get("pending"):
             return False
-        idle_ms = int(1000 * (visibility_s or self.visibility_s))
+        return self._abandoned(stream, group, idle_ms)
+
+    def _abandoned(self, stream: str, group: str, idle_ms: int) -> bool:
         return bool(self.redis.xpending_range(stream, group, min="-", max="+", count=1, idle=idle_ms))
 
+    def _turn_of(self, consumer: str, skip: tuple[str, ...], peek: bool = False) -> Taken | None:
+        """The render stream's next entry by clients' turns (app/jobs/lua/turn.lua), delivered to
+        ``consumer`` unless ``peek``."""
+        got = self._turn(keys=[self.stream, self.turns, self.key("turns", "count")],
+                         args=[WORKERS_GROUP, consumer or "-", self.key("job", ""), "1" if peek else "0",
+                               self.job_ttl_s, *skip])
+        if not got:
+            return None
+        return Taken(_text(got[0]), _text(got[1]), False, self.stream, _text(got[2]))
+
     def take(self, consumer: str, block_ms: int, *, stream: str | None = None,
-             group: str = WORKERS_GROUP, visibility_s: float | None = None) -> Taken | None:
+             group: str = WORKERS_GROUP, visibility_s: float | None = None, skip: tuple[str, ...] = ()) -> Taken | None:
         """The next entry for ``consumer``: one whose worker stopped (idle past the visibility
-        timeout) first, else a new one (waiting up to ``block_ms``, 0: not at all); None if there is none."""
+        timeout) first, else a new one (waiting up to ``block_ms``, 0: not at all); None if there is none.
+        On the render stream a new one comes by clients' turns: the oldest job of the client served longest
+        ago, none of the clients in ``skip`` (the worker's clients whose jobs hold their render share)."""
         stream = stream or self.stream
         self._ensure_groups()
         if stream in (self.stream, self.video_stream):
@@ -390,7 +417,16 @@ class JobQueue:
         if claimed:
             entry_id, fields = claimed[0]
             if fields:  # None when the entry was deleted meanwhile
-                return Taken(_text(entry_id), _text(fields[b"job"]), True, stream)
+                job_id = _text(fields[b"job"])
+                who = _text(self.redis.hget(self.job_key(job_id), "client") or b"") if stream == self.stream else ""
+                return Taken(_text(entry_id), job_id, True, stream, who)
+        if stream == self.stream and group == WORKERS_GROUP:
+            end = time.monotonic() + block_ms / 1000
+            while True:
+                taken = self._turn_of(consumer, skip)
+                if taken is not None or time.monotonic() >= end:
+                    return taken
+                time.sleep(TURN_POLL_S)
         answer = self.redis.xreadgroup(group, consumer, {stream: ">"}, count=1,
                                        block=block_ms if block_ms > 0 else None)  # BLOCK 0 would wait forever
         if not answer:

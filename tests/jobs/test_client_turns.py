@@ -1,0 +1,141 @@
+"""Issue 41 S4: the render worker serves clients in turn, and no client's jobs hold more than its render
+share (DOODLEPOD_CLIENT_RENDER_SLOTS) of the worker's slots. One client's four queued scene jobs held
+both slots for 242 s while another client's small /animate waited behind them.
+
+The real worker (:class:`app.worker.Worker`, its job threads and render slots) on a real Redis server and
+TorchServe (the fake models: the worker takes jobs only while they are ready); the jobs are the test's
+own kinds, each held on an event until the test lets it go, so what runs when is decided by the worker's
+turns alone, never by how fast this machine renders.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from app import worker as worker_module
+from app.jobs.queue import JobQueue
+from tests.support import wait
+
+pytestmark = [pytest.mark.redis, pytest.mark.timeout(180)]
+
+#: Longest a held job waits for the event that lets it go (the test fails long before on a wrong order).
+HOLD_S = 20.0
+
+
+class _Worker:
+    """A worker in this process with ``concurrency`` job threads over ``slots`` render slots."""
+
+    def __init__(self, redis_server, torchserve, tmp_path: Path, slots: int, concurrency: int, share: int) -> None:
+        from app.characters.torchserve import TorchServeClient
+        from app.config import load_settings
+        from app.render.admission import InflightSlots
+
+        settings = load_settings({}, worker_concurrency=concurrency, request_deadline_s=60.0, ping_timeout_s=5.0,
+                                 client_render_slots=share)
+        self.queue = JobQueue(redis_server.url, f"turns-{tmp_path.name}:", max_attempts=1, visibility_s=60)
+        services = SimpleNamespace(settings=settings, jobs=self.queue, pool=None,
+                                   slots=InflightSlots(tmp_path / "slots", slots),
+                                   torchserve=TorchServeClient(torchserve.inference_url, torchserve.management_url))
+        self.worker = worker_module.Worker(services, tmp_path)
+        self.thread = threading.Thread(target=self.worker.run, name="worker-under-test", daemon=True)
+
+    def __enter__(self) -> _Worker:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.worker.stop.set()
+        self.thread.join(60)
+        assert not self.thread.is_alive(), "the worker did not stop"
+
+    def submit(self, client: str, n: int = 1) -> list[str]:
+        return [self.queue.submit("test_held", {"client": client}, client=client).job["id"] for _ in range(n)]
+
+    def wait_ended(self, ids: list[str]) -> None:
+        for job_id in ids:
+            job = wait.until(lambda: (j := self.queue.get(job_id)) and j["status"] in ("succeeded", "failed") and j,
+                             90, f"job {job_id} ended")
+            assert job["status"] == "succeeded", job
+
+
+class _Log:
+    """What the held jobs did, in order: ("start"|"end", client, job id), and how many ran at once per client."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, str, str]] = []
+        self.running: dict[str, int] = {}
+        self.most: dict[str, int] = {}
+
+    def start(self, client: str, job_id: str) -> None:
+        with self.lock:
+            self.events.append(("start", client, job_id))
+            self.running[client] = self.running.get(client, 0) + 1
+            self.most[client] = max(self.most.get(client, 0), self.running[client])
+
+    def end(self, client: str, job_id: str) -> None:
+        with self.lock:
+            self.events.append(("end", client, job_id))
+            self.running[client] -= 1
+
+    def started(self, client: str) -> list[str]:
+        with self.lock:
+            return [j for e, c, j in self.events if e == "start" and c == client]
+
+
+def test_a_client_queued_after_anothers_four_jobs_is_served_at_the_next_turn(redis_server, torchserve, tmp_path,
+                                                                            monkeypatch):
+    """One job slot (two slots: one stays for synchronous requests), no render share: client A queues
+    four jobs, B one while A's first renders. B's job is the next to start, before A's second (in
+    stream order it started after A's fourth)."""
+    log = _Log()
+    b_queued = threading.Event()
+
+    def held(_ctx, payload, _input, job_id, _deadline):
+        log.start(payload["client"], job_id)
+        if payload["client"] == "A" and len(log.started("A")) == 1:
+            b_queued.wait(HOLD_S)             # A's first job renders until B's job is queued
+        log.end(payload["client"], job_id)
+        return {}
+
+    monkeypatch.setitem(worker_module.HANDLERS, "test_held", held)
+    with _Worker(redis_server, torchserve, tmp_path, slots=2, concurrency=2, share=0) as w:
+        a = w.submit("A", 4)
+        wait.until(lambda: log.started("A"), 60, "A's first job started")
+        b = w.submit("B")
+        b_queued.set()
+        w.wait_ended(a + b)
+    starts = [(c, j) for e, c, j in log.events if e == "start"]
+    assert starts[:2] == [("A", a[0]), ("B", b[0])], starts
+    assert sorted(j for c, j in starts if c == "A") == sorted(a)
+
+
+def test_a_clients_jobs_hold_no_more_than_its_render_share_of_the_worker_slots(redis_server, torchserve, tmp_path,
+                                                                               monkeypatch):
+    """Three job slots, a render share of 1: client A's three queued jobs run one at a time, and client B's
+    job, queued after them, takes a slot beside A's first (every A job is held until B's has started: with
+    A holding all three slots, B's could not start until they gave up waiting)."""
+    log = _Log()
+    b_started = threading.Event()
+
+    def held(_ctx, payload, _input, job_id, _deadline):
+        log.start(payload["client"], job_id)
+        if payload["client"] == "B":
+            b_started.set()
+        else:
+            b_started.wait(HOLD_S)
+        log.end(payload["client"], job_id)
+        return {}
+
+    monkeypatch.setitem(worker_module.HANDLERS, "test_held", held)
+    with _Worker(redis_server, torchserve, tmp_path, slots=4, concurrency=3, share=1) as w:
+        a = w.submit("A", 3)
+        wait.until(lambda: log.started("A"), 60, "A's first job started")
+        b = w.submit("B")
+        w.wait_ended(a + b)
+    first_end = next(i for i, e in enumerate(log.events) if e[0] == "end")
+    assert ("start", "B", b[0]) in log.events[:first_end], log.events   # B began while A's first was running
+    assert log.most == {"A": 1, "B": 1}, log.most
