@@ -62,6 +62,12 @@ class StorageShareUsed(ShareUsed):
     code = "storage_share_used"
 
 
+class StorageShareUsedAtStart(StorageShareUsed):
+    """An async job whose client is past its storage share when the job starts: the job fails alone,
+    not retried (the share frees by the hour, past any retry's delay)."""
+    retryable = False
+
+
 class JobsShareUsed(ShareUsed):
     code = "jobs_share_used"
 
@@ -260,6 +266,23 @@ class Shares:
             f"{_mib(self.storage_bytes)} (DOODLEPOD_CLIENT_STORAGE_MB); files expire after "
             f"{self.settings.expiry_hours:g} h and DELETE /characters/{{id}} gives room back: retry in "
             f"{max(1, math.ceil(wait))} s", wait)
+
+    def check_job_storage(self, client: str, reserved: int) -> None:
+        """Raise :class:`StorageShareUsedAtStart` when ``client`` stored its share already, the job's own
+        ``reserved`` bytes left out: its admission checked the share, but the client's synchronous work may
+        have stored more since."""
+        if self.storage_bytes <= 0 or not client:
+            return
+        used, live = self.ledger.usage(client)
+        used -= max(0, reserved)
+        if used < self.storage_bytes:
+            return
+        wait = self.ledger.retry_after_s(live, used - self.storage_bytes + 1)
+        raise StorageShareUsedAtStart(
+            f"this client had stored {_mib(used)} within {self.settings.expiry_hours:g} h when the job started, "
+            f"its share of {_mib(self.storage_bytes)} (DOODLEPOD_CLIENT_STORAGE_MB): the job did not run and "
+            f"stored nothing; queue it again once files expired (in about {max(1, math.ceil(wait))} s) or "
+            "DELETE /characters/{id} made room", wait)
 
     def charge_storage(self, client: str, nbytes: int) -> None:
         """Count ``nbytes`` stored (negative: deleted) for ``client``."""

@@ -46,7 +46,6 @@ from . import shares
 from .clients.lanes import PER_RECEIVER, Lanes, receiver_of
 from .errors import ApiError
 from .jobs import retry
-from .jobs.price import stored_bytes
 from .motions.library import pick
 from .orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
 
@@ -327,6 +326,8 @@ class Worker:
                 log.info("job %s not run: %s", taken.job_id, started.verdict)
                 if started.verdict == "dead":
                     metrics.JOBS.labels(event="failed").inc()
+                if started.released is not None:
+                    self._give_back(started.released)
                 return
             if taken.redelivered:
                 metrics.JOBS.labels(event="redelivered").inc()
@@ -339,15 +340,16 @@ class Worker:
                 run = HANDLERS[job["kind"]]
                 reporter = _progress_arg(run, self._reporter(taken.job_id))
                 order = read_order(job["kind"], json.loads(job["payload"]))
-                # what the job stores counts in its client's share, less what its admission reserved
-                reserved = (stored_bytes(order, len(started.input or b""), self.settings)
-                            if attempt == 1 and isinstance(order, WorkOrder) else 0)
+                # a client past its storage share by now (its synchronous work stored meanwhile) fails alone
+                self._check_storage_share(job)
+                # what the job stores counts in its client's share as it is stored; its reservation is given
+                # back when it ends (_give_back), so the real bytes replace the price
                 with shares.metering() as meter:
                     try:
                         result = run(self.ctx, order, started.input, taken.job_id,
                                      Deadline(self.settings.request_deadline_s), **reporter)
                     finally:
-                        self._charge(job.get("client", ""), meter.bytes - reserved)
+                        self._charge(job.get("client", ""), meter.bytes)
             except ApiError as exc:
                 self._failed(taken, started.owner, job, exc)
                 return
@@ -355,7 +357,9 @@ class Worker:
                 log.exception("job %s crashed", taken.job_id)
                 self._failed(taken, started.owner, job, ApiError(f"{type(exc).__name__}"))
                 return
-            if self.queue.succeed(taken, started.owner, result):
+            ended = self.queue.succeed(taken, started.owner, result)
+            if ended:
+                self._give_back(ended, job)
                 self._ended(job)
                 metrics.JOBS.labels(event="succeeded").inc()
                 metrics.JOB_SECONDS.labels(status="succeeded").observe(_age_s(job))
@@ -373,8 +377,28 @@ class Worker:
             if key:
                 from .deadline import Deadline
                 self.ctx.storage.delete(key, Deadline(30))
+                self._charge(job.get("client", ""), -order.video_bytes)  # the route charged it when stored
         except Exception as exc:  # the expiry sweep (or the bucket's lifecycle rule) removes it later
             log.warning("job %s: its stored input not removed: %s", job.get("id"), exc)
+
+    def _check_storage_share(self, job: dict) -> None:
+        """Raise :class:`app.shares.StorageShareUsedAtStart` when the job's client is past its storage
+        share now, its own reservation left out (Redis down: the job runs)."""
+        from .jobs.queue import REDIS_ERRORS
+
+        ledger = getattr(self.ctx, "shares", None)
+        if ledger is None:
+            return
+        try:
+            ledger.check_job_storage(job.get("client", ""), int(job.get("reserved") or 0))
+        except REDIS_ERRORS as exc:
+            log.warning("job %s: storage share not checked: %s", job.get("id"), type(exc).__name__)
+
+    def _give_back(self, ended, job: dict | None = None) -> None:
+        """An ended job's storage reservation leaves its client's share (what it stored was charged
+        as it was stored)."""
+        if ended.released:
+            self._charge(ended.client or (job or {}).get("client", ""), -ended.released)
 
     def _charge(self, client: str, nbytes: int) -> None:
         try:
@@ -419,7 +443,9 @@ class Worker:
             return
         if exc.retryable:
             error["message"] += f" (after {attempt} attempts)"
-        if self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter):
+        ended = self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter)
+        if ended:
+            self._give_back(ended, job)
             self._ended(job)
         metrics.JOBS.labels(event="failed").inc()
         metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))

@@ -17,6 +17,8 @@ script (``app/jobs/lua/``), so a crash between two commands cannot leave a job h
     client:<digest>:jobs, client:<digest>:videos
                       a client's unfinished jobs (score: input bytes) and videos: its shares
                       (app/shares.py), checked atomically with each submission
+    storage:reserved  sorted set of the unfinished jobs' storage reservations (member: job id, score:
+                      their price in bytes, app/jobs/price.py), given back when the job ends
     turns             sorted set of the clients with render jobs never delivered, by their turn (the
     turns:count       number of their last one): the render stream is taken in clients' turns, not in
                       its order (app/jobs/lua/turn.lua)
@@ -111,6 +113,21 @@ class Started:
     owner: str = ""
     job: dict[str, Any] | None = None
     input: bytes | None = None
+    released: Ended | None = None   # a dead job's reservation, given back with it
+
+
+@dataclass
+class Ended:
+    """A job's end (true when it was the caller's to end) and the bytes of storage its admission had
+    reserved, which leave the pod's reservations with it (0: none, or given back by an earlier end);
+    the caller gives them back to ``client``'s share (a dead job's: :attr:`Started.released`)."""
+
+    done: bool
+    released: int = 0
+    client: str = ""
+
+    def __bool__(self) -> bool:
+        return self.done
 
 
 @dataclass
@@ -175,6 +192,8 @@ class JobQueue:
         self._heartbeat = self.redis.register_script(lua("heartbeat"))
         self._progress = self.redis.register_script(lua("progress"))
         self._turn = self.redis.register_script(lua("turn"))
+        self._reserved = self.redis.register_script(lua("reserved"))
+        self.reservations = self.key("storage", "reserved")
         self.turns = self.key("turns")
         self._groups_made = False
         self.last_error = ""
@@ -261,9 +280,11 @@ class JobQueue:
     # --- web side ----------------------------------------------------------------------------
     def submit(self, kind: str, payload: dict[str, Any], input_data: bytes | None = None, *,
                callback_url: str = "", client: str = "", idem_key: str = "", idem_record: dict | None = None,
-               idem_ttl_s: int = 86400, input_bytes: int | None = None) -> Submitted:
+               idem_ttl_s: int = 86400, input_bytes: int | None = None, reserve: int = 0) -> Submitted:
         """Queue a job (atomically with its idempotency record, under the queue bound and the client's
-        shares; ``input_bytes``: the size of an input kept elsewhere, e.g. a video in the storage).
+        shares; ``input_bytes``: the size of an input kept elsewhere, e.g. a video in the storage), and
+        reserve ``reserve`` bytes of storage for it until it ends (:meth:`reserved_bytes`; the job's end
+        answers them back: :class:`Ended`).
 
         Raises :class:`QueueFull` past ``max_queued``, a :class:`app.shares.ShareUsed` (429) past one of
         the client's shares, and :class:`JobsUnavailable` when Redis fails.
@@ -290,11 +311,11 @@ class JobQueue:
             verdict, detail = self._submit(
                 keys=[stream, self.job_key(job_id), self.input_key(job_id), idem_key, self.delayed_for(stream),
                       other, self.delayed_for(other), self.key("client", who, "jobs"),
-                      self.key("client", who, "videos")],
+                      self.key("client", who, "videos"), self.reservations],
                 args=[self.max_queued, job_id, record, idem_ttl_s, self.job_ttl_s, input_data or b"",
                       "1" if input_data is not None else "0", f"{time.time():.3f}", self.client_max_jobs,
                       self.client_max_bytes, self.client_max_videos, size, "1" if kind in VIDEO_KINDS else "0",
-                      self.key("job", ""), *flat])
+                      self.key("job", ""), max(0, int(reserve)), *flat])
         except REDIS_ERRORS as exc:
             raise self.unavailable(exc) from None
         verdict = _text(verdict)
@@ -439,12 +460,14 @@ class JobQueue:
         dead_error = json.dumps({"code": "attempts_exhausted", "status": 500,
                                  "message": f"the job's worker stopped {self.max_attempts} times before "
                                             "finishing it; it will not be retried"})
-        verdict, owner = self._start(
+        verdict, owner, *rest = self._start(
             keys=[self.job_key(taken.job_id), taken.stream or self.stream, self.input_key(taken.job_id), self.hooks,
-                  self.dead],
+                  self.dead, self.reservations],
             args=[WORKERS_GROUP, taken.entry_id, consumer, self.max_attempts, now_iso(), dead_error, taken.job_id,
-                  self.job_ttl_s])
+                  self.job_ttl_s])[:4]
         verdict, owner = _text(verdict), _text(owner)
+        if verdict == "dead":
+            return Started(verdict, released=Ended(True, int(float(_text(rest[0]))), _text(rest[1])))
         if verdict != "run":
             return Started(verdict)
         pipe = self.redis.pipeline(transaction=False)
@@ -466,24 +489,30 @@ class JobQueue:
         kept = self._heartbeat(keys=[stream or self.stream], args=[group, consumer, *entry_ids])
         return {_text(k) for k in kept}
 
-    def succeed(self, taken: Taken, owner: str, result: dict[str, Any]) -> bool:
+    def succeed(self, taken: Taken, owner: str, result: dict[str, Any]) -> Ended:
         return self._end(taken, owner, {"status": "succeeded", "result": json.dumps(result, separators=(",", ":"))})
 
-    def fail(self, taken: Taken, owner: str, error: dict[str, Any], *, dead_letter: bool) -> bool:
+    def fail(self, taken: Taken, owner: str, error: dict[str, Any], *, dead_letter: bool) -> Ended:
         return self._end(taken, owner, {"status": "failed", "error": json.dumps(error)}, dead_letter=dead_letter)
 
-    def _end(self, taken: Taken, owner: str, fields: dict[str, str], dead_letter: bool = False) -> bool:
-        """End the job if ``owner`` still owns it (False: another worker took it over)."""
+    def _end(self, taken: Taken, owner: str, fields: dict[str, str], dead_letter: bool = False) -> Ended:
+        """End the job if ``owner`` still owns it (false: another worker took it over)."""
         fields = {**fields, "updated": now_iso(), "owner": ""}
         flat: list[str] = []
         for k, v in fields.items():
             flat += [k, v]
         done = self._finish(
             keys=[self.job_key(taken.job_id), taken.stream or self.stream, self.input_key(taken.job_id), self.hooks,
-                  self.dead],
+                  self.dead, self.reservations],
             args=[WORKERS_GROUP, taken.entry_id, owner, self.job_ttl_s, taken.job_id, "1" if dead_letter else "0",
                   *flat])
-        return bool(done)
+        if not done:
+            return Ended(False)
+        return Ended(True, int(float(_text(done[1]))))
+
+    def reserved_bytes(self) -> int:
+        """The bytes of storage the unfinished jobs reserved (the pod's storage budget counts them)."""
+        return int(self._reserved(keys=[self.reservations], args=[self.key("job", "")]))
 
     def retry(self, taken: Taken, owner: str, error: dict[str, Any], created_epoch: float,
               delay_s: float = 0.0) -> float | None:
