@@ -2,11 +2,16 @@
 jobs queued by a client with an empty storage share stored 199 MiB against its 40 MiB share, because
 the share counted only what was stored already).
 
-The price is reserved against the client's storage share when the job is admitted
-(:func:`app.http.jobs.submit`) and settled when the job ends: the worker charges what the job stored
-less this same price (:meth:`app.worker.Worker._run`), so a client's queued jobs count in its
-share from the moment they are accepted. It is an upper estimate: a render stores its photo's files
-once and each animation at most :data:`BYTES_PER_PIXEL_FRAME` per pixel and frame.
+The price is checked against the pod's storage budget and reserved against the client's storage
+share when the job is admitted (:func:`app.http.jobs.submit`); Redis holds it beside the job
+(``storage:reserved``, app/jobs/queue.py) and the pod's budget counts it until the job ends. Whoever
+ends the job (its worker, or the worker that finds its attempts used up) takes the reservation out
+atomically with the end and gives it back to the client, while what each attempt stored is charged
+as it is stored (:meth:`app.worker.Worker._run`): the real bytes replace the price. A queued video is
+not in the price: the upload charges it to the client as stored, and its job's end gives it back.
+
+The price is an upper estimate: a render stores its photo's files once and each animation at most
+:data:`BYTES_PER_PIXEL_FRAME` per pixel and frame.
 """
 from __future__ import annotations
 
