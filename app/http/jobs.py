@@ -159,7 +159,7 @@ def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
     """Queue ``order`` (its payload a job of its kind: a handler of app/worker.py) and answer 202; or replay
     the key's first answer. ``input_bytes``: the size of an input the order names (a stored video), for the
     client's share."""
-    from ..jobs.price import stored_bytes
+    from ..jobs.price import cpu_cost, stored_bytes
 
     svc = services()
     queue = _queue()
@@ -174,7 +174,7 @@ def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
     submitted = queue.submit(order.kind, order.to_json(), input_data, callback_url=callback_url, client=who,
                              idem_key=redis_key(svc.settings.redis_prefix, who, key) if key else "",
                              idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s,
-                             input_bytes=input_bytes, reserve=price)
+                             input_bytes=input_bytes, reserve=price, cost=cpu_cost(order, svc.settings))
     if submitted.duplicate_of is not None:
         record = check_record(submitted.duplicate_of, fp, key)
         if record.get("state") == "running":

@@ -19,9 +19,10 @@ script (``app/jobs/lua/``), so a crash between two commands cannot leave a job h
                       (app/shares.py), checked atomically with each submission
     storage:reserved  sorted set of the unfinished jobs' storage reservations (member: job id, score:
                       their price in bytes, app/jobs/price.py), given back when the job ends
-    turns             sorted set of the clients with render jobs never delivered, by their turn (the
-    turns:count       number of their last one): the render stream is taken in clients' turns, not in
-                      its order (app/jobs/lua/turn.lua)
+    turns             sorted set of the clients with render jobs never delivered, by the render CPU
+    turns:last        price of their jobs served, and by when each was last served (a number from
+    turns:count       turns:count): the render stream is taken in clients' turns, not in its order
+                      (app/jobs/lua/turn.lua)
     webhooks          stream of ended jobs whose callback is due (group "webhooks")
     dead              capped stream of jobs that used up their attempts (for operators)
 
@@ -280,11 +281,13 @@ class JobQueue:
     # --- web side ----------------------------------------------------------------------------
     def submit(self, kind: str, payload: dict[str, Any], input_data: bytes | None = None, *,
                callback_url: str = "", client: str = "", idem_key: str = "", idem_record: dict | None = None,
-               idem_ttl_s: int = 86400, input_bytes: int | None = None, reserve: int = 0) -> Submitted:
+               idem_ttl_s: int = 86400, input_bytes: int | None = None, reserve: int = 0,
+               cost: float = 0.0) -> Submitted:
         """Queue a job (atomically with its idempotency record, under the queue bound and the client's
         shares; ``input_bytes``: the size of an input kept elsewhere, e.g. a video in the storage), and
         reserve ``reserve`` bytes of storage for it until it ends (:meth:`reserved_bytes`; the job's end
-        answers them back: :class:`Ended`).
+        answers them back: :class:`Ended`). ``cost``: its render CPU price (app/jobs/price.py), what its
+        client's turn is charged when it is taken (app/jobs/lua/turn.lua).
 
         Raises :class:`QueueFull` past ``max_queued``, a :class:`app.shares.ShareUsed` (429) past one of
         the client's shares, and :class:`JobsUnavailable` when Redis fails.
@@ -302,6 +305,8 @@ class JobQueue:
         fields = {"id": job_id, "kind": kind, "status": "queued", "created": now, "updated": now, "attempts": "0",
                   "payload": json.dumps(payload, separators=(",", ":")), "callback_url": callback_url,
                   "client": client}
+        if cost > 0:  # none: a turn costs 1
+            fields["cost"] = f"{float(cost):g}"
         record = json.dumps({**(idem_record or {}), "job": job_id}, separators=(",", ":"))
         flat: list[Any] = []
         for k, v in fields.items():
@@ -411,7 +416,7 @@ class JobQueue:
     def _turn_of(self, consumer: str, skip: tuple[str, ...], peek: bool = False) -> Taken | None:
         """The render stream's next entry by clients' turns (app/jobs/lua/turn.lua), delivered to
         ``consumer`` unless ``peek``."""
-        got = self._turn(keys=[self.stream, self.turns, self.key("turns", "count")],
+        got = self._turn(keys=[self.stream, self.turns, self.key("turns", "count"), self.key("turns", "last")],
                          args=[WORKERS_GROUP, consumer or "-", self.key("job", ""), "1" if peek else "0",
                                self.job_ttl_s, *skip])
         if not got:

@@ -51,8 +51,9 @@ class _Worker:
         self.thread.join(60)
         assert not self.thread.is_alive(), "the worker did not stop"
 
-    def submit(self, client: str, n: int = 1) -> list[str]:
-        return [self.queue.submit("test_held", {"client": client}, client=client).job["id"] for _ in range(n)]
+    def submit(self, client: str, n: int = 1, cost: float = 0.0) -> list[str]:
+        return [self.queue.submit("test_held", {"client": client}, client=client, cost=cost).job["id"]
+                for _ in range(n)]
 
     def wait_ended(self, ids: list[str]) -> None:
         for job_id in ids:
@@ -139,3 +140,36 @@ def test_a_clients_jobs_hold_no_more_than_its_render_share_of_the_worker_slots(r
     first_end = next(i for i, e in enumerate(log.events) if e[0] == "end")
     assert ("start", "B", b[0]) in log.events[:first_end], log.events   # B began while A's first was running
     assert log.most == {"A": 1, "B": 1}, log.most
+
+
+def test_turns_charge_each_job_its_render_cpu_price(redis_server, torchserve, tmp_path, monkeypatch):
+    """One job slot: client A queues three jobs of 3 motions at 400 px, B four of 1 motion at 200 px (a
+    twelfth of A's CPU price each) while A's first renders. B's are served three for one of A's once both
+    are in the turns: A1 B1 A2 B2 B3 B4 A3 (by job counts alone: A1 B1 A2 B2 A3 B3 B4)."""
+    from app.config import load_settings
+    from app.jobs.price import cpu_cost
+    from app.orders import AnimateOrder
+
+    settings = load_settings({}, render_max_frames=60)
+    big = cpu_cost(AnimateOrder(motions=("dab", "jumping", "zombie"), format="gif", size=400, base_url="h"), settings)
+    small = cpu_cost(AnimateOrder(motions=("dab",), format="gif", size=200, base_url="h"), settings)
+    assert big == pytest.approx(12 * small) and small > 0
+    log = _Log()
+    b_queued = threading.Event()
+
+    def held(_ctx, payload, _input, job_id, _deadline):
+        log.start(payload["client"], job_id)
+        if payload["client"] == "A" and len(log.started("A")) == 1:
+            b_queued.wait(HOLD_S)
+        log.end(payload["client"], job_id)
+        return {}
+
+    monkeypatch.setitem(worker_module.HANDLERS, "test_held", held)
+    with _Worker(redis_server, torchserve, tmp_path, slots=2, concurrency=2, share=0) as w:
+        a = w.submit("A", 3, cost=big)
+        wait.until(lambda: log.started("A"), 60, "A's first job started")
+        b = w.submit("B", 4, cost=small)
+        b_queued.set()
+        w.wait_ended(a + b)
+    starts = [j for e, c, j in log.events if e == "start"]
+    assert starts == [a[0], b[0], a[1], b[1], b[2], b[3], a[2]], [("A" if j in a else "B") for j in starts]
