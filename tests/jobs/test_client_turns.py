@@ -173,3 +173,59 @@ def test_turns_charge_each_job_its_render_cpu_price(redis_server, torchserve, tm
         w.wait_ended(a + b)
     starts = [j for e, c, j in log.events if e == "start"]
     assert starts == [a[0], b[0], a[1], b[1], b[2], b[3], a[2]], [("A" if j in a else "B") for j in starts]
+
+
+# --- over real HTTP: gunicorn, the worker process (python -m app.worker), real renders --------------------
+
+def test_over_http_another_clients_small_job_renders_before_a_clients_queued_jobs(redis_server, torchserve,
+                                                                                 tmp_path):
+    """The pod's settings (two render slots, so one job slot; render share 1): client A queues four async
+    /animate jobs whose drawing the detector finds, B one with its own joints (no model call) while A's
+    first is held in the detector (the fake model sleeps its first call: time only B's submission must
+    fit in). In the worker's log B's job starts right after A's first, before A's second."""
+    import json as _json
+
+    import requests
+
+    from tests.support import stack
+    from tests.support.jobstack import app_and_worker
+
+    image, joints = stack.page_with_character("char1", (800, 800), (150, 100))
+    png = stack.encode(image)
+    torchserve.set_control(detector={"mode": "nonwhite", "sleep_s": HOLD_S},
+                           pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
+    env = {"DOODLEPOD_REDIS_URL": redis_server.url, "DOODLEPOD_REDIS_PREFIX": f"turns-http-{tmp_path.name}:",
+           "DOODLEPOD_TORCHSERVE_URL": torchserve.inference_url,
+           "DOODLEPOD_TORCHSERVE_MANAGEMENT_URL": torchserve.management_url, "DOODLEPOD_TORCHSERVE_RETRIES": "0",
+           "DOODLEPOD_RENDER_SIZE": "120", "DOODLEPOD_RENDER_MAX_FRAMES": "8", "DOODLEPOD_RENDER_PROCESSES": "1",
+           "DOODLEPOD_LOCAL_DIR": str(tmp_path / "files"), "DOODLEPOD_RUNTIME_DIR": str(tmp_path / "pod"),
+           "DOODLEPOD_MAX_INFLIGHT": "2", "DOODLEPOD_WORKER_CONCURRENCY": "2", "DOODLEPOD_CLIENT_RENDER_SLOTS": "1",
+           "DOODLEPOD_TRUSTED_PROXIES": "127.0.0.1/32", "DOODLEPOD_RATE_LIMIT_PER_MIN": "6000",
+           "DOODLEPOD_RATE_LIMIT_BURST": "1000"}
+
+    def post(who: str, **form) -> str:
+        resp = requests.post(f"{app.url}/animate", files={"image": ("d.png", png, "image/png")},
+                             data={"motions": "dab", **form},
+                             headers={"Prefer": "respond-async", "X-Forwarded-For": who}, timeout=60)
+        assert resp.status_code == 202, resp.text[:300]
+        return resp.json()["id"]
+
+    def ended(job_id: str) -> dict:
+        return wait.until(lambda: (j := requests.get(f"{app.url}/jobs/{job_id}", timeout=10).json())["status"]
+                          in ("succeeded", "failed") and j, 120, f"job {job_id} ended")
+
+    try:
+        with app_and_worker(tmp_path, env) as app:
+            a = [post("203.0.113.50") for _ in range(4)]
+            wait.until(lambda: f"job {a[0]} start" in app.worker.log_text(), 60, "A's first job started")
+            b = post("198.51.100.50", joints=_json.dumps({k: list(v) for k, v in joints.items()}))
+            torchserve.set_control(detector={"mode": "nonwhite"},   # A's next jobs are not held
+                                   pose={"mode": "fractions", "fractions": stack.pose_fractions(image, joints)})
+            jobs = {job_id: ended(job_id) for job_id in [*a, b]}
+            log = app.worker.log_text()
+    finally:
+        torchserve.set_control()
+    assert all(j["status"] == "succeeded" for j in jobs.values()), [(j["status"], j.get("error")) for j in jobs.values()]
+    starts = [m for m in (line.split("job ", 1)[1].split(" ", 1)[0] for line in log.splitlines()
+                          if " start kind=" in line)]
+    assert starts == [a[0], b, *a[1:]], ["B" if j == b else f"A{a.index(j) + 1}" for j in starts]
