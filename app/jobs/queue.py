@@ -469,7 +469,7 @@ class JobQueue:
             keys=[self.job_key(taken.job_id), taken.stream or self.stream, self.input_key(taken.job_id), self.hooks,
                   self.dead, self.reservations],
             args=[WORKERS_GROUP, taken.entry_id, consumer, self.max_attempts, now_iso(), dead_error, taken.job_id,
-                  self.job_ttl_s])[:4]
+                  self.job_ttl_s])
         verdict, owner = _text(verdict), _text(owner)
         if verdict == "dead":
             return Started(verdict, released=Ended(True, int(float(_text(rest[0]))), _text(rest[1])))
