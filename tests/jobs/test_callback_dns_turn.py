@@ -7,10 +7,11 @@ import time
 
 import pytest
 
+from app.clients import lookups
+from app.clients.lookups import BoundedResolver
 from app.config import load_settings
 from app.errors import ApiError
 from app.jobs import webhooks
-from app.jobs.egress import BoundedResolver
 from tests.support import wait
 
 SLOW_S = 1.5
@@ -26,7 +27,7 @@ def _slow_lookup(host: str, port: int) -> list[str]:
 @pytest.fixture
 def resolver(monkeypatch):
     resolver = BoundedResolver(threads=2, timeout_s=TIMEOUT_S, lookup=_slow_lookup)
-    monkeypatch.setattr(webhooks, "_SUBMIT_RESOLVER", resolver)
+    monkeypatch.setattr(lookups, "_SUBMIT_RESOLVER", resolver)
     yield resolver
     _lookups_ended(resolver)  # before the next test
 
