@@ -191,7 +191,10 @@ class NoPerson(ClientError):
 
 class OutputTooLarge(ClientError):
     """The file asked for would pass its format's bound (a sprite sheet over 64 Mpx of trimmed frames or
-    16384 px a side): ask for fewer frames (`max_frames`) or a smaller `size`."""
+    16384 px a side): ask for fewer frames (`max_frames`) or a smaller `size`. A sheet is priced before
+    the render, queued or not (each frame at half its canvas): the answer's `fits` names the largest
+    `size` and the most `max_frames` that fit; one priced under the bound that still passes it is
+    refused while packing, after the render."""
     status, code = 422, "output_too_large"
 
 

@@ -309,6 +309,14 @@ class Pipeline:
             options["max_frames"] = max_frames if max_frames is not None else s.render_max_frames
         return RenderOptions(**options)
 
+    def check_output(self, fmt: str, size: int | None, max_frames: int | None, motions: Sequence[Any]) -> None:
+        """Refuse now, before any work, a file of ``motions`` its format cannot hold (a sprite sheet over
+        its bound: :mod:`app.render.sheet_price`)."""
+        from .sheet_price import check_sheet
+
+        options = self.render_options(fmt, size, max_frames)
+        check_sheet(fmt, {m.name: expected_frames(m, options) for m in motions}, (options.width, options.height))
+
     def file_tag(self, options: RenderOptions) -> str:
         """The frame rate and frame cap in a stored render's name (``25fps``, ``defaultfps-max20``): a
         render cache's key carries what its file depends on (the default rate while the settings name none)."""
