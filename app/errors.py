@@ -303,7 +303,8 @@ class CallbackDnsBusy(Unavailable):
 
 
 class StorageFull(Unavailable):
-    """The app's stored files reached `DOODLEPOD_STORAGE_BUDGET_MB`; the expiry sweep frees room."""
+    """The app's stored files and its queued jobs' storage reservations reached `DOODLEPOD_STORAGE_BUDGET_MB`,
+    or the work (an async job's price, an uploaded video) would pass it; the expiry sweep frees room."""
     status, code = 503, "storage_full"
 
 
