@@ -109,6 +109,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_WORKERS", "1", "gunicorn worker processes (gevent). Each worker has its own render "
             "process pool; on a small node keep 1 worker and raise DOODLEPOD_RENDER_PROCESSES instead.", int),
     Setting("DOODLEPOD_WORKER_CONNECTIONS", "200", "Simultaneous connections per gevent worker.", int),
+    Setting("DOODLEPOD_CLIENT_CONNECTIONS", "40", "Connections one client (its address; an IPv6 address by its "
+            "network of DOODLEPOD_CLIENT_IPV6_PREFIX bits) may hold open to one gunicorn worker; one more is "
+            "answered 429 too_many_connections (Retry-After) and closed before its request is read, so one "
+            "client's slow or idle connections cannot fill DOODLEPOD_WORKER_CONNECTIONS and keep everyone else "
+            "(and the kubelet's probes) waiting in the backlog. Peers in DOODLEPOD_TRUSTED_PROXIES are not "
+            "capped (they carry many clients). 0: no cap.", _non_negative_int),
     Setting("DOODLEPOD_GRACEFUL_TIMEOUT_S", "0", "Seconds a worker gets to finish in-flight requests on "
             "shutdown; 0 means the request deadline plus 5 s.", float),
     Setting("DOODLEPOD_LOG_LEVEL", "info", "Log level of the app and gunicorn (debug, info, warning, error).",

@@ -193,6 +193,12 @@ class SceneTooLarge(ClientError):
     status, code = 422, "scene_too_large"
 
 
+class TooManyConnections(ClientError):
+    """The client (its address) holds DOODLEPOD_CLIENT_CONNECTIONS connections open to this worker
+    already; answered by the gunicorn worker before any request is read (:mod:`app.gunicorn_worker`)."""
+    status, code, retryable = 429, "too_many_connections", True
+
+
 # --- 5xx: our neighbours and ourselves -----------------------------------------------------------
 
 class RenderFailed(ApiError):
