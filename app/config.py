@@ -137,10 +137,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call needs the header 'Authorization: Bearer "
             "<token>'. Open without it: /ping, /healthz, /live, /metrics, the files of local storage (/files/...: "
             "animation and character images, under keys that name no character; never documents, clients' own "
-            "motions or queued videos), the pages (/studio, /studio/credits, /docs, and GET /, which redirects to "
-            "the studio; their API calls carry the person's token), the document (/openapi.json, /openapi.yaml) "
-            "and the library's previews (/motions/{name}/preview.gif). Character documents are API calls. A "
-            "token68 (RFC 9110: letters, digits and -._~+/, '=' only at its end), as Authorization carries it.",
+            "motions or queued videos), the pages (/studio, /studio-scenes, /studio/credits, /docs, and GET /, "
+            "which redirects to the studio; their API calls carry the person's token), the document "
+            "(/openapi.json, /openapi.yaml) and the library's previews (/motions/{name}/preview.gif). Character "
+            "and scene documents are API calls. A token68 (RFC 9110: letters, digits and -._~+/, '=' only at its "
+            "end), as Authorization carries it.",
             _token68),
     # --- limits ---
     Setting("DOODLEPOD_REQUEST_DEADLINE_S", "120", "Longest time one request may take end to end; past "

@@ -252,6 +252,11 @@ class ModelsUnavailable(Unavailable):
     status, code = 503, "models_unavailable"
 
 
+class VideoReadTimeout(Unavailable):
+    """ffmpeg did not describe a video in time (a busy machine, not a broken file): the job may be retried."""
+    status, code = 503, "video_read_timeout"
+
+
 class Overloaded(Unavailable):
     """All render slots of the pod are busy: retry after ``retry_after`` seconds."""
     status, code = 503, "overloaded"
@@ -292,6 +297,7 @@ ANIMATOR_ERRORS: tuple[tuple[type[Exception], type[ApiError]], ...] = (
     (animator_errors.ConfigError, InvalidMotion),
     (animator_errors.OutputTooLarge, OutputTooLarge),
     (animator_errors.NoPersonError, NoPerson),
+    (animator_errors.VideoTimeout, VideoReadTimeout),
     (animator_errors.VideoError, InvalidVideo),
     (animator_errors.RenderError, RenderFailed),
     (animator_errors.AnimatorError, InvalidCharacter),

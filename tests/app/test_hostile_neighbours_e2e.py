@@ -140,6 +140,7 @@ def test_a_hostile_neighbour_leaves_another_clients_answers_whole_and_in_time(ap
             t.join(120)
 
     assert busy_status == [200] * ROUNDS, (busy_status, seen)
+    assert probe.status_code == 200 and probe_s < 3.0, probe_s   # pod.yaml's liveness timeout
     limited = (429, "rate_limited")  # the hostile client's bucket (60 a minute, 20 at once) ran out
     assert (413, "too_large") in seen["wide_json"] and set(seen["wide_json"]) <= {(413, "too_large"), limited}
     assert (422, "too_many_motions") in seen["every_character"]
@@ -147,7 +148,6 @@ def test_a_hostile_neighbour_leaves_another_clients_answers_whole_and_in_time(ap
     codes = {c for c in seen["back_to_back"]}
     assert codes <= {(200, ""), (429, "render_share_used"), limited}, codes
     assert any(a.startswith(b"HTTP/1.1 429 ") and b"too_many_connections" in a for a in slow.answers)
-    assert probe.status_code == 200 and probe_s < 3.0, probe_s   # pod.yaml's liveness timeout
     figures = (f"good client p95 {_p95(busy):.2f} s beside the hostile ones ({', '.join(f'{v:.1f}' for v in busy)}), "
                f"{_p95(quiet):.2f} s alone; /healthz {probe_s:.2f} s; hostile answers "
                f"{({k: len(v) for k, v in seen.items()})}, {len(slow.answers)} slow-header refusals; the worker "
