@@ -253,7 +253,9 @@ def test_every_api_error_belongs_to_one_family_with_a_matching_status() -> None:
 RETRYABLE_CLIENT_ERRORS = {"edit_conflict", "rate_limited", "idempotency_in_progress",
                            # a client's share (app/shares.py): 429 with Retry-After, free again in time
                            "share_used", "storage_share_used", "jobs_share_used", "queued_bytes_share_used",
-                           "video_share_used", "render_share_used", "callback_dns_share_used"}
+                           "video_share_used", "render_share_used", "callback_dns_share_used",
+                           # one more connection than the client's cap: free again when one of its own ends
+                           "too_many_connections"}
 
 
 def test_the_error_table_in_the_docs_says_which_errors_are_retryable() -> None:
@@ -291,6 +293,8 @@ def test_from_animator_maps_every_animator_error() -> None:
         assert mapped.message == f"while testing{named}: what went wrong"
         if issubclass(cls, ae.RenderError):
             assert mapped.status == 500, cls.__name__          # the renderer failed on input it accepted
+        elif issubclass(cls, ae.VideoTimeout):
+            assert mapped.status == 503 and mapped.retryable   # a busy machine, not the client's file
         else:
             assert isinstance(mapped, errors.ClientError) and mapped.status == 422, cls.__name__
     assert errors.from_animator(ae.NoPersonError("nobody")).code == "no_person"
