@@ -91,6 +91,7 @@ def create_app(**overrides: Any):
     app.config["MAX_CONTENT_LENGTH"] = int(settings.max_upload_mb * 2**20)
     app.config["SETTINGS"] = settings
     app.json.sort_keys = False
+    app.jinja_env.trim_blocks = app.jinja_env.lstrip_blocks = True  # the pages' templates (app/templates) as written
 
     services = build_services(settings, run_dir, f"spill-{os.getpid()}")
     pool, storage = services.pool, services.storage

@@ -18,12 +18,27 @@ never see a stack trace.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from animator import errors as animator_errors
 
 log = logging.getLogger("doodlepod.errors")
+
+
+def retry_after_header(seconds: float) -> dict[str, str]:
+    """The ``Retry-After`` header that asks a client to come back in ``seconds``: whole seconds
+    (RFC 9110's delay-seconds), rounded up, at least 1. Every answer that says when to retry writes it here."""
+    return {"Retry-After": str(max(1, math.ceil(seconds)))}
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The delay a ``Retry-After`` header among ``headers`` asks for, in seconds; None when there is none
+    or it is not delay-seconds (an HTTP date is not read). Every reader of one (an error's, a callback
+    receiver's) reads it here."""
+    value = (headers.get("Retry-After") or "").strip()
+    return float(value) if value.isdigit() else None
 
 
 class ApiError(Exception):
@@ -52,27 +67,31 @@ class ClientError(ApiError):
 
 
 class BadRequest(ClientError):
-    """The request itself is malformed (missing field, bad JSON, a field of the wrong type)."""
+    """Missing `image`, bad JSON or format; JSON nested deeper than 10 levels, a number longer than 32
+    characters, `NaN`/`Infinity`, a non-finite `bbox`; a value out of bounds or an unknown field (the message
+    names it); a request gunicorn refuses (a control character in a header), in JSON too."""
     status, code = 400, "bad_request"
 
 
 class UnreadableImage(ClientError):
-    """The upload claims to be an image but cannot be decoded (truncated, corrupt, empty)."""
+    """An upload that cannot be decoded (corrupt, truncated, empty, bad base64)."""
     status, code = 400, "unreadable_image"
 
 
 class ImageTooSmall(ClientError):
-    """An image under :data:`app.images.MIN_SIDE` pixels on a side: refused before the models see it."""
+    """An image under 32 pixels on a side (from its header): refused before the models see it.
+
+    The side is :data:`app.images.MIN_SIDE`."""
     status, code = 422, "image_too_small"
 
 
 class UnknownMotion(ClientError):
-    """A requested motion is not in the library (GET /motions lists them)."""
+    """A motion not in `GET /motions`."""
     status, code = 400, "unknown_motion"
 
 
 class Unauthorized(ClientError):
-    """Bearer token missing or wrong (only when DOODLEPOD_AUTH_TOKEN is set)."""
+    """`DOODLEPOD_AUTH_TOKEN` is set and the bearer token is missing or wrong."""
     status, code = 401, "unauthorized"
 
     def __init__(self, message: str) -> None:
@@ -80,22 +99,27 @@ class Unauthorized(ClientError):
 
 
 class NotFound(ClientError):
-    """No such path, file, or character (a character also once deleted or expired)."""
+    """Unknown path, character (also one deleted or expired), job or file (a `/files` path with a control
+    character too)."""
     status, code = 404, "not_found"
 
 
 class TooLarge(ClientError):
-    """Body over DOODLEPOD_MAX_UPLOAD_MB or image over DOODLEPOD_MAX_IMAGE_PIXELS."""
+    """Body over `DOODLEPOD_MAX_UPLOAD_MB`, declared or chunked (refused as soon as it passes the limit); a
+    JSON body over `DOODLEPOD_MAX_JSON_KB` (256 KiB; POST /, whose JSON carries a base64 image, may send
+    `DOODLEPOD_MAX_UPLOAD_MB`) or with more than 20,000 tokens (brackets, commas, colons, strings), refused
+    before it is decoded; a form or JSON field over `DOODLEPOD_MAX_FIELD_KB`; an image over
+    `DOODLEPOD_MAX_IMAGE_PIXELS` (checked from the header, before decoding); a BVH clip over its bounds."""
     status, code = 413, "too_large"
 
 
 class UnsupportedType(ClientError):
-    """A file that is not an image type we read (e.g. GIF, PDF, SVG)."""
+    """Not PNG, JPEG, WebP or HEIC/HEIF (e.g. AVIF, GIF, BMP, PDF, text)."""
     status, code = 415, "unsupported_type"
 
 
 class NoCharacter(ClientError):
-    """The detector found no drawn character, or the segmentation left no pixels."""
+    """No drawn figure found, or nothing left after segmentation."""
     status, code = 422, "no_character"
 
 
@@ -105,28 +129,28 @@ class NoSkeleton(ClientError):
 
 
 class RequestTimeout(ClientError):
-    """The request's body did not all arrive within DOODLEPOD_BODY_TIMEOUT_S."""
+    """The body did not all arrive within `DOODLEPOD_BODY_TIMEOUT_S`."""
     status, code = 408, "request_timeout"
 
 
 class InvalidCharacter(ClientError):
-    """The character cannot be animated: client joints that make no usable skeleton (missing joints,
-    coordinates that are not numbers), a skeleton that cannot be rigged, an empty mask."""
+    """Joints that make no skeleton (missing names, coordinates that are not numbers, more than 128
+    joints or a joint name over 64 characters), that cannot be rigged or lie off the drawing; an empty mask."""
     status, code = 422, "invalid_character"
 
 
 class BadMask(ClientError):
-    """A mask sent to PATCH /characters/{id} is not a readable PNG image."""
+    """A mask sent to `PATCH /characters/{id}` is not a readable PNG image."""
     status, code = 400, "bad_mask"
 
 
 class MaskWrongSize(ClientError):
-    """The mask is not of the texture's size (the document's ``texture.width`` x ``texture.height``)."""
+    """The mask is not of the texture's size (the document's `texture.width` x `texture.height`)."""
     status, code = 422, "mask_wrong_size"
 
 
 class DegenerateSkeleton(InvalidCharacter):
-    """Client joints that make no usable skeleton: all (or nearly all) on one spot."""
+    """Client joints piled on (nearly) one spot: they span under 16 px or fewer than 8 sit apart."""
     status, code = 422, "degenerate_skeleton"
 
 
@@ -141,22 +165,22 @@ class BoxOutsideImage(ClientError):
 
 
 class VersionMismatch(ClientError):
-    """``If-Match`` names a version of the character that is no longer current: nothing changed."""
+    """`If-Match` names a version of the character that is no longer current: nothing changed."""
     status, code = 412, "version_mismatch"
 
 
 class EditConflict(ClientError):
-    """Without ``If-Match``, an edit lost every race to concurrent edits of the character; retry."""
+    """Without `If-Match`, an edit lost every race to concurrent edits of the character; retry."""
     status, code, retryable = 409, "edit_conflict", True
 
 
 class InvalidMotion(ClientError):
-    """A motion (BVH clip or its configs) sent with the request cannot be used."""
+    """A motion sent with the request (a BVH clip, its frame range or its configs) cannot be used."""
     status, code = 422, "invalid_motion"
 
 
 class InvalidVideo(ClientError):
-    """A video sent to POST /motions cannot be used: unreadable, too long or too large a frame."""
+    """A video sent to `POST /motions` cannot be used: unreadable, too long or with too large frames."""
     status, code = 422, "invalid_video"
 
 
@@ -166,43 +190,49 @@ class NoPerson(ClientError):
 
 
 class OutputTooLarge(ClientError):
-    """The file asked for would pass a bound of its format (a sprite sheet's pixels): fewer frames
-    (``max_frames``) or a smaller ``size`` fit."""
+    """The file asked for would pass its format's bound (a sprite sheet over 64 Mpx of trimmed frames or
+    16384 px a side): ask for fewer frames (`max_frames`) or a smaller `size`."""
     status, code = 422, "output_too_large"
 
 
 class RenderTooLarge(ClientError):
-    """The render asked for more memory than a render process may use
-    (DOODLEPOD_RENDER_PROCESS_MEMORY_MB): the work is too large for this pod as sent."""
+    """The render needed more memory than one render process may use
+    (`DOODLEPOD_RENDER_PROCESS_MEMORY_MB`, from the container's memory limit): it failed alone, other renders
+    went on. Fewer frames (`max_frames`), a smaller `size` or fewer characters."""
     status, code = 422, "render_too_large"
 
 
 class TooManyCharacters(ClientError):
-    """More characters sent or named than a scene holds (DOODLEPOD_SCENE_MAX_CHARACTERS)."""
+    """More characters sent or named than a scene holds (`DOODLEPOD_SCENE_MAX_CHARACTERS`)."""
     status, code = 422, "too_many_characters"
 
 
 class TooManyMotions(ClientError):
-    """POST /animate with ``every_character`` naming more motions than DOODLEPOD_SCENE_MAX_MOTIONS (each is
-    a scene render of every character, one after the other under one render slot)."""
+    """`POST /animate` with `every_character` named more motions than `DOODLEPOD_SCENE_MAX_MOTIONS`: each
+    is a scene render of every character, one after the other under one render slot."""
     status, code = 422, "too_many_motions"
 
 
 class SceneTooLarge(ClientError):
-    """A scene render over the work bound (characters x frames x pixels, DOODLEPOD_SCENE_MAX_WORK_MPX)."""
+    """A scene render over the work bound (characters x frames x pixels, `DOODLEPOD_SCENE_MAX_WORK_MPX`
+    million): fewer frames (`max_frames`), a smaller `size` or fewer characters."""
     status, code = 422, "scene_too_large"
 
 
 class TooManyConnections(ClientError):
-    """The client (its address) holds DOODLEPOD_CLIENT_CONNECTIONS connections open to this worker
-    already; answered by the gunicorn worker before any request is read (:mod:`app.gunicorn_worker`)."""
+    """The client (its address) holds `DOODLEPOD_CLIENT_CONNECTIONS` (40) connections open to the worker
+    already: answered before the request is read, and the connection closed (`Retry-After`). Reuse a
+    connection (keep-alive) or close one.
+
+    Written by the gunicorn worker itself (:mod:`app.gunicorn_worker`), never raised."""
     status, code, retryable = 429, "too_many_connections", True
 
 
 # --- 5xx: our neighbours and ourselves -----------------------------------------------------------
 
 class RenderFailed(ApiError):
-    """A render process died (e.g. killed for memory) or the renderer failed on valid input."""
+    """A render process died (only the render it ran fails; its process is replaced), or the renderer
+    failed on input it accepted."""
     status, code = 500, "render_failed"
 
 
@@ -214,12 +244,13 @@ class UpstreamError(ApiError):
 
 
 class ModelServerError(UpstreamError):
-    """TorchServe answered, but with an error or an answer we cannot read."""
+    """TorchServe answered an error, garbage, more than 8 MiB, or an answer cut off mid-body (after
+    retries)."""
     status, code = 502, "model_server_error"
 
 
 class StorageFailed(UpstreamError):
-    """Uploading to (or reaching) the storage failed after retries."""
+    """The storage failed (an upload, or reaching it) after retries."""
     status, code = 502, "storage_error"
 
 
@@ -231,14 +262,15 @@ class Unavailable(ApiError):
     status, code, retryable = 503, "unavailable", True
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
-        headers = {"Retry-After": str(max(1, int(retry_after)))} if retry_after is not None else None
-        super().__init__(message, headers=headers)
+        super().__init__(message, headers=None if retry_after is None else retry_after_header(retry_after))
 
 
 class ModelServerUnavailable(Unavailable):
-    """TorchServe is down, not ready, or overloaded (503/507) after retries. ``down``: it is not there
-    at all (refuses connections after retries, or has not loaded the model); unlike a busy or slow one,
-    the app's own ink finder may answer in its place (DOODLEPOD_FINDER_FALLBACK)."""
+    """TorchServe busy or slow after retries (down or without the model: only with
+    `DOODLEPOD_FINDER_FALLBACK=false`, else the app's ink finder answers).
+
+    ``down``: it is not there at all (refuses connections after retries, or has not loaded the model);
+    unlike a busy or slow one, the app's own ink finder may answer in its place (DOODLEPOD_FINDER_FALLBACK)."""
     status, code = 503, "model_server_unavailable"
 
     def __init__(self, message: str, retry_after: float | None = None, *, down: bool = False) -> None:
@@ -247,18 +279,25 @@ class ModelServerUnavailable(Unavailable):
 
 
 class ModelsUnavailable(Unavailable):
-    """The models are still being prepared or started (``make run`` on a fresh machine): known before
-    TorchServe is called, answered at once with an estimate in ``Retry-After``."""
+    """The models are still being prepared or started (`make run` on a fresh machine builds the model
+    stack in the background): answered at once, before TorchServe is called, with `Retry-After` (the estimate,
+    at most 300 s); `/ping`'s `models` says how far. Only with `DOODLEPOD_FINDER_FALLBACK=false`: by default
+    the app's own ink finder answers the photo meanwhile (`warnings`: `found_by_ink_finder_in_app`). A drawing
+    sent with its joints needs no model and is animated meanwhile; a photo is refused before it takes a render
+    slot or is decoded."""
     status, code = 503, "models_unavailable"
 
 
 class VideoReadTimeout(Unavailable):
-    """ffmpeg did not describe a video in time (a busy machine, not a broken file): the job may be retried."""
+    """A job's video: ffmpeg did not describe it in time (its header within 20 s, or its stream within 10 s
+    of decoding): a busy machine, not a broken file. The worker retries the job."""
     status, code = 503, "video_read_timeout"
 
 
 class Overloaded(Unavailable):
-    """All render slots of the pod are busy: retry after ``retry_after`` seconds."""
+    """All render slots busy and the waiting room full, or no slot expected free within
+    `DOODLEPOD_ADMISSION_WAIT_S` (answered at once), or a background request whose slot a render took. Its
+    `Retry-After` is measured from recent render times unless `DOODLEPOD_RETRY_AFTER_S` fixes it."""
     status, code = 503, "overloaded"
 
     def __init__(self, message: str, retry_after: float) -> None:
@@ -266,23 +305,25 @@ class Overloaded(Unavailable):
 
 
 class InsufficientStorage(Unavailable):
-    """Free disk below DOODLEPOD_MIN_FREE_DISK_MB: refuse work before starting it."""
+    """Free disk below `DOODLEPOD_MIN_FREE_DISK_MB`: work is refused before it starts."""
     status, code = 503, "low_disk_space"
 
 
 class CallbackDnsBusy(Unavailable):
-    """Every thread that looks callback names up is waiting on slow name servers: a ``callback_url`` is
-    refused at once rather than queued until its lookup's bound runs out."""
+    """Every thread that looks `callback_url` names up (`DOODLEPOD_WEBHOOK_DNS_THREADS`) is waiting on a
+    slow name server: refused at once rather than queued until its lookup's bound runs out."""
     status, code = 503, "callback_dns_busy"
 
 
 class StorageFull(Unavailable):
-    """The app's stored files reached DOODLEPOD_STORAGE_BUDGET_MB; expired ones are swept to make room."""
+    """The app's stored files reached `DOODLEPOD_STORAGE_BUDGET_MB`; the expiry sweep frees room."""
     status, code = 503, "storage_full"
 
 
 class DeadlineExceeded(ApiError):
-    """The request ran past its deadline (DOODLEPOD_REQUEST_DEADLINE_S or X-Deadline-Seconds)."""
+    """The request ran past its deadline (`DOODLEPOD_REQUEST_DEADLINE_S` or `X-Deadline-Seconds`; the
+    message names the stage), including a TorchServe answer that trickles in: its whole exchange, body
+    included, is bounded by the time left."""
     status, code = 504, "deadline_exceeded"
 
 
@@ -331,5 +372,5 @@ def animator_boundary(doing: str = "") -> Iterator[None]:
 
 
 class TooManyFields(TooLarge):
-    """A form with more parts than the server parses (werkzeug's ``max_form_parts``)."""
+    """A multipart form with more parts than the server parses (1000, werkzeug's `max_form_parts`)."""
     status, code = 413, "too_many_fields"

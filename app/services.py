@@ -15,10 +15,10 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .characters.preparation import ModelPreparation
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
+    from .clients.ratelimit import RateLimiter
     from .config import Settings
     from .jobs.idempotency import SyncIdempotency
     from .jobs.queue import JobQueue
-    from .jobs.ratelimit import RateLimiter
     from .motions.library import Motion
     from .motions.own import OwnMotions
     from .motions.previews import MotionPreviews
@@ -115,15 +115,15 @@ def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | N
     They share one connection pool; nothing connects until the first call, so a Redis that is down
     at start only makes async requests answer 503.
     """
+    from .clients.ratelimit import RateLimiter
     from .jobs.idempotency import SyncIdempotency
     from .jobs.queue import JobQueue
-    from .jobs.ratelimit import RateLimiter
 
     queue = JobQueue.from_settings(settings)
     if queue is None:
         local = None
         if settings.rate_limit_per_min > 0:
-            from .jobs.ratelimit import LocalRateLimiter
+            from .clients.ratelimit import LocalRateLimiter
             local = LocalRateLimiter(settings.rate_limit_per_min, settings.rate_limit_burst)
         return None, local, None
     limiter = None

@@ -5,19 +5,9 @@ the render worker's video capacity and its callback lanes. Global bounds keep th
 not keep one client from taking a whole pool. So each client (:mod:`app.clients`: an IPv6 address by
 its /56, a mapped IPv4 address as IPv4, with its token when tokens are checked) has a share of each,
 set in app/config.py; a client past one of its shares gets ``429`` with ``Retry-After`` and the
-error code of that share, and nobody else is refused for it:
-
-================================  ==================================  ===========================
-share                             setting                             answer past it
-================================  ==================================  ===========================
-bytes stored (last expiry period) DOODLEPOD_CLIENT_STORAGE_MB          429 ``storage_share_used``
-unfinished jobs (callback too)    DOODLEPOD_CLIENT_MAX_QUEUED          429 ``jobs_share_used``
-bytes of queued jobs' inputs      DOODLEPOD_CLIENT_QUEUED_MB           429 ``queued_bytes_share_used``
-videos queued or running          DOODLEPOD_CLIENT_MAX_VIDEOS          429 ``video_share_used``
-render slots held or waited for   DOODLEPOD_CLIENT_RENDER_SLOTS        429 ``render_share_used``
-callback name lookups at submit   one at a time per client            429 ``callback_dns_share_used``
-callbacks delivered at once       DOODLEPOD_CLIENT_WEBHOOK_LANES       waits its turn (never refused)
-================================  ==================================  ===========================
+error code of that share, and nobody else is refused for it. :data:`SHARES` is the one table of them
+(the answer past each, its setting, what it counts, where it is enforced); docs/operations.md prints it
+(``python -m app.http.codes --shares``).
 
 The storage share counts what the client's requests and jobs stored (:func:`metering` around the
 work, :func:`stored` in the storage backends) in hourly buckets kept for DOODLEPOD_EXPIRY_HOURS, the
@@ -44,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .clients import digest
-from .errors import ClientError
+from .errors import ApiError, ClientError, TooManyConnections, TooManyMotions, retry_after_header
 
 #: Seconds of one bucket of the storage ledger.
 BUCKET_S = 3600
@@ -55,31 +45,93 @@ class ShareUsed(ClientError):
     status, code, retryable = 429, "share_used", True
 
     def __init__(self, message: str, retry_after_s: float) -> None:
-        super().__init__(message, headers={"Retry-After": str(max(1, math.ceil(retry_after_s)))})
+        super().__init__(message, headers=retry_after_header(retry_after_s))
 
 
 class StorageShareUsed(ShareUsed):
+    """The client stored its share within the expiry period (`DOODLEPOD_CLIENT_STORAGE_MB`): `Retry-After`
+    until its oldest hour expires; `DELETE /characters/{id}` gives room back."""
     code = "storage_share_used"
 
 
 class JobsShareUsed(ShareUsed):
+    """The client has `DOODLEPOD_CLIENT_MAX_QUEUED` async jobs queued, running or with their callback still to
+    deliver."""
     code = "jobs_share_used"
 
 
 class QueuedBytesShareUsed(ShareUsed):
+    """The uploads of the client's queued jobs reached `DOODLEPOD_CLIENT_QUEUED_MB`."""
     code = "queued_bytes_share_used"
 
 
 class VideoShareUsed(ShareUsed):
+    """The client has `DOODLEPOD_CLIENT_MAX_VIDEOS` videos queued or being read."""
     code = "video_share_used"
 
 
 class RenderShareUsed(ShareUsed):
+    """The client's synchronous requests hold or wait for `DOODLEPOD_CLIENT_RENDER_SLOTS` render slots
+    already (answered at once)."""
     code = "render_share_used"
 
 
 class CallbackDnsShareUsed(ShareUsed):
+    """The client has a `callback_url` name being looked up already: until the lookup ends (answered or
+    given up by the system's resolver), not only until its request stopped waiting for it."""
     code = "callback_dns_share_used"
+
+
+# --- the table of shares -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Share:
+    """One share: the answer past it (an error class, or what happens instead), the setting that sizes
+    it (``""``: fixed, ``default`` says how), what it counts and where it is enforced."""
+
+    answer: type[ApiError] | str
+    setting: str
+    counts: str
+    enforced: str
+    default: str = ""   # said instead of the setting's own default ("{}" stands for it)
+
+
+#: Every share a client has, in the order docs/operations.md lists them.
+SHARES: tuple[Share, ...] = (
+    Share(StorageShareUsed, "DOODLEPOD_CLIENT_STORAGE_MB",
+          "Bytes stored within `DOODLEPOD_EXPIRY_HOURS`, an async job's counted from its admission (its price "
+          "reserved, settled when it ends: `app/jobs/price.py`); `Retry-After` until its oldest hour expires, "
+          "`DELETE /characters/{id}` gives room back",
+          "`Shares.check_storage` (`app/shares.py`) when work is admitted (`app/http/jobs.py`)",
+          default="a tenth of the storage budget: 153 MiB in the pod"),
+    Share(JobsShareUsed, "DOODLEPOD_CLIENT_MAX_QUEUED",
+          "Async jobs queued, running, or ended with their callback still to deliver",
+          "`app/jobs/lua/submit.lua`, atomically with the submission"),
+    Share(QueuedBytesShareUsed, "DOODLEPOD_CLIENT_QUEUED_MB", "Bytes of those jobs' uploads",
+          "`app/jobs/lua/submit.lua`, atomically with the submission"),
+    Share(VideoShareUsed, "DOODLEPOD_CLIENT_MAX_VIDEOS", "Videos queued or being read",
+          "`app/jobs/lua/submit.lua`, atomically with the submission"),
+    Share(RenderShareUsed, "DOODLEPOD_CLIENT_RENDER_SLOTS",
+          "Render slots held or waited for by its synchronous requests (answered at once)",
+          "`render_slot` (`app/http/api.py`) over the slots' owners (`app/render/admission.py`)",
+          default="1 in pod.yaml and deploy/; the app's own default 0: off, for a backend sending for many "
+                  "people through one address, and for `make run`, where one person's studio and phone are one "
+                  "loopback client"),
+    Share(TooManyMotions, "DOODLEPOD_SCENE_MAX_MOTIONS",
+          "Motions of one `POST /animate` with `every_character` (a scene render each, one after the other)",
+          "the request's model (`AnimateForm`, `app/intake/models.py`)"),
+    Share(CallbackDnsShareUsed, "", "Callback name lookups at submit",
+          "the callback name lookups (`submit_resolver`, `app/clients/lookups.py`) when a job is submitted",
+          default="one at a time"),
+    Share("waits its turn (never refused)", "DOODLEPOD_CLIENT_WEBHOOK_LANES", "Callbacks being delivered",
+          "the callback lanes (`app/clients/lanes.py`) of the render worker (`app/worker.py`)",
+          default="{} per worker"),
+    Share(TooManyConnections, "DOODLEPOD_CLIENT_CONNECTIONS",
+          "Connections held open to one gunicorn worker (peers in `DOODLEPOD_TRUSTED_PROXIES` are not capped: "
+          "they carry many clients)",
+          "the gunicorn worker (`app/gunicorn_worker.py`, `app/clients/connections.py`), before a request is read",
+          default="{} per worker"),
+)
 
 
 # --- metering what a piece of work stores ---------------------------------------------------------

@@ -150,7 +150,7 @@ class Worker:
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
-        from .jobs.egress import BoundedResolver
+        from .clients.lookups import BoundedResolver
         # callback names: looked up on threads of their own, within each attempt's DOODLEPOD_WEBHOOK_TIMEOUT_S
         self.resolver = BoundedResolver(self.settings.webhook_dns_threads, self.settings.webhook_timeout_s)
 
@@ -158,10 +158,11 @@ class Worker:
     def run(self) -> None:
         from . import metrics  # noqa: F401  (metrics files in the shared folder)
 
-        threads = [threading.Thread(target=self._job_loop, args=(f"{self.name}-{i}",), name=f"job-{i}", daemon=True)
-                   for i in range(self.settings.worker_concurrency)]
-        threads += [threading.Thread(target=self._video_loop, args=(f"{self.name}-video-{i}",), name=f"video-{i}",
-                                     daemon=True) for i in range(self.settings.worker_video_concurrency)]
+        threads = [threading.Thread(target=self._run_forever, args=(f"{self.name}-{i}", self._job_step),
+                                    name=f"job-{i}", daemon=True) for i in range(self.settings.worker_concurrency)]
+        threads += [threading.Thread(target=self._run_forever, args=(f"{self.name}-video-{i}", self._video_step),
+                                     name=f"video-{i}", daemon=True)
+                    for i in range(self.settings.worker_video_concurrency)]
         threads.append(threading.Thread(target=self._webhook_loop, args=(f"{self.name}-hooks",), name="hooks",
                                         daemon=True))
         beat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
@@ -179,40 +180,46 @@ class Worker:
         beat.join(5)
         log.info("worker %s stopped", self.name)
 
-    def _job_loop(self, consumer: str) -> None:
+    def _run_forever(self, consumer: str, step: Callable[[str], float]) -> None:
+        """Run ``step(consumer)`` until the worker stops: it returns how long to wait before its next turn
+        (0 after work, at once); a turn that raises (Redis away, TorchServe's answer unreadable) is logged
+        and waited out, 0.5 s doubling to 10 s until a turn works again."""
         backoff = 0.5
         while not self.stop.is_set():
             try:
-                if not self._models_ready():
-                    self.stop.wait(2.0)
-                    continue
-                # a render slot is taken only when there is work: an idle worker holding one would
-                # turn the web app's synchronous requests away (on a small pod it is the only slot)
-                if not self.queue.has_work():
-                    self.stop.wait(IDLE_POLL_S)
-                    continue
-                if not self._job_slot_free():
-                    self.stop.wait(IDLE_POLL_S)
-                    continue
-                try:
-                    slot = self.slots.acquire()  # a want: background work gives its slot up
-                    if slot is None:
-                        self.stop.wait(IDLE_POLL_S)
-                        continue
-                    try:
-                        taken = self.queue.take(consumer, block_ms=0)
-                        if taken is not None:
-                            self._run(taken, consumer)
-                    finally:
-                        slot.release()
-                finally:
-                    with self._lock:
-                        self._jobs_holding -= 1
-                backoff = 0.5
+                pause = step(consumer)
             except Exception as exc:
                 log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
                 self.stop.wait(backoff)
                 backoff = min(10.0, backoff * 2)
+                continue
+            if pause:
+                self.stop.wait(pause)
+            else:
+                backoff = 0.5
+
+    def _job_step(self, consumer: str) -> float:
+        """One turn of a job thread: a job taken and run under a render slot, if there is one to take."""
+        if not self._models_ready():
+            return 2.0
+        # a render slot is taken only when there is work: an idle worker holding one would
+        # turn the web app's synchronous requests away (on a small pod it is the only slot)
+        if not self.queue.has_work() or not self._job_slot_free():
+            return IDLE_POLL_S
+        try:
+            slot = self.slots.acquire()  # a want: background work gives its slot up
+            if slot is None:
+                return IDLE_POLL_S
+            try:
+                taken = self.queue.take(consumer, block_ms=0)
+                if taken is not None:
+                    self._run(taken, consumer)
+            finally:
+                slot.release()
+        finally:
+            with self._lock:
+                self._jobs_holding -= 1
+        return 0.0
 
     def _job_slot_free(self) -> bool:
         """Whether a job thread may take a render slot now, counting it held if so. Jobs hold at most
@@ -226,23 +233,16 @@ class Worker:
             self._jobs_holding += 1
             return True
 
-    def _video_loop(self, consumer: str) -> None:
-        """Video jobs (their own stream): read without a render slot, so videos never take the slots
-        renders need; DOODLEPOD_WORKER_VIDEO_CONCURRENCY threads is all the capacity they get."""
-        backoff = 0.5
-        while not self.stop.is_set():
-            try:
-                if not self._models_ready() or not self.queue.has_work(stream=self.queue.video_stream):
-                    self.stop.wait(IDLE_POLL_S if self._ready_ok else 2.0)
-                    continue
-                taken = self.queue.take(consumer, block_ms=0, stream=self.queue.video_stream)
-                if taken is not None:
-                    self._run(taken, consumer)
-                backoff = 0.5
-            except Exception as exc:
-                log.warning("worker %s: %s: %s; retrying in %.1f s", consumer, type(exc).__name__, exc, backoff)
-                self.stop.wait(backoff)
-                backoff = min(10.0, backoff * 2)
+    def _video_step(self, consumer: str) -> float:
+        """One turn of a video thread (their own stream): a video job read without a render slot, so videos
+        never take the slots renders need; DOODLEPOD_WORKER_VIDEO_CONCURRENCY threads is all the capacity
+        they get."""
+        if not self._models_ready() or not self.queue.has_work(stream=self.queue.video_stream):
+            return IDLE_POLL_S if self._ready_ok else 2.0
+        taken = self.queue.take(consumer, block_ms=0, stream=self.queue.video_stream)
+        if taken is not None:
+            self._run(taken, consumer)
+        return 0.0
 
     def _models_ready(self) -> bool:
         """Take work only while TorchServe has its models READY (checked at most every 2 s)."""

@@ -15,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/smoke_stamp.sh
 source scripts/smoke_stamp.sh
+# shellcheck source=scripts/apt_install.sh
+source scripts/apt_install.sh
 
 say() { printf '[install_browser] %s\n' "$*" >&2; }
 smoke() {  # smoke CHROMIUM
@@ -62,18 +64,7 @@ if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
 fi
 
 start=$SECONDS
-export DEBIAN_FRONTEND=noninteractive
 say "installing Debian's chromium for the browser tests (once; about a minute)"
-# A fresh image has no package lists: update once, and again only if the install fails on stale ones.
-if ! compgen -G "/var/lib/apt/lists/*_Packages" >/dev/null; then
-  apt-get update -qq
-fi
-if ! apt-get install -y -qq chromium >/dev/null; then
-  apt-get update -qq
-  apt-get install -y -qq chromium >/dev/null || {
-    say "apt-get install chromium FAILED: the studio page's browser tests will SKIP"
-    exit 0
-  }
-fi
+apt_install chromium || { say "apt-get install chromium FAILED: the studio page's browser tests will SKIP"; exit 0; }
 say "chromium $(chromium --version 2>/dev/null | awk '{print $2}') installed in $((SECONDS - start)) s"
 smoke "$(command -v chromium)"

@@ -14,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/smoke_stamp.sh
 source scripts/smoke_stamp.sh
+# shellcheck source=scripts/apt_install.sh
+source scripts/apt_install.sh
 cd tools/node
 
 say() { printf '[install_node_tools] %s\n' "$*" >&2; }
@@ -23,9 +25,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     exit 0
   fi
   say "installing Debian's nodejs and npm (once)"
-  export DEBIAN_FRONTEND=noninteractive
-  compgen -G "/var/lib/apt/lists/*_Packages" >/dev/null || apt-get update -qq
-  apt-get install -y -qq nodejs npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; }
+  apt_install nodejs npm || { say "FAILED: apt-get install nodejs npm"; exit 1; }
 fi
 if ! { [[ -f node_modules/.package-lock.json ]] \
    && node -e 'const a=require("./package-lock.json").packages, b=require("./node_modules/.package-lock.json").packages;

@@ -19,6 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/smoke_stamp.sh
 source scripts/smoke_stamp.sh
+# shellcheck source=scripts/apt_install.sh
+source scripts/apt_install.sh
 
 say() { printf '[install_podman] %s\n' "$*" >&2; }
 skip() { say "$1: the pod tests will SKIP"; smoke_record podman "${KEY:-none}" "skip: $1"; exit 0; }
@@ -53,16 +55,8 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     command -v podman >/dev/null || skip "no podman here"
   else
     start=$SECONDS
-    export DEBIAN_FRONTEND=noninteractive
     say "installing Debian's ${missing[*]} for the image and pod tests (once; about a minute)"
-    if ! compgen -G "/var/lib/apt/lists/*_Packages" >/dev/null; then
-      apt-get update -qq
-    fi
-    if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
-      apt-get update -qq
-      apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-        || skip "apt-get install ${missing[*]} FAILED"
-    fi
+    apt_install --no-install-recommends "${missing[@]}" || skip "apt-get install ${missing[*]} FAILED"
     say "$(podman --version) and ${#missing[@]} packages installed in $((SECONDS - start)) s"
   fi
 fi

@@ -8,6 +8,8 @@
 # apt-get (CI runs as root); anywhere else it says what to run, and a motion from a video fails until then.
 # Proves the result: each library is loaded (dlopen) once installed; a failure names the library.
 set -euo pipefail
+# shellcheck source=scripts/apt_install.sh
+source "$(dirname "$0")/apt_install.sh"
 
 say() { printf '[install_pose_libs] %s\n' "$*" >&2; }
 LIBS=(libEGL.so.1 libGLESv2.so.2)
@@ -21,12 +23,8 @@ if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
   exit 0
 fi
 start=$SECONDS
-export DEBIAN_FRONTEND=noninteractive
 say "installing Debian's libegl1 and libgles2 for the video pose model (once; seconds)"
-if ! apt-get install -y -qq --no-install-recommends libegl1 libgles2 >/dev/null 2>&1; then  # no lists yet: update
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends libegl1 libgles2 >/dev/null
-fi
+apt_install --no-install-recommends libegl1 libgles2 || { say "FAILED: apt-get install libegl1 libgles2"; exit 1; }
 left=$(missing)
 [[ -z $left ]] || { say "FAILED: still missing after the install: $left"; exit 1; }
 loads || { say "FAILED: ${LIBS[*]} are installed but do not load"; exit 1; }

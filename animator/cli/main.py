@@ -17,7 +17,22 @@ import sys
 import time
 from dataclasses import dataclass
 
-EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE = 0, 1, 2, 3
+from animator.cli.common import (
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_WRITE,
+    add_frames,
+    add_output,
+    add_reports,
+    colour,
+    format_of,
+    motion_files,
+    positive_int,
+    size,
+)
+
+__all__ = ["EXIT_INPUT", "EXIT_OK", "EXIT_USAGE", "EXIT_WRITE", "main", "run"]
 
 DESCRIPTION = """\
 Animate a drawn character with a motion-capture clip and write a GIF, WebP or MP4, or export it for
@@ -81,66 +96,45 @@ examples (from tests/fixtures/animated_drawings):
 """
 
 
-def _size(text: str) -> tuple[int, int]:
-    """``WxH``, or ``N`` for a square N x N canvas."""
-    try:
-        parts = [int(v) for v in text.lower().split("x")]
-        w, h = parts * 2 if len(parts) == 1 else parts
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT like 500x500 (or 500), got {text!r}") from None
-    if not (16 <= w <= 4096 and 16 <= h <= 4096):
-        raise argparse.ArgumentTypeError(f"width and height must be 16..4096, got {text!r}")
-    return w, h
-
-
-def _fps(text: str) -> float | str:
-    if text.strip().lower() == "native":
-        return "native"
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'native', got {text!r}") from None
-    if not 0 < v <= 1000:
-        raise argparse.ArgumentTypeError(f"must be > 0 (and at most 1000), got {text!r}")
-    return v
-
-
-def _colour(text: str) -> tuple[int, int, int] | None:
-    t = text.strip().lower()
-    named = {"none": None, "transparent": None, "white": (255, 255, 255), "black": (0, 0, 0)}
-    if t in named:
-        return named[t]
-    try:
-        if t.startswith("#") and len(t) == 7:
-            return int(t[1:3], 16), int(t[3:5], 16), int(t[5:7], 16)
-        r, g, b = (int(v) for v in t.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected none, white, black, #RRGGBB or R,G,B, got {text!r}") from None
-    if not all(0 <= v <= 255 for v in (r, g, b)):
-        raise argparse.ArgumentTypeError(f"colour components must be 0..255, got {text!r}")
-    return r, g, b
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
 def _prog() -> str:
     script = os.path.basename(sys.argv[0])  # doodlepod-animate, or __main__.py under python -m animator
     return "python -m animator" if script in ("__main__.py", "") else script
 
 
-def build_parser() -> argparse.ArgumentParser:
-    prog = _prog()
-    p = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+#: The subcommands; a command line that starts with none of them is ``render``'s.
+COMMANDS = ("render", "scene", "motion-from-video")
 
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command's parser, one subparser per subcommand (:data:`COMMANDS`), and the subparsers by name.
+    ``render`` is the default: its help is the command's, and its usage names every way in."""
+    prog = _prog()
+    top = argparse.ArgumentParser(prog=prog, description=DESCRIPTION, epilog=EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = top.add_subparsers(dest="command", required=True, metavar="{render,scene,motion-from-video}")
+    render = commands.add_parser("render", prog=prog, description=DESCRIPTION, epilog=EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 help="a character folder or a scene file (the default)")
+    add_render_arguments(render)
+    from animator.cli import scene
+    from animator.video import motion
+
+    scene_parser = commands.add_parser("scene", description=scene.DESCRIPTION, epilog=scene.EPILOG,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                                       help="several character folders on one page")
+    scene.add_arguments(scene_parser)
+    video_parser = commands.add_parser("motion-from-video", description=motion.DESCRIPTION,
+                                       help="a person's movement in a video as a BVH clip")
+    motion.add_arguments(video_parser)
+    # the usage names every way in, each line written by argparse from its own parser
+    parts = (render, video_parser, scene_parser)
+    render.usage = "\n       ".join(part.format_usage().removeprefix("usage: ").rstrip() for part in parts) \
+        + f"\n       {prog} --list-motions"
+    return top, {"render": render, "scene": scene_parser, "motion-from-video": video_parser}
+
+
+def add_render_arguments(p: argparse.ArgumentParser) -> None:
+    """``render``'s arguments: a character folder (or a scene file) and how to animate it."""
     p.add_argument("character", metavar="CHARACTER_DIR|SCENE.yaml", nargs="?",
                    help="character folder with char_cfg.yaml, texture.png and mask.png; or a scene file")
     p.add_argument("--motion", "-m", metavar="MOTION.yaml|CLIP.bvh|NAME",
@@ -152,30 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="retarget config (how the BVH skeleton maps onto the drawing); default: derived from the BVH")
     p.add_argument("--print-retarget", action="store_true",
                    help="write the retarget config derived from the --motion clip to stdout as YAML, and stop")
-    p.add_argument("--output", "-o", metavar="OUT",
-                   help="output file; its extension picks the format unless --format is given "
-                        "(a scene: default its OUTPUT_VIDEO_PATH)")
-    from animator.formats import FORMATS
-
-    p.add_argument("--format", "-f", choices=tuple(FORMATS),
-                   help="gif (transparent, default), webp (animated, lossless, transparent), mp4 (H.264 on a "
-                        "white background; needs imageio-ffmpeg), apng (animated PNG, alpha, exact timing), "
-                        "webm (VP9 with alpha), frames (zip of RGBA PNGs + frames.json), sheet (zip of a "
-                        "sprite sheet + JSON Hash atlas), joints (per-frame joints, JSON, as --dump-joints) "
-                        "or glb (glTF 2.0: textured mesh, skin, animation). From -o's extension: .png apng, "
-                        ".json joints; .zip needs --format")
-    p.add_argument("--size", type=_size, default=None, metavar="WxH",
+    add_output(p, "output file; its extension picks the format unless --format is given "
+                  "(a scene: default its OUTPUT_VIDEO_PATH)")
+    p.add_argument("--size", type=size, default=None, metavar="WxH",
                    help="canvas size in pixels: WIDTHxHEIGHT, or one number for a square (default 500x500; "
                         "a scene's is its WINDOW_DIMENSIONS)")
-    p.add_argument("--fps", type=_fps, default=None, metavar="N|native",
-                   help="output frame rate (default 25, true speed in GIFs) or 'native' for every BVH frame")
-    p.add_argument("--max-frames", type=_positive_int, metavar="N", help="at most N frames (the duration is kept)")
+    add_frames(p)
     p.add_argument("--colours", "--colors", type=int, default=None, metavar="N",
                    help="palette size for the whole clip, 2..255 (default 16; more for very colourful drawings)")
     p.add_argument("--merge", type=float, default=None, metavar="DELTA_E",
                    help="merge palette colours closer than this colour difference (CIE delta E; default 10: "
                         "paper grain and marker streaks become flat, files 2-3x smaller; 0: off, every shade kept)")
-    p.add_argument("--background", type=_colour, default=None, metavar="COLOUR",
+    p.add_argument("--background", type=colour, default=None, metavar="COLOUR",
                    help="none (default: transparent GIF/WebP; MP4 uses white), white, black, #RRGGBB or "
                         "R,G,B. An opaque background lets GIF frames store only what changed (dab at "
                         "500x500: 1.74 MB on white, 1.98 MB transparent)")
@@ -185,42 +167,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--margin", type=float, default=None, metavar="PX",
                    help="free border around the character in canvas pixels (default 4%% of the shorter "
                         "side); larger: a smaller character and a smaller file")
-    p.add_argument("--dump-joints", metavar="FILE.json",
-                   help='also write the posed skeleton per output frame (the joints format): {"joints": '
-                        '[names], "parents": [...], "frames": [[[x, y], ...], ...], "canvas": ...} in the '
-                        'drawing\'s pixels (y down); a scene: {"characters": [{"character": char_cfg, '
-                        '"joints": ..., "frames": ...}, ...]}')
-    p.add_argument("--stats", metavar="FILE.json",
-                   help="also write frames, duration, bytes and per-stage timings (ms) as JSON")
-    p.add_argument("--processes", "-j", type=_positive_int, default=None, metavar="N",
+    add_reports(p, 'also write the posed skeleton per output frame (the joints format): {"joints": '
+                   '[names], "parents": [...], "frames": [[[x, y], ...], ...], "canvas": ...} in the '
+                   'drawing\'s pixels (y down); a scene: {"characters": [{"character": char_cfg, '
+                   '"joints": ..., "frames": ...}, ...]}')
+    p.add_argument("--processes", "-j", type=positive_int, default=None, metavar="N",
                    help="make a character's transparent GIF in up to N processes (default: the CPUs this "
                         "process may use, at most 4; the file is the same for any N; scenes use one)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log progress and timings (-vv: debug)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar (it is drawn on stderr only when stderr is a terminal)")
-    # the usage names every way in, each line written by argparse from its own parser
-    from animator.cli.scene import build_parser as scene_parser
-    from animator.video.motion import build_parser as video_parser
-
-    parts = (p, video_parser(f"{prog} motion-from-video"), scene_parser())
-    p.usage = "\n       ".join(part.format_usage().removeprefix("usage: ").rstrip() for part in parts) \
-        + f"\n       {prog} --list-motions"
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "motion-from-video":  # a subcommand of its own (its usage is in --help's)
-        from animator.video.motion import cli
+    if not argv or argv[0] not in COMMANDS:
+        argv = ["render", *argv]  # the command line of a character folder or a scene file names no subcommand
+    top, parsers = build_parser()
+    args = top.parse_args(argv)
+    if args.command == "motion-from-video":
+        from animator.video.motion import run as video_run
 
-        return cli(argv[1:], f"{_prog()} motion-from-video")
-    if argv and argv[0] == "scene":
-        from animator.cli.scene import main as scene_main
+        return video_run(args)
+    if args.command == "scene":
+        from animator.cli.scene import run as scene_run
 
-        return scene_main(argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
+        return scene_run(args, parsers["scene"], t0)
+    return _render(args, parsers["render"], t0)
+
+
+def _render(args: argparse.Namespace, parser: argparse.ArgumentParser, t0: float) -> int:
+    """``render``: a character folder (or a scene file) animated and written."""
     from animator.malloc import keep_freed_memory
 
     keep_freed_memory()  # this process renders once and exits: reuse freed arrays' pages
@@ -314,7 +292,7 @@ def _render_scene_file(args: argparse.Namespace, log, progress=None) -> _Run:
     t = time.perf_counter()
     scene = load_scene(args.character)
     output = args.output or _scene_output(scene, log)
-    fmt = _format_of(output, args.format)
+    fmt = format_of(output, args.format)
     options = _options(args, fmt, scene_size=(scene.width, scene.height))
     load_ms = (time.perf_counter() - t) * 1e3
     return _Run(output, fmt, render_scene(scene, options, progress=progress), load_ms, scene)
@@ -326,25 +304,14 @@ def _render_character(args: argparse.Namespace, progress=None) -> _Run:
     from animator.auto_retarget import configs_for
 
     t = time.perf_counter()
-    fmt = _format_of(args.output, args.format)
+    fmt = format_of(args.output, args.format)
     options = _options(args, fmt, scene_size=None)
     character = animator.load_character(args.character)
-    motion, retarget = _motion_files(args.motion, args.retarget)
+    motion, retarget = motion_files(args.motion, args.retarget)
     motion_cfg, retarget_cfg = configs_for(motion, retarget)
     load_ms = (time.perf_counter() - t) * 1e3
     result = animator.render(character, motion_cfg, retarget_cfg, options, progress=progress)
     return _Run(args.output, fmt, result, load_ms, character=character, canvas=(options.width, options.height))
-
-
-def _motion_files(motion: str, retarget: str | None) -> tuple[str, str | None]:
-    """--motion and --retarget as files: a library name becomes its motion and retarget configs (an
-    explicit --retarget still wins); raises AnimatorError for a name the library lacks."""
-    from animator.cli.library import looks_like_a_name, resolve
-
-    if os.path.exists(motion) or not looks_like_a_name(motion):
-        return motion, retarget
-    entry = resolve(motion)
-    return str(entry.motion), retarget or (str(entry.retarget) if entry.retarget else None)
 
 
 def _write_outputs(args: argparse.Namespace, run: _Run, t0: float) -> None:
@@ -375,56 +342,6 @@ def _log_summary(log, run: _Run, t0: float) -> None:
     log.info("wrote %s: %d frames, %.2f s, %d bytes; %s; whole run %.0f ms", run.output, result.frame_count,
              result.duration_s, len(result.data), ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()),
              (time.perf_counter() - t0) * 1e3)
-
-
-def _formats_named_by(path: str) -> list[str]:
-    """The formats an output file's name fits: ``x.sheet.zip`` sheet (the server's download names:
-    format, then extension), ``x.gif`` gif, ``x.png`` apng, ``x.json`` joints, ``x.zip`` frames or
-    sheet; [] for a name that says no format (``x.mov``)."""
-    from animator.formats import FORMATS
-
-    name = os.path.basename(path).lower()
-    stem, ext = os.path.splitext(name)
-    ext = ext.lstrip(".")
-    inner = os.path.splitext(stem)[1].lstrip(".")
-    if inner in FORMATS and FORMATS[inner][1] == ext:  # sheet.zip, frames.zip, joints.json, apng.png
-        return [inner]
-    if ext in FORMATS:
-        return [ext]
-    return [fmt for fmt, (_, e) in FORMATS.items() if e == ext]
-
-
-def _format_of(path: str, asked: str | None = None) -> str:
-    """The format to write ``path`` in: ``asked`` (--format) or the one its name says. Exits with a
-    usage error when the name says another format than ``asked``, or (without ``asked``) says none
-    or fits several (``.zip``): a file's name never says another format than the file holds."""
-    from animator.formats import FORMATS
-
-    named = _formats_named_by(path)
-    if asked and asked in named:
-        return asked
-    if asked and named:
-        ext = FORMATS[asked][1]
-        plain = ext == asked or asked in ("apng", "joints")  # .png, .json say them; .sheet.zip, .frames.zip
-        hint = os.path.splitext(path)[0] + (f".{ext}" if plain else f".{asked}.{ext}")
-        _usage_error(f"-o {path} is named as {' or '.join(named)} but --format {asked} writes {asked}: "
-                     f"name it e.g. {hint} (or drop --format)")
-    if asked:  # a name that says no format (a.bin, /dev/stdout): --format says it
-        return asked
-    if len(named) == 1:
-        return named[0]
-    if named:  # .zip: PNG frames or a sprite sheet
-        _usage_error(f"a .{FORMATS[named[0]][1]} output can be {' or '.join(named)}: say which with --format "
-                     f"(or name it .{named[0]}.zip)")
-    known = ", ".join(dict.fromkeys("." + e for _, e in FORMATS.values()))
-    _usage_error(f"-o {path}: the extension names no format this command writes ({known}; "
-                 ".frames.zip, .sheet.zip): rename it or pass --format")
-    raise AssertionError("unreachable")
-
-
-def _usage_error(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(EXIT_USAGE)
 
 
 def _options(args: argparse.Namespace, fmt: str, scene_size: tuple[int, int] | None):
@@ -468,7 +385,7 @@ def _print_retarget(motion: str) -> int:
     from animator.errors import AnimatorError
 
     try:
-        motion_cfg, cfg = configs_for(*_motion_files(motion, None))
+        motion_cfg, cfg = configs_for(*motion_files(motion, None))
         family = find_body(load_bvh(motion_cfg.bvh_path)).family
     except AnimatorError as exc:
         print(f"error: {exc}", file=sys.stderr)

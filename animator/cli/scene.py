@@ -18,15 +18,18 @@ import json
 import sys
 import time
 
-EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_WRITE = 0, 1, 2, 3
+from .common import EXIT_INPUT, EXIT_OK, EXIT_WRITE, add_frames, add_output, add_reports, format_of, motion_files
+from .common import size as canvas_wh
+
+#: The subcommand's help: the module's first paragraph, then its last two.
+DESCRIPTION = __doc__.split("\n\n")[0]
+EPILOG = __doc__.split("\n\n", 2)[2]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``scene``'s arguments (its parser is a subparser of :func:`animator.cli.main.build_parser`)."""
     from ..inpaint import DEFAULT_METHOD, METHODS
 
-    p = argparse.ArgumentParser(prog="python -m animator scene", description=__doc__.split("\n\n")[0],
-                                epilog=__doc__.split("\n\n", 2)[2],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("characters", nargs="+", metavar="CHAR_DIR", help="character folders (AnimatedDrawings' format)")
     p.add_argument("--at", action="append", type=_at, default=[], metavar="X,Y[,SCALE]",
                    help="where each character lies on the page, in the folders' order (page pixels)")
@@ -38,19 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--motion", action="append", required=True, metavar="MOTION.yaml|CLIP.bvh|NAME",
                    help="motion config, BVH file or a library motion's name (dab, zombie, ...: python -m animator "
                         "--list-motions): once for every character, or once per character")
-    p.add_argument("-o", "--output", help="output file (.gif, .webp, .mp4, .png, .webm, .zip, .json)")
+    add_output(p, "output file (.gif, .webp, .mp4, .png, .webm, .zip, .json); its extension picks the format "
+                  "unless --format is given")
     p.add_argument("--write-ad", metavar="FOLDER",
                    help="also (or only, without -o) write the scene as AnimatedDrawings' scene files into FOLDER "
                    "(scene.yaml and what it names; see animator.ad_scene)")
-    p.add_argument("--format", help="output format (default: from the output's extension)")
     p.add_argument("--size", type=_canvas, metavar="N|WxH",
                    help="canvas size: N, the page's shape with its longer side N pixels (default 500), or "
                         "WIDTHxHEIGHT (the page is fitted inside, centred)")
-    p.add_argument("--fps", help="frames per second, or native")
-    p.add_argument("--max-frames", type=int)
-    p.add_argument("--dump-joints", metavar="FILE", help="also write every character's joints per frame (JSON)")
-    p.add_argument("--stats", metavar="FILE", help="write frame count, size and stage timings (JSON)")
-    return p
+    add_frames(p)
+    add_reports(p, "also write every character's joints per frame (JSON)")
 
 
 def _at(text: str) -> tuple[float, float, float]:
@@ -74,8 +74,6 @@ def _size(text: str) -> tuple[int, int]:
 def _canvas(text: str) -> int | tuple[int, int]:
     """``--size``: ``N`` (the longer side, the page's shape) or ``WxH``, each side 16..4096 as the main
     command's."""
-    from .main import _size as canvas_wh
-
     if "x" not in text.lower():
         side = canvas_wh(text)[0]
         return side
@@ -110,11 +108,9 @@ def load(args: argparse.Namespace, parser: argparse.ArgumentParser):
         parser.error(f"--motion: give one for all or one per character folder ({n}), got {len(args.motion)}")
     if args.background == "page" and not args.page:
         parser.error("--background page needs --page PHOTO")
-    from .main import _motion_files
-
     chars = [load_character(c) for c in args.characters]
     motions = args.motion * n if len(args.motion) == 1 else args.motion
-    configs = {m: configs_for(*_motion_files(m, None)) for m in dict.fromkeys(motions)}
+    configs = {m: configs_for(*motion_files(m, None)) for m in dict.fromkeys(motions)}
     photo = _read_rgb(args.page) if args.page else None
     if args.at:
         places = list(args.at)
@@ -158,10 +154,8 @@ def _background(args: argparse.Namespace, parser: argparse.ArgumentParser, photo
     return Background("image", image=_read_rgb(choice))
 
 
-def main(argv: list[str]) -> int:
-    t0 = time.perf_counter()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser, t0: float) -> int:
+    """``scene``: the characters animated together, written (and/or AnimatedDrawings' scene files)."""
     from .. import RenderOptions
     from ..errors import AnimatorError
     from ..files import write_atomic
@@ -171,7 +165,7 @@ def main(argv: list[str]) -> int:
         parser.error("give -o OUT (the animation), --write-ad FOLDER (AnimatedDrawings' scene files), or both")
     try:
         scene = load(args, parser)
-        fmt = args.format or (_format_of(args.output) if args.output else "gif")
+        fmt = args.format or (format_of(args.output) if args.output else "gif")
         size = args.size or 500
         width, height = canvas_size(scene.page_size, size) if isinstance(size, int) else size
         if args.write_ad:
@@ -222,9 +216,3 @@ def _write_folder(folder: str, files: dict[str, bytes]) -> str:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(str(root / name), data)
     return str(root / "scene.yaml")
-
-
-def _format_of(path: str) -> str:
-    from .main import _format_of as of
-
-    return of(path)

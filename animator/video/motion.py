@@ -47,13 +47,15 @@ def motion_from_video(path: str | Path, limits: VideoLimits = VideoLimits(), max
     return replace(track_to_bvh(track), window=used)
 
 
-def build_parser(prog: str = "python -m animator motion-from-video") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Find the person in a video (MP4, MOV, WebM) and write their movement as a BVH clip "
-                    "(23-joint humanoid, centimetres, y up) that animates a drawing like any humanoid clip. "
-                    f"At most {VideoLimits.max_seconds:g} s of the video are used: --start and --end choose "
-                    "which (default: the first ones).")
+#: ``motion-from-video``'s help.
+DESCRIPTION = ("Find the person in a video (MP4, MOV, WebM) and write their movement as a BVH clip "
+               "(23-joint humanoid, centimetres, y up) that animates a drawing like any humanoid clip. "
+               f"At most {VideoLimits.max_seconds:g} s of the video are used: --start and --end choose "
+               "which (default: the first ones).")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``motion-from-video``'s arguments (its parser is a subparser of the animator's command)."""
     parser.add_argument("video", help="the video file")
     parser.add_argument("-o", "--output", required=True, help="the BVH file to write")
     parser.add_argument("--start", type=float, default=None, metavar="S",
@@ -64,12 +66,10 @@ def build_parser(prog: str = "python -m animator motion-from-video") -> argparse
                         help="longest part of a video used (default %(default)s)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="show the pose model's own log lines (MediaPipe, TensorFlow Lite) on stderr")
-    return parser
 
 
-def cli(argv: list[str], prog: str = "python -m animator motion-from-video") -> int:
+def run(args: argparse.Namespace) -> int:
     """``motion-from-video VIDEO -o clip.bvh``: exit 0 written, 1 bad video / no person, 3 cannot write."""
-    args = build_parser(prog).parse_args(argv)
     from ..errors import AnimatorError
 
     t0 = time.perf_counter()
@@ -126,4 +126,4 @@ def native_logs(shown: bool = False) -> Iterator[None]:
                     print(f"  pose model: {line}", file=sys.stderr)
 
 
-__all__ = ["MAX_BYTES", "build_parser", "cli", "motion_from_video", "native_logs"]
+__all__ = ["DESCRIPTION", "MAX_BYTES", "add_arguments", "motion_from_video", "native_logs", "run"]

@@ -4,9 +4,12 @@
   token when tokens are checked) that rate limits, shares, idempotency keys and own motions use;
 * :mod:`.addresses`: the address a request comes from (the peer, or behind a trusted proxy the one
   it forwarded) and which peers may name the answers' host;
-* :mod:`.lanes`: the callback lanes a render worker gives each receiver and each client.
+* :mod:`.ratelimit`: each client's token bucket, one token per request that stores work;
+* :mod:`.lookups`: the callback names looked up at submit, one at a time per client (the DNS counter);
+* :mod:`.lanes`: the callback lanes a render worker gives each receiver and each client;
+* :mod:`.connections`: the connections one client may hold open to a gunicorn worker (its cap).
 
-Each client's shares are :mod:`app.shares`, its rate limit :mod:`app.jobs.ratelimit`. A shared room:
+Each client's shares are :mod:`app.shares` (their table, ``SHARES``). A shared room:
 it imports no other room (pure functions and counters; the routes apply them to a request).
 """
 from .addresses import forwarded_client, trusted_peer

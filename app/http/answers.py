@@ -11,7 +11,7 @@ import logging
 from flask import Flask, jsonify
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from ..errors import ApiError, ClientError, DeadlineExceeded, TooLarge, TooManyFields, Unavailable
+from ..errors import ApiError, ClientError, DeadlineExceeded, TooLarge, TooManyFields, Unavailable, retry_after_header
 
 log = logging.getLogger("doodlepod.errors")
 
@@ -37,7 +37,7 @@ def register(app: Flask) -> None:
             settings = app.config.get("SETTINGS")
             # 0 (the default) is automatic: overloaded answers carry a measured value of their own,
             # the rest (model server down, low disk) a few seconds
-            headers["Retry-After"] = str(int(getattr(settings, "retry_after_s", 0) or 3))
+            headers.update(retry_after_header(getattr(settings, "retry_after_s", 0) or 3))
         return error_response(exc.status, exc.code, exc.message, headers, exc.details)
 
     def on_http_error(exc: HTTPException):

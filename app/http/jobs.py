@@ -5,7 +5,7 @@
   and ``Retry-After``; a worker (``python -m app.worker``) renders it.
 * ``GET /jobs/{id}``: ``{"id", "status": queued|running|succeeded|failed, "animations"?, "error"?,
   "timings_ms"?, "created", "updated", ...}``.
-* :func:`admit_work` (every request that queues work): the client's token bucket (app/jobs/ratelimit.py),
+* :func:`admit_work` (every request that queues work): the client's token bucket (app/clients/ratelimit.py),
   429 with ``RateLimit-*`` and ``Retry-After`` when empty. Synchronous requests are bounded by the
   pod's render slots instead (503 at once), exactly as without Redis.
 * :func:`idempotent` (synchronous work) and :func:`submit` (async) honour ``Idempotency-Key``
@@ -25,7 +25,7 @@ from flask import Blueprint, Response, g, jsonify, request
 from werkzeug.http import parse_list_header
 
 from .. import metrics, shares
-from ..errors import ApiError, NotFound
+from ..errors import ApiError, NotFound, retry_after_header
 from ..jobs.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ..jobs.idempotency import check_record, fingerprint, redis_key, validate_key
 from ..jobs.queue import REDIS_ERRORS, JobsUnavailable
@@ -131,7 +131,7 @@ def _accepted(job: dict[str, Any], replayed: bool = False) -> Response:
     response = jsonify(job)
     response.status_code = 202
     response.headers["Location"] = f"/jobs/{job['id']}"
-    response.headers["Retry-After"] = str(services().settings.jobs_poll_after_s)
+    response.headers.update(retry_after_header(services().settings.jobs_poll_after_s))
     response.headers["Preference-Applied"] = "respond-async"
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"
@@ -243,5 +243,5 @@ def get_job(job_id: str):
                        f"{services().settings.jobs_ttl_s // 86400} days ago)")
     response = jsonify(job)
     if job["status"] in ("queued", "running"):
-        response.headers["Retry-After"] = str(services().settings.jobs_poll_after_s)
+        response.headers.update(retry_after_header(services().settings.jobs_poll_after_s))
     return response

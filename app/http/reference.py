@@ -1,14 +1,15 @@
 """The API's reference (public): GET /openapi.json, /openapi.yaml and the page GET /docs.
 
-The document is ``openapi.yaml`` beside this module (every route, header, answer and error code,
-written by hand) plus the request schemas, generated from the request models
-(:mod:`app.intake.models`) when it is first served; tests/app/http/test_openapi_contract.py holds it to
-the code. Its bounds are written as the settings' defaults and marked ``x-bounds: {keyword:
-SOURCE}`` (:mod:`app.intake.bounds`); :func:`spec` answers the document with each marked value
-taken from the running settings (or the Python constant named), so a deployment that raises
-``DOODLEPOD_MAX_UPLOAD_MB`` publishes its own limit.
+The document is ``openapi.yaml`` beside this module (every route, header and answer, written by
+hand) plus the request schemas, generated from the request models (:mod:`app.intake.models`), and
+the error codes, generated from the error classes (:mod:`app.http.codes`), when it is first served;
+tests/app/http/test_openapi_contract.py holds it to the code. Its bounds are written as the settings'
+defaults and marked ``x-bounds: {keyword: SOURCE}`` (:mod:`app.intake.bounds`); :func:`spec` answers
+the document with each marked value taken from the running settings (or the Python constant named),
+so a deployment that raises ``DOODLEPOD_MAX_UPLOAD_MB`` publishes its own limit.
 
-The page is static HTML, CSS and one vanilla-JS module in ``app/static/docs/`` that fetches
+The page is HTML from its template (``app/templates/reference.html``, on the studio's base), CSS and
+one vanilla-JS module in ``app/static/docs/`` that fetches
 ``/openapi.json`` and renders it (no build step, no CDN), under the studio's Content-Security-Policy.
 """
 from __future__ import annotations
@@ -24,7 +25,7 @@ from flask import Blueprint, Response
 from ..intake.bounds import resolve
 from ..intake.models import components
 from ..services import services
-from .studio import serve_static
+from .studio import serve_page, serve_static
 
 bp = Blueprint("reference", __name__)
 
@@ -40,13 +41,16 @@ def hand_written() -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def written() -> dict[str, Any]:
     """The document at the settings' defaults: ``openapi.yaml`` with the request schemas generated from
-    the request models (:func:`app.intake.models.components`); callers must not change it."""
+    the request models (:func:`app.intake.models.components`) and the error codes' from the error
+    classes (:func:`app.http.codes.schemas`); callers must not change it."""
+    from . import codes  # here: `python -m app.http.codes` imports app.http first
+
     document = hand_written()
     schemas = document["components"]["schemas"]
-    generated = components()
+    generated = {**components(), **codes.schemas()}
     twice = sorted(set(schemas) & set(generated))
     if twice:
-        raise ValueError(f"openapi.yaml writes schemas the request models generate: {', '.join(twice)}")
+        raise ValueError(f"openapi.yaml writes schemas the code generates: {', '.join(twice)}")
     schemas.update(generated)
     return document
 
@@ -82,7 +86,7 @@ def _document(body: bytes, content_type: str) -> Response:
 
 @bp.get("/docs")
 def page() -> Response:
-    return serve_static(STATIC, "index.html")
+    return serve_page("reference.html")
 
 
 @bp.get("/docs/<path:name>")

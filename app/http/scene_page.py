@@ -1,4 +1,4 @@
-"""GET /studio-scenes: the studio's scenes page (app/static/studio/scenes.html), a person's client of the
+"""GET /studio-scenes: the studio's scenes page (app/templates/scenes.html), a person's client of the
 scenes API: a photo of a drawn scene in, every character moving on it out.
 
 It lives at the top level, like /studio, so the page's relative API paths (``scenes``, ``jobs/...``)
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from .studio import STATIC, serve_static
+from .studio import serve_page
 
 bp = Blueprint("scene_page", __name__)
 
 
 @bp.get("/studio-scenes")
 def page() -> Response:
-    return serve_static(STATIC, "scenes.html")
+    return serve_page("scenes.html")

@@ -1,16 +1,17 @@
 """GET /studio: the studio page, a person's client of the character API, served by the app itself.
 
-The page is static HTML, CSS and JavaScript modules in ``app/static/studio/`` (no build step, no
-CDN: pods and tests have no internet). It is public like the probes: it holds nothing secret, and
-the API calls it makes carry the bearer token the person pastes into it. ``GET /`` from a browser
-(``Accept: text/html``) redirects here; other clients' ``GET /`` keeps its 405 (``POST /`` is the
-old mobile client's endpoint, unchanged).
+The page is HTML rendered from its Jinja template (``app/templates/studio.html``: one base,
+``base.html``, holds the head and the header of the app's three pages) with CSS and JavaScript
+modules in ``app/static/studio/`` (no build step, no CDN: pods and tests have no internet). It is
+public like the probes: it holds nothing secret, and the API calls it makes carry the bearer token
+the person pastes into it. ``GET /`` from a browser (``Accept: text/html``) redirects here; other
+clients' ``GET /`` keeps its 405 (``POST /`` is the old mobile client's endpoint, unchanged).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from flask import Blueprint, Response, redirect, request, send_from_directory, url_for
+from flask import Blueprint, Response, make_response, redirect, render_template, request, send_from_directory, url_for
 from werkzeug.exceptions import MethodNotAllowed
 
 bp = Blueprint("studio", __name__)
@@ -30,7 +31,7 @@ CONTENT_SECURITY_POLICY = "; ".join([
 
 @bp.get("/studio")
 def page() -> Response:
-    return _static("index.html")
+    return serve_page("studio.html")
 
 
 @bp.get("/studio/")
@@ -81,13 +82,20 @@ def _static(name: str) -> Response:
     return serve_static(STATIC, name)
 
 
+def serve_page(template: str) -> Response:
+    """One of the app's pages (the studio, its scenes page, the API reference), rendered from its
+    template in ``app/templates/``, under their policy."""
+    response = make_response(render_template(template))
+    response.add_etag()
+    return _revalidated(response.make_conditional(request))
+
+
 def serve_static(folder: Path, name: str) -> Response:
-    """A file of one of the app's static pages (the studio, the API reference), under their policy."""
+    """A file the app's pages load (scripts, styles, images), under their policy."""
+    return _revalidated(send_from_directory(folder, name, max_age=0))
+
+
+def _revalidated(response: Response) -> Response:
     # no-cache: revalidated (ETag) on every load, so a deploy shows the new page at once
-    response = send_from_directory(folder, name, max_age=0)
     response.headers["Cache-Control"] = "no-cache"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    if response.mimetype == "text/html":
-        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
-        response.headers["Referrer-Policy"] = "no-referrer"
-    return response
+    return _guarded(response)

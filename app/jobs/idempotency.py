@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BadRequest, ClientError
+from ..errors import BadRequest, ClientError, retry_after_header
 
 log = logging.getLogger("doodlepod.idempotency")
 
@@ -32,16 +32,17 @@ RETRY_LATER = frozenset({408, 409, 425, 429})
 
 
 class IdempotencyKeyReused(ClientError):
-    """The key was used within its TTL for a different request."""
+    """The `Idempotency-Key` was used within 24 h for a different request."""
     status, code = 422, "idempotency_key_reused"
 
 
 class IdempotencyInProgress(ClientError):
-    """The first request with this key is still running; retry after it ends."""
+    """A synchronous request with the same `Idempotency-Key` is still running; retry after it ends
+    (`Retry-After`)."""
     status, code, retryable = 409, "idempotency_in_progress", True
 
     def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message, headers={"Retry-After": str(int(retry_after))})
+        super().__init__(message, headers=retry_after_header(retry_after))
 
 
 def validate_key(raw: str | None) -> str:

@@ -56,7 +56,7 @@ REDIS_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
 
 
 class JobsUnavailable(Unavailable):
-    """Async jobs cannot be taken now: Redis is not configured or not reachable."""
+    """An async request or `GET /jobs` while Redis is not configured or not reachable."""
     status, code = 503, "jobs_unavailable"
 
 
@@ -65,7 +65,7 @@ VIDEO_KINDS = frozenset({"motion_from_video"})
 
 
 class QueueFull(Unavailable):
-    """DOODLEPOD_JOBS_MAX_QUEUED jobs are queued or running already."""
+    """An async request while `DOODLEPOD_JOBS_MAX_QUEUED` jobs are unfinished."""
     status, code = 503, "queue_full"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ApiError
+from ..errors import ApiError, retry_after_s
 
 #: Delay before the second attempt (seconds); each further attempt waits twice as long ...
 FIRST_DELAY_S = 1.0
@@ -35,7 +35,7 @@ def decide(error: ApiError, attempt: int, max_attempts: int, first_delay_s: floa
     if attempt >= max_attempts:
         return Verdict(False, dead_letter=True)
     delay = min(MAX_DELAY_S, first_delay_s * 2 ** (attempt - 1))
-    asked = error.headers.get("Retry-After", "")
-    if asked.isdigit():  # the neighbour said when to come back
-        delay = max(delay, min(MAX_DELAY_S, float(asked)))
+    asked = retry_after_s(error.headers)
+    if asked is not None:  # the neighbour said when to come back
+        delay = max(delay, min(MAX_DELAY_S, asked))
     return Verdict(True, delay_s=delay)

@@ -1,6 +1,6 @@
-"""The Lua scripts of the queue and the rate limit (``app/jobs/lua/*.lua``): each Redis state change
-of a job, or of a client's token bucket, is one script, so a crash between two commands cannot leave
-it half done. The scripts that end or move a job share ``prelude.lua``."""
+"""The Lua scripts of the queue (``app/jobs/lua/*.lua``): each Redis state change of a job is one
+script, so a crash between two commands cannot leave it half done (a client's token bucket has its
+own, beside :mod:`app.clients.ratelimit`). The scripts that end or move a job share ``prelude.lua``."""
 from __future__ import annotations
 
 from functools import cache

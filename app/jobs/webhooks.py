@@ -29,18 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import BadRequest, CallbackDnsBusy
-from .egress import (
-    Allowance,
-    BoundedResolver,
-    CallbackRefused,
-    Resolver,
-    ResolverBusy,
-    ResolveTimeout,
-    Target,
-    check_callback,
-    system_resolver,
-)
+from ..clients.lookups import BoundedResolver, Resolver, ResolverBusy, ResolveTimeout, submit_resolver, system_resolver
+from ..errors import BadRequest, CallbackDnsBusy, retry_after_s
+from .egress import Allowance, CallbackRefused, Target, check_callback
 
 log = logging.getLogger("doodlepod.webhooks")
 
@@ -56,18 +47,6 @@ def sign(secret: str, body: bytes) -> str:
 def verify(secret: str, body: bytes, header: str) -> bool:
     """What a receiver does: recompute the signature over the raw body, compare in constant time."""
     return hmac.compare_digest(sign(secret, body), header or "")
-
-
-_SUBMIT_RESOLVER: BoundedResolver | None = None
-
-
-def submit_resolver(settings: Any) -> BoundedResolver:
-    """This process's resolver for callback URLs given with requests (DOODLEPOD_WEBHOOK_DNS_THREADS
-    threads of its own, each lookup within DOODLEPOD_WEBHOOK_DNS_TIMEOUT_S)."""
-    global _SUBMIT_RESOLVER
-    if _SUBMIT_RESOLVER is None:
-        _SUBMIT_RESOLVER = BoundedResolver(settings.webhook_dns_threads, settings.webhook_dns_timeout_s)
-    return _SUBMIT_RESOLVER
 
 
 def callback_syntax(raw: str | None, settings: Any) -> str:
@@ -184,8 +163,8 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
             if status not in _RETRY_STATUSES and status < 500:
                 log.warning("webhook job=%s refused by %s: %s; not retried", job["id"], shown, detail)
                 return Outcome(False, attempt, detail)
-            if retry_after.isdigit():
-                wait = min(60.0, float(retry_after))
+            if retry_after is not None:
+                wait = min(60.0, retry_after)
         if attempt < attempts:
             log.info("webhook job=%s to %s failed (%s), attempt %d/%d; retrying in %.1f s", job["id"], shown,
                      detail, attempt, attempts, wait)
@@ -199,10 +178,10 @@ def deliver(url: str, job: dict[str, Any], secret: str, *, attempts: int, timeou
 MAX_ANSWER_HEAD = 16 * 1024
 
 
-def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float) -> tuple[int, float | None]:
     """POST ``body`` to ``target`` with :mod:`http.client`, connecting to its checked address (never a name
     looked up again), and read the answer's head (at most :data:`MAX_ANSWER_HEAD` bytes), all within
-    ``timeout_s``. Returns the status and the Retry-After header ('' if none); raises OSError
+    ``timeout_s``. Returns the status and the delay its Retry-After asks (None if none); raises OSError
     (``TimeoutError`` past the deadline) or ValueError (not an HTTP answer)."""
     end = time.monotonic() + timeout_s
 
@@ -216,7 +195,7 @@ def post(target: Target, body: bytes, headers: dict[str, str], timeout_s: float)
     try:
         connection.request("POST", target.path, body, {**headers, "Connection": "close"})
         answer = connection.getresponse()
-        return answer.status, answer.getheader("Retry-After", "") or ""
+        return answer.status, retry_after_s(answer.headers)
     except http.client.HTTPException as exc:  # a status line or head that is not HTTP
         raise ValueError(f"not an HTTP answer ({type(exc).__name__})") from None
     finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support import stack
+from tests.support import hold, stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -112,10 +112,15 @@ def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path) -> None:
                 data={"motions": "dab,jumping,zombie", "joints": json.dumps({k: list(v) for k, v in joints.items()})},
                 timeout=120)
 
-        client = threading.Thread(target=post)
-        client.start()
-        stack.wait_for(lambda: "stage=segment" in app.log_text(), 30, "the request to reach rendering")
-        os.kill(app.proc.pid, signal.SIGTERM)
+        # The render processes are stopped before the request comes and let go only once gunicorn has the
+        # SIGTERM: the request is in flight at the signal on any machine (waiting for its log line, a fast
+        # machine ended the three small renders before the signal, and the test proved nothing)
+        with hold.paused(hold.app_render_processes(app.proc.pid)):
+            client = threading.Thread(target=post)
+            client.start()
+            stack.wait_for(lambda: _gauge(app, "doodlepod_renders_in_flight") == 1, 30, "the request in flight")
+            os.kill(app.proc.pid, signal.SIGTERM)
+            stack.wait_for(lambda: "Handling signal: term" in app.log_text(), 30, "gunicorn taking the SIGTERM")
         client.join(120)
         resp = result["resp"]
         assert resp.status_code == 200, resp.text
@@ -125,3 +130,9 @@ def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path) -> None:
         assert files == ["dab.gif", "jumping.gif", "zombie.gif"]
     finally:
         app.stop()
+
+
+def _gauge(server, name: str) -> float:
+    text = requests.get(f"{server.url}/metrics", timeout=10).text
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith(name) and not line.startswith("#"))

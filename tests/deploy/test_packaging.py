@@ -192,6 +192,10 @@ def test_pip_install_from_a_clean_copy_builds_the_kernel(tmp_path: Path) -> None
                              "--target", str(site), str(src)], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
+    # the app's files that are no Python: its pages' templates, the OpenAPI document, the Lua scripts
+    for data in ("templates/base.html", "templates/studio.html", "http/openapi.yaml", "jobs/lua/submit.lua",
+                 "clients/token_bucket.lua", "static/studio/studio.css"):
+        assert (site / "app" / data).is_file(), data
     built = list((site / "animator").glob("_raster*.so"))
     assert sorted(p.name.split(".")[0] for p in (site / "animator").glob("_*.so")) == kernels, (
         sorted(p.name for p in (site / "animator").iterdir()))

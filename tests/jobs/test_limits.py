@@ -1,8 +1,10 @@
-"""Token buckets (app/jobs/ratelimit.py) and idempotency records (app/jobs/idempotency.py) on a real Redis."""
+"""Token buckets (app/clients/ratelimit.py) and idempotency records (app/jobs/idempotency.py) on a real Redis."""
 from __future__ import annotations
 
 import pytest
 
+from app.clients import client_id
+from app.clients.ratelimit import RateLimiter
 from app.errors import BadRequest
 from app.jobs.idempotency import (
     IdempotencyInProgress,
@@ -11,7 +13,6 @@ from app.jobs.idempotency import (
     fingerprint,
     validate_key,
 )
-from app.jobs.ratelimit import RateLimiter, client_id
 from tests.support import wait
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(60)]

@@ -16,8 +16,9 @@ from types import SimpleNamespace
 import pytest
 
 from app.clients.lanes import Lanes
+from app.clients.lookups import BoundedResolver
 from app.config import load_settings
-from app.jobs.egress import Allowance, BoundedResolver
+from app.jobs.egress import Allowance
 from app.jobs.queue import JobQueue
 from app.jobs.webhooks import deliver
 from app.worker import Worker
@@ -129,6 +130,7 @@ monkey.patch_all()
 import gevent, socket
 from app.config import load_settings
 from app.errors import ApiError
+from app.clients import lookups
 from app.jobs import webhooks
 
 sleep = monkey.get_original("time", "sleep")
@@ -138,7 +140,7 @@ def lookup(host, port):
     return ["93.184.215.14"]
 
 settings = load_settings({}, webhook_secret="s", webhook_dns_timeout_s=1.0, webhook_dns_threads=4)
-resolver = webhooks.submit_resolver(settings)
+resolver = lookups.submit_resolver(settings)
 resolver.lookup = lookup
 out = {"hostile": []}
 

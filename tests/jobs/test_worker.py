@@ -7,6 +7,7 @@ Jobs are queued with the engine directly here; tests/jobs/test_async_api.py does
 from __future__ import annotations
 
 import io
+import os
 import signal
 import threading
 import time
@@ -84,6 +85,9 @@ def test_a_worker_killed_mid_render_loses_nothing(redis_server, torchserve, work
         _wait_log(first, "stage=pose", 120)        # detection and pose done: the renders are starting
         wait.until(lambda: any(procs.state(p) == "R" for p in procs.descendants(first.proc.pid)), 30,
                    "a render process at work")
+        # frozen where it is (SIGSTOP to its group), so that the status read and the kill see the same
+        # moment: a fast machine could end 200 px renders between the look and the kill
+        os.killpg(first.proc.pid, signal.SIGSTOP)
         assert q.get(job_id)["status"] == "running"
         first.kill(signal.SIGKILL)
     finally:

@@ -8,18 +8,15 @@ no TorchServe runs."""
 from __future__ import annotations
 
 import io
-import json
 import zipfile
 from pathlib import Path
 
 import pytest
 import requests
-import yaml
-from PIL import Image
 
-from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
 from tests.support import stack
+from tests.support.characters import post_char1
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -38,15 +35,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def character(server) -> str:
-    cfg = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())
-    joints = {j["name"]: j["loc"] for j in cfg["skeleton"]}
-    with Image.open(CHAR1 / "texture.png") as im:
-        box = [0, 0, im.width, im.height]
-    r = requests.post(f"{server.url}/characters", timeout=120,
-                      files={"image": ("char1.png", (CHAR1 / "texture.png").read_bytes(), "image/png")},
-                      data={"joints": json.dumps(joints), "bbox": json.dumps(box)})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
+    return post_char1(server.url)
 
 
 def _render(page, fmt: str):

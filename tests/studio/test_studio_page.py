@@ -30,7 +30,7 @@ from PIL import Image
 
 from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.support import make_run_pod, stack, wait
+from tests.support import hold, make_run_pod, stack, wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -288,7 +288,11 @@ def test_render_waits_while_another_client_holds_the_slot(server, open_page):
                                   json={"motions": ["zombie", "dab", "jumping_jacks", "wave_hello"], "size": 1024},
                                   timeout=300)
         _wait_in_flight(server, 1)
-        page.get_by_test_id("render").click()
+        # the app's render processes stopped until the page says it waits: the long render holds the slot
+        # then on any machine (a faster one could end it before the page's job asked for the slot)
+        with hold.paused(hold.app_render_processes(server.app.proc.pid)):
+            page.get_by_test_id("render").click()
+            _wait_seen_text(page, "Waiting for a render slot")
         page.get_by_test_id("animation-jumping").wait_for(state="visible", timeout=300_000)
         assert long_render.result(timeout=300).status_code == 200
     texts = page.evaluate("() => window.seen.text")
@@ -317,7 +321,12 @@ def _render_waits_out_503(app, open_page) -> None:
         others = [pool.submit(requests.post, f"{app.url}/characters/{other['id']}/animations", headers=AUTH,
                               json={**long, "size": 1024 - 2 * i}, timeout=300) for i in range(2)]
         _wait_in_flight(app, 1)
-        page.get_by_test_id("render").click()
+        wait.until(lambda: _gauge(app, "doodlepod_renders_waiting") >= 1, 60, "the other client waiting")
+        # the app's render processes stopped until the page has its 503: the slot and the waiting place
+        # stay taken on any machine (a faster one could end the first render before the page asked)
+        with hold.paused(hold.app_render_processes(app.app.proc.pid)):
+            page.get_by_test_id("render").click()
+            _wait_seen_text(page, "The server is busy: trying again in")
         page.get_by_test_id("animation-jumping").wait_for(state="visible", timeout=300_000)
         assert all(f.result(timeout=300).status_code in (200, 503) for f in others)
     texts = page.evaluate("() => window.seen.text")
@@ -336,13 +345,19 @@ def _open_with_only_jumping(open_page, server, doc):
     return page
 
 
-def _wait_in_flight(server, n: int, timeout: float = 60) -> None:
-    def in_flight() -> float:
-        text = requests.get(f"{server.url}/metrics", timeout=10).text
-        return sum(float(line.split()[-1]) for line in text.splitlines()
-                   if line.startswith("doodlepod_renders_in_flight") and not line.startswith("#"))
+def _gauge(server, name: str) -> float:
+    text = requests.get(f"{server.url}/metrics", timeout=10).text
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith(name) and not line.startswith("#"))
 
-    wait.until(lambda: in_flight() >= n, timeout, f"{n} renders in flight")
+
+def _wait_in_flight(server, n: int, timeout: float = 60) -> None:
+    wait.until(lambda: _gauge(server, "doodlepod_renders_in_flight") >= n, timeout, f"{n} renders in flight")
+
+
+def _wait_seen_text(page, text: str, timeout: float = 60_000) -> None:
+    """Until the render line has shown ``text`` (window.seen, recorded by RECORD_RENDER)."""
+    page.wait_for_function("t => window.seen.text.some(s => s.includes(t))", arg=text, timeout=timeout)
 
 
 def test_phone_touch_drag_and_save(server, open_page):

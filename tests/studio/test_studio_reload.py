@@ -7,18 +7,12 @@ character is created with its own box and joints).
 """
 from __future__ import annotations
 
-import json
-import os
-import signal
-
 import pytest
 import requests
-import yaml
-from PIL import Image
 
-from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.support import make_run_pod
+from tests.support import hold, make_run_pod
+from tests.support.characters import post_char1
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -34,15 +28,7 @@ def server(torchserve):
 
 @pytest.fixture(scope="module")
 def character(server) -> str:
-    cfg = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())
-    joints = {j["name"]: j["loc"] for j in cfg["skeleton"]}
-    with Image.open(CHAR1 / "texture.png") as im:
-        box = [0, 0, im.width, im.height]
-    r = requests.post(f"{server.url}/characters", timeout=120,
-                      files={"image": ("char1.png", (CHAR1 / "texture.png").read_bytes(), "image/png")},
-                      data={"joints": json.dumps(joints), "bbox": json.dumps(box)})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
+    return post_char1(server.url)
 
 
 def _choose(page, names):
@@ -80,8 +66,7 @@ def test_a_reload_keeps_the_chosen_motions_the_animations_and_a_render_in_progre
     # a render in progress: reloaded while its job waits, the page follows it to the animation. The worker
     # is paused (SIGSTOP to its process group) so the job is still in progress at the reload on any machine:
     # a fast one finished it before the reload and the page had nothing to follow.
-    os.killpg(server.worker.proc.pid, signal.SIGSTOP)
-    try:
+    with hold.paused_group(server.worker.proc.pid):
         _choose(page, {"wave_hello"})
         page.get_by_test_id("render").click()
         page.wait_for_function("() => JSON.parse(localStorage.getItem('doodlepod.studio.' + "
@@ -93,8 +78,6 @@ def test_a_reload_keeps_the_chosen_motions_the_animations_and_a_render_in_progre
                                "document.querySelector('[data-testid=render-state]').textContent)",
                                timeout=30_000)
         assert page.locator("[data-testid=animation-wave_hello] img").count() == 0
-    finally:
-        os.killpg(server.worker.proc.pid, signal.SIGCONT)
     _shown(page, "wave_hello")
     assert page.get_by_test_id("error").is_hidden()
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -12,20 +12,15 @@ test needs on any machine.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
-import signal
 import threading
 
 import pytest
 import requests
-import yaml
-from PIL import Image
 
-from tests.conftest import CHAR1
 from tests.studio.conftest import SCREENSHOTS
-from tests.support import procs, stack, wait
+from tests.support import hold, stack, wait
+from tests.support.characters import post_char1
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -45,15 +40,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def character(server) -> str:
-    cfg = yaml.safe_load((CHAR1 / "char_cfg.yaml").read_text())
-    joints = {j["name"]: j["loc"] for j in cfg["skeleton"]}
-    with Image.open(CHAR1 / "texture.png") as im:
-        box = [0, 0, im.width, im.height]
-    r = requests.post(f"{server.url}/characters", timeout=120,
-                      files={"image": ("char1.png", (CHAR1 / "texture.png").read_bytes(), "image/png")},
-                      data={"joints": json.dumps(joints), "bbox": json.dumps(box)})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
+    return post_char1(server.url)
 
 
 def _in_flight(server) -> float:
@@ -69,12 +56,8 @@ def test_the_page_waits_for_the_persons_other_render_and_then_renders(server, ch
     # the person's other render (their phone) first, from the same address, its render process paused: it
     # holds the person's one slot before the page asks anything (the page's motion previews, at background
     # priority, count in the share too: asked first, one of them could take the slot the test needs)
-    worker = procs.children(server.proc.pid)[0]
-    renders = procs.children(worker)
     other: dict = {}
-    for pid in renders:
-        os.kill(pid, signal.SIGSTOP)
-    try:
+    with hold.paused(hold.app_render_processes(server.proc.pid)):
         thread = threading.Thread(target=lambda: other.update(r=requests.post(
             f"{server.url}/characters/{character}/animations", json={"motions": ["dab"], "size": theirs}, timeout=300)))
         thread.start()
@@ -97,9 +80,6 @@ def test_the_page_waits_for_the_persons_other_render_and_then_renders(server, ch
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         state.scroll_into_view_if_needed()
         page.screenshot(path=str(SCREENSHOTS / f"studio-render-share-{width}x{height}.png"))
-    finally:
-        for pid in renders:
-            os.kill(pid, signal.SIGCONT)
     thread.join(300)
     assert other["r"].status_code == 200, other["r"].text
     # the other render done, the page's own try goes through: the animation plays, no error was shown

@@ -243,39 +243,47 @@ def test_every_api_error_belongs_to_one_family_with_a_matching_status() -> None:
         owners = [f for f in families if issubclass(cls, f)]
         assert len(owners) == 1, f"{cls.__name__} is in {owners}"
         assert cls.status in families[owners[0]], cls.__name__
+        # a client error a later attempt may get past unchanged is a lost race or a key in use (409) or a
+        # rate limit or share used up (429), both answered with Retry-After
         assert cls.retryable == (issubclass(cls, (errors.Unavailable, errors.UpstreamError))
-                                 or cls.code in RETRYABLE_CLIENT_ERRORS), cls.__name__
+                                 or (issubclass(cls, errors.ClientError) and cls.status in (409, 429))), cls.__name__
     codes = [c.code for c in _all_subclasses(errors.ApiError) if c not in families]
     assert len(codes) == len(set(codes)), "each error code names one class"
 
 
-#: Client errors that a later attempt may get past unchanged (a lost race, a rate limit, a key in use).
-RETRYABLE_CLIENT_ERRORS = {"edit_conflict", "rate_limited", "idempotency_in_progress",
-                           # a client's share (app/shares.py): 429 with Retry-After, free again in time
-                           "share_used", "storage_share_used", "jobs_share_used", "queued_bytes_share_used",
-                           "video_share_used", "render_share_used", "callback_dns_share_used",
-                           # one more connection than the client's cap: free again when one of its own ends
-                           "too_many_connections"}
+def _generated_block(page: str, name: str) -> str:
+    text = (REPO / "docs" / page).read_text()
+    found = re.search(rf"<!-- {name}:start[^>]*-->\n(.*?)\n<!-- {name}:end -->", text, re.S)
+    assert found, f"docs/{page} has no {name} block"
+    return found.group(1).strip()
 
 
-def test_the_error_table_in_the_docs_says_which_errors_are_retryable() -> None:
-    """docs/api.md's error table has a Retryable column: it agrees with every class's ``retryable``."""
-    import app.jobs.idempotency  # noqa: F401  (their error classes join ApiError's subclasses)
-    import app.jobs.queue  # noqa: F401
-    import app.jobs.ratelimit  # noqa: F401
+def test_the_error_table_in_the_docs_is_the_error_classes() -> None:
+    """docs/api.md's error table (status, code, retryable, when) is what app/http/codes.py prints."""
+    from app.http import codes
 
-    by_code = {cls.code: cls for cls in _all_subclasses(errors.ApiError)}
-    table = (REPO / "docs" / "api.md").read_text().split("| Status | `error` | Retryable | When |", 1)[1]
-    rows = [line.split(" | ") for line in table.split("\n\n", 1)[0].splitlines()[2:]]
-    seen = set()
-    for _status, codes, said, _when in rows:
-        only = re.fullmatch(r"`(\w+)` only", said)
-        for code in re.findall(r"`(\w+)`", codes):
-            if code in by_code:  # not werkzeug's own (method_not_allowed)
-                seen.add(code)
-                retryable = (code == only.group(1)) if only else said == "yes"
-                assert by_code[code].retryable == retryable, (code, said)
-    assert {"render_failed", "deadline_exceeded", "model_server_error", "edit_conflict", "rate_limited"} <= seen
+    assert _generated_block("api.md", "error-table") == codes.errors_table().strip(), (
+        "docs/api.md's error table is stale: paste the output of `python -m app.http.codes --errors`")
+    listed = {c.code: c for c in codes.codes()}
+    assert listed["edit_conflict"].retryable and listed["rate_limited"].retryable
+    assert not listed["render_failed"].retryable and not listed["deadline_exceeded"].retryable
+
+
+def test_the_shares_table_in_the_docs_is_the_shares() -> None:
+    """docs/operations.md's table of a client's shares is app/shares.py's SHARES, as app/http/codes.py prints it;
+    every share's error is a code of the API and every setting a setting of the app."""
+    from app import config, shares
+    from app.http import codes
+
+    assert _generated_block("operations.md", "shares-table") == codes.shares_table().strip(), (
+        "docs/operations.md's shares table is stale: paste the output of `python -m app.http.codes --shares`")
+    settings = {s.name for s in config.SETTINGS}
+    listed = {c.code for c in codes.codes()}
+    for share in shares.SHARES:
+        assert not share.setting or share.setting in settings, share
+        assert isinstance(share.answer, str) or share.answer.code in listed, share
+    used = {cls.code for cls in _all_subclasses(shares.ShareUsed)}
+    assert used <= {s.answer.code for s in shares.SHARES if not isinstance(s.answer, str)}, "a share not in SHARES"
 
 
 def test_from_animator_maps_every_animator_error() -> None:
@@ -301,3 +309,19 @@ def test_from_animator_maps_every_animator_error() -> None:
     assert errors.from_animator(ae.VideoError(None, "unreadable")).code == "invalid_video"
     with pytest.raises(TypeError):
         errors.from_animator(ValueError("not the animator's"))
+
+
+def test_retry_after_is_written_and_read_in_one_place() -> None:
+    """app/errors.py writes every Retry-After (whole seconds, rounded up, at least 1) and reads every one
+    (delay-seconds only); no other module of the app spells the header's value out itself."""
+    assert errors.retry_after_header(0.2) == {"Retry-After": "1"}
+    assert errors.retry_after_header(2.1) == {"Retry-After": "3"}
+    assert errors.retry_after_header(7) == {"Retry-After": "7"}
+    assert errors.retry_after_s({"Retry-After": " 12 "}) == 12.0
+    assert errors.retry_after_s({"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}) is None
+    assert errors.retry_after_s({}) is None
+    assert errors.Overloaded("busy", 2.5).headers == {"Retry-After": "3"}
+    by_hand = re.compile(r"""["']Retry-After["']\s*(\]\s*=|:\s*str\(|,\s*["']["']\))|\.get\(\s*["']Retry-After""")
+    for path in (REPO / "app").rglob("*.py"):
+        if path != REPO / "app" / "errors.py":
+            assert not by_hand.search(path.read_text()), f"{path.relative_to(REPO)} writes or reads Retry-After by hand"

@@ -34,7 +34,7 @@ import yaml
 import app as app_package
 from app import config
 from app.errors import ApiError
-from app.http import reference
+from app.http import codes, reference
 from app.intake import bounds
 
 REPO = Path(__file__).resolve().parents[3]
@@ -125,18 +125,26 @@ def _family_base(cls: type) -> bool:
     return re.search(rf"\b{cls.__name__}\(", source.replace(f"class {cls.__name__}(", "")) is None
 
 
-#: Codes werkzeug's own HTTP errors become (app/errors.py, on_http_error) on the routes we have.
-WERKZEUG_CODES = {"method_not_allowed": 405, "not_found": 404, "bad_request": 400,
-                  "requested_range_not_satisfiable": 416}
-
-
 def _documented_codes() -> dict[str, int]:
     return {entry["const"]: entry["x-status"] for entry in SPEC["components"]["schemas"]["ErrorCode"]["oneOf"]}
 
 
-def test_every_error_code_is_documented_with_its_status_and_back():
-    code = {**_api_errors(), "internal_error": 500, **WERKZEUG_CODES}
-    assert code == _documented_codes()
+def test_every_error_class_is_a_listed_code_and_the_document_lists_them_all():
+    """The list app/http/codes.py makes (and the document prints) holds every ApiError class the app
+    defines (found by importing every module, not from the list's own modules), each with its text."""
+    from werkzeug.exceptions import MethodNotAllowed, RequestedRangeNotSatisfiable
+
+    from app.gunicorn_worker import CODES as GUNICORN_CODES
+
+    listed = {c.code: c.status for c in codes.codes()}
+    others = {c.code: c.status for c in codes.OTHERS}
+    assert {**_api_errors(), **others} == listed
+    assert all(c.when for c in codes.codes()), "a code without its text (its class's docstring)"
+    assert _documented_codes() == listed
+    # the codes no class raises are the names werkzeug's errors get (app/http/answers.py) and gunicorn's
+    for exc in (MethodNotAllowed(), RequestedRangeNotSatisfiable()):
+        assert listed[exc.name.lower().replace(" ", "_")] == exc.code
+    assert GUNICORN_CODES[431] == "headers_too_large" and "headers_too_large" in others
 
 
 def test_each_status_error_schema_lists_exactly_that_status_codes():
@@ -244,6 +252,7 @@ def test_the_served_request_schemas_are_the_generated_ones(make_app):
     generated = components()
     assert {m.__name__ for m in MODELS} <= set(generated)
     assert not set(generated) & set(reference.hand_written()["components"]["schemas"]), "written twice"
+    assert not set(codes.schemas()) & set(reference.hand_written()["components"]["schemas"]), "written twice"
     settings = config.load_settings({}, render_size_max=512, max_field_kb=8)
     app = make_app(render_size_max=512, max_field_kb=8)
     served = app.test_client().get("/openapi.json").get_json()["components"]["schemas"]

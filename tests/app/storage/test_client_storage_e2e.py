@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support import stack, wait
+from tests.support import hold, stack, wait
 from tests.support.answers import assert_error
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -156,10 +156,14 @@ def test_a_delete_during_a_render_stops_it_and_leaves_nothing(page):
                                            data={"motions": "dab,zombie,jumping", "size": "512"}, timeout=300)
 
         thread = threading.Thread(target=render)
-        thread.start()
-        wait.until(lambda: "stage=animate" in server.log_text() or not thread.is_alive(), 60, "a render started")
-        assert thread.is_alive(), answer["resp"].text[:300]   # still rendering when the DELETE comes
-        assert requests.delete(f"{server.url}/characters/{cid}", timeout=30).status_code == 204
+        # The render processes run in short bursts until the first motion is stored, then stay stopped
+        # while the DELETE comes: the others are still rendering then on any machine (waiting for the log
+        # line, a fast machine could end all three, rendered side by side, before the DELETE)
+        with hold.stepping(hold.processes(lambda: hold.app_render_processes(server.proc.pid))) as until:
+            thread.start()
+            until(lambda: "stage=animate" in server.log_text() or not thread.is_alive(), 60)
+            assert thread.is_alive(), answer["resp"].text[:300]   # still rendering when the DELETE comes
+            assert requests.delete(f"{server.url}/characters/{cid}", timeout=30).status_code == 204
         thread.join(300)
         assert_error(answer["resp"], 404, "not_found")
         assert "deleted while this render ran" in answer["resp"].json()["message"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from app.clients import forwarded_client
-from app.jobs.ratelimit import LocalRateLimiter
+from app.clients.ratelimit import LocalRateLimiter
 from app.storage.budget import StorageBudget, folder_bytes
 
 

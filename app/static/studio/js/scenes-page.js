@@ -1,4 +1,4 @@
-// The scenes page (GET /studio-scenes, studio/scenes.html): a photo of a drawn scene in, every character moving on it out.
+// The scenes page (GET /studio-scenes, app/templates/scenes.html): a photo of a drawn scene in, every character moving on it out.
 // The scene view itself is js/scene.js; "Fix" opens a character in the studio's editor
 // (studio#character=<id>, same tab: the token stays), and the browser's Back returns here
 // (#scene=<id> reopens the scene); #from=<character id> starts from that character's photo.

@@ -1,10 +1,10 @@
 """Per-client token buckets in Redis: every request that queues work takes one token.
 
-A client (:mod:`app.clients`: an IPv6 address by its /56, a mapped IPv4 address as IPv4) has one bucket.
+A client (:mod:`.identity`: an IPv6 address by its /56, a mapped IPv4 address as IPv4) has one bucket.
 A client's bucket holds up to ``burst`` tokens and refills at ``per_min / 60`` tokens per second;
 a request that finds it empty is answered 429 with ``Retry-After`` (seconds until a token is back).
-The bucket lives in one Redis hash updated by one Lua script with Redis' own clock, so every pod
-and worker of the deployment shares the same count.
+The bucket lives in one Redis hash updated by one Lua script (``token_bucket.lua`` beside this module)
+with Redis' own clock, so every pod and worker of the deployment shares the same count.
 
 Headers (IETF draft "RateLimit header fields for HTTP"), on every limited response:
 ``RateLimit-Limit`` (the burst), ``RateLimit-Remaining`` (whole tokens left), ``RateLimit-Reset``
@@ -19,14 +19,17 @@ import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..clients import client_id  # noqa: F401 - whose bucket (app/clients.py decides)
-from ..errors import ClientError
-from .scripts import lua
+from ..errors import ClientError, retry_after_header
+
+#: The script that takes tokens from a bucket in Redis.
+TOKEN_BUCKET_LUA = Path(__file__).resolve().with_name("token_bucket.lua")
 
 
 class RateLimited(ClientError):
-    """The client used up its token bucket (DOODLEPOD_RATE_LIMIT_PER_MIN, DOODLEPOD_RATE_LIMIT_BURST)."""
+    """A request that stores work, over the client's rate limit (`DOODLEPOD_RATE_LIMIT_PER_MIN`,
+    `DOODLEPOD_RATE_LIMIT_BURST`): `Retry-After` and `RateLimit-*` headers say when a token is back."""
     status, code, retryable = 429, "rate_limited", True
 
 
@@ -44,7 +47,7 @@ class Decision:
                "RateLimit-Reset": str(math.ceil(self.reset_s)),
                "RateLimit-Policy": f"{self.limit};w={math.ceil(self.window_s)}"}
         if not self.allowed:
-            out["Retry-After"] = str(max(1, math.ceil(self.retry_after_s)))
+            out.update(retry_after_header(self.retry_after_s))
         return out
 
 
@@ -54,7 +57,7 @@ class RateLimiter:
         self.key_prefix = key_prefix
         self.rate = per_min / 60.0
         self.burst = burst
-        self._take = redis_client.register_script(lua("token_bucket"))
+        self._take = redis_client.register_script(TOKEN_BUCKET_LUA.read_text())
 
     def take(self, client: str, cost: int = 1) -> Decision:
         """Take ``cost`` tokens from ``client``'s bucket (raises redis errors: the caller decides)."""
