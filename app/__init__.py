@@ -95,6 +95,9 @@ def create_app(**overrides: Any):
 
     services = build_services(settings, run_dir, f"spill-{os.getpid()}")
     pool, storage = services.pool, services.storage
+    budget = getattr(storage, "budget", None)
+    if budget is not None and budget.enabled and services.jobs is not None:
+        budget.count_reserved(services.jobs.reserved_bytes)  # admissions count the queued jobs' reservations
     app.extensions[EXTENSION] = services
     answers.register(app)
     install_hooks(app)

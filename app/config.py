@@ -168,7 +168,9 @@ SETTINGS: tuple[Setting, ...] = (
             "answers 429 render_share_used with Retry-After at once, so a client firing requests back to back "
             "cannot hold every slot or waiting place while others wait. With it on the waiting room has 4 places "
             "per slot. 0: no such share (a backend or a studio sending for many people through one address needs "
-            "several slots); 1 suits clients that are people, each at its own address.", _non_negative_int),
+            "several slots); 1 suits clients that are people, each at its own address. The render worker's async "
+            "jobs of one client hold at most this many of its slots too (and take turns with other clients' jobs "
+            "either way).", _non_negative_int),
     Setting("DOODLEPOD_ADMISSION_WAIT_S", "10", "Longest a request waits for a render slot when all are taken, "
             "in seconds: one request per slot may wait (more get 503 at once), and only when a slot is expected "
             "to be free within this time and the pod turned nobody away within the last render time (else 503 "

@@ -191,7 +191,10 @@ class NoPerson(ClientError):
 
 class OutputTooLarge(ClientError):
     """The file asked for would pass its format's bound (a sprite sheet over 64 Mpx of trimmed frames or
-    16384 px a side): ask for fewer frames (`max_frames`) or a smaller `size`."""
+    16384 px a side): ask for fewer frames (`max_frames`) or a smaller `size`. A sheet is priced before
+    the render, queued or not (each frame at half its canvas): the answer's `fits` names the largest
+    `size` and the most `max_frames` that fit; one priced under the bound that still passes it is
+    refused while packing, after the render."""
     status, code = 422, "output_too_large"
 
 
@@ -316,7 +319,8 @@ class CallbackDnsBusy(Unavailable):
 
 
 class StorageFull(Unavailable):
-    """The app's stored files reached `DOODLEPOD_STORAGE_BUDGET_MB`; the expiry sweep frees room."""
+    """The app's stored files and its queued jobs' storage reservations reached `DOODLEPOD_STORAGE_BUDGET_MB`,
+    or the work (an async job's price, an uploaded video) would pass it; the expiry sweep frees room."""
     status, code = 503, "storage_full"
 
 

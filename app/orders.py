@@ -119,6 +119,7 @@ class VideoOrder(WorkOrder):
     renamed = {"start": "start_s", "end": "end_s"}
     client: str
     video_key: str = ""   # older jobs: the video is the job's input in Redis
+    video_bytes: int = 0  # its size: charged to the client's storage share while it waits, given back after
     start_s: float | None = None
     end_s: float | None = None
 

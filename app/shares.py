@@ -13,8 +13,9 @@ The storage share counts what the client's requests and jobs stored (:func:`mete
 work, :func:`stored` in the storage backends) in hourly buckets kept for DOODLEPOD_EXPIRY_HOURS, the
 time the files themselves are kept; a deleted character gives its bytes back. The check is made when
 work is admitted, so one request can go over by what it stores itself (bounded per request). An async
-job reserves its price (:mod:`app.jobs.price`) when it is queued, settled by the worker when it ends,
-so queued jobs count in the share before they store anything. The
+job reserves its price (:mod:`app.jobs.price`) when it is queued, given back when it ends while what
+it stored counts, so queued jobs count in the share before they store anything; a job whose client is
+past its share when it starts fails alone (:meth:`Shares.check_job_storage`). The
 queue's shares are checked atomically with the submission (app/jobs/lua/submit.lua); the callback
 lanes in the worker (app/worker.py).
 
@@ -49,8 +50,10 @@ class ShareUsed(ClientError):
 
 
 class StorageShareUsed(ShareUsed):
-    """The client stored its share within the expiry period (`DOODLEPOD_CLIENT_STORAGE_MB`): `Retry-After`
-    until its oldest hour expires; `DELETE /characters/{id}` gives room back."""
+    """The client stored its share within the expiry period (`DOODLEPOD_CLIENT_STORAGE_MB`; its queued
+    jobs' prices and videos count from their admission): `Retry-After` until its oldest hour expires;
+    `DELETE /characters/{id}` gives room back. An async job whose client is past it when the job starts
+    ends `failed` with it, not retried."""
     code = "storage_share_used"
 
 
@@ -100,9 +103,11 @@ class Share:
 SHARES: tuple[Share, ...] = (
     Share(StorageShareUsed, "DOODLEPOD_CLIENT_STORAGE_MB",
           "Bytes stored within `DOODLEPOD_EXPIRY_HOURS`, an async job's counted from its admission (its price "
-          "reserved, settled when it ends: `app/jobs/price.py`); `Retry-After` until its oldest hour expires, "
+          "reserved, given back when it ends, whoever ends it, while what it stored counts: `app/jobs/price.py`), "
+          "a queued video's from its upload until its job ends; `Retry-After` until its oldest hour expires, "
           "`DELETE /characters/{id}` gives room back",
-          "`Shares.check_storage` (`app/shares.py`) when work is admitted (`app/http/jobs.py`)",
+          "`Shares.check_storage` (`app/shares.py`) when work is admitted (`app/http/jobs.py`), and "
+          "`Shares.check_job_storage` when a job starts (`app/worker.py`: the job fails alone)",
           default="a tenth of the storage budget: 153 MiB in the pod"),
     Share(JobsShareUsed, "DOODLEPOD_CLIENT_MAX_QUEUED",
           "Async jobs queued, running, or ended with their callback still to deliver",
@@ -312,6 +317,25 @@ class Shares:
             f"{_mib(self.storage_bytes)} (DOODLEPOD_CLIENT_STORAGE_MB); files expire after "
             f"{self.settings.expiry_hours:g} h and DELETE /characters/{{id}} gives room back: retry in "
             f"{max(1, math.ceil(wait))} s", wait)
+
+    def check_job_storage(self, client: str, reserved: int) -> None:
+        """Raise :class:`StorageShareUsed` (not retryable) when ``client`` stored its share already, the job's own
+        ``reserved`` bytes left out: its admission checked the share, but the client's synchronous work may
+        have stored more since."""
+        if self.storage_bytes <= 0 or not client:
+            return
+        used, live = self.ledger.usage(client)
+        used -= max(0, reserved)
+        if used < self.storage_bytes:
+            return
+        wait = self.ledger.retry_after_s(live, used - self.storage_bytes + 1)
+        error = StorageShareUsed(
+            f"this client had stored {_mib(used)} within {self.settings.expiry_hours:g} h when the job started, "
+            f"its share of {_mib(self.storage_bytes)} (DOODLEPOD_CLIENT_STORAGE_MB): the job did not run and "
+            f"stored nothing; queue it again once files expired (in about {max(1, math.ceil(wait))} s) or "
+            "DELETE /characters/{id} made room", wait)
+        error.retryable = False  # the job fails alone: the share frees by the hour, past any retry's delay
+        raise error
 
     def charge_storage(self, client: str, nbytes: int) -> None:
         """Count ``nbytes`` stored (negative: deleted) for ``client``."""

@@ -7,7 +7,9 @@ shares the pod's render slots with it (``DOODLEPOD_RUNTIME_DIR``), so sync and a
 together never exceed ``DOODLEPOD_MAX_INFLIGHT``.
 
 Threads: ``DOODLEPOD_WORKER_CONCURRENCY`` job threads (each: wait for TorchServe to be ready and for
-a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot),
+a job to be waiting, then take a render slot, take the job, run it; an idle thread holds no slot; jobs
+come in clients' turns, and a client's jobs hold at most its render share of this worker's slots:
+:meth:`Worker._take_turn`),
 one heartbeat thread that renews the entries being worked on, and
 one callback thread that hands each callback to a delivery thread of its own (app/jobs/webhooks.py;
 at most DOODLEPOD_WEBHOOK_CONCURRENCY at once, :data:`PER_RECEIVER` per receiver).
@@ -34,6 +36,7 @@ import socket
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
@@ -43,7 +46,6 @@ from . import shares
 from .clients.lanes import PER_RECEIVER, Lanes, receiver_of
 from .errors import ApiError
 from .jobs import retry
-from .jobs.price import stored_bytes
 from .motions.library import pick
 from .orders import ORDERS, AnimateOrder, CharacterOrder, SceneOrder, VideoOrder, WorkOrder
 
@@ -147,6 +149,8 @@ class Worker:
         self.name = f"{socket.gethostname()}-{os.getpid()}"
         self._lock = threading.Lock()
         self._jobs_holding = 0  # render slots this worker's job threads hold or are about to take
+        self._clients: Counter[str] = Counter()  # client -> render jobs this worker runs for it now
+        self._turns = threading.Lock()  # one job thread takes a turn at a time
         self._working: dict[tuple[str, str], set[str]] = {}   # (stream, consumer) -> entry ids
         self._ready_at = 0.0
         self._ready_ok = False
@@ -204,22 +208,47 @@ class Worker:
             return 2.0
         # a render slot is taken only when there is work: an idle worker holding one would
         # turn the web app's synchronous requests away (on a small pod it is the only slot)
-        if not self.queue.has_work() or not self._job_slot_free():
+        if not self.queue.has_work(skip=self._at_share()) or not self._job_slot_free():
             return IDLE_POLL_S
         try:
             slot = self.slots.acquire()  # a want: background work gives its slot up
             if slot is None:
                 return IDLE_POLL_S
             try:
-                taken = self.queue.take(consumer, block_ms=0)
+                taken = self._take_turn(consumer)
                 if taken is not None:
-                    self._run(taken, consumer)
+                    try:
+                        self._run(taken, consumer)
+                    finally:
+                        with self._lock:
+                            self._clients[taken.client] -= 1
+                            if self._clients[taken.client] <= 0:
+                                del self._clients[taken.client]
             finally:
                 slot.release()
         finally:
             with self._lock:
                 self._jobs_holding -= 1
         return 0.0
+
+    def _at_share(self) -> tuple[str, ...]:
+        """The clients whose jobs hold their render share (DOODLEPOD_CLIENT_RENDER_SLOTS) of this worker's
+        slots now: their next jobs wait while other clients' are taken (none without a share)."""
+        share = self.settings.client_render_slots
+        if not share:
+            return ()
+        with self._lock:
+            return tuple(c for c, n in self._clients.items() if n >= share)
+
+    def _take_turn(self, consumer: str):
+        """The next render job by clients' turns (:meth:`app.jobs.queue.JobQueue.take`), counted for its
+        client before another thread looks (two threads must not both take a client's last turn)."""
+        with self._turns:
+            taken = self.queue.take(consumer, block_ms=0, skip=self._at_share())
+            if taken is not None:
+                with self._lock:
+                    self._clients[taken.client] += 1
+            return taken
 
     def _job_slot_free(self) -> bool:
         """Whether a job thread may take a render slot now, counting it held if so. Jobs hold at most
@@ -297,6 +326,8 @@ class Worker:
                 log.info("job %s not run: %s", taken.job_id, started.verdict)
                 if started.verdict == "dead":
                     metrics.JOBS.labels(event="failed").inc()
+                if started.released is not None:
+                    self._give_back(started.released)
                 return
             if taken.redelivered:
                 metrics.JOBS.labels(event="redelivered").inc()
@@ -309,15 +340,16 @@ class Worker:
                 run = HANDLERS[job["kind"]]
                 reporter = _progress_arg(run, self._reporter(taken.job_id))
                 order = read_order(job["kind"], json.loads(job["payload"]))
-                # what the job stores counts in its client's share, less what its admission reserved
-                reserved = (stored_bytes(order, len(started.input or b""), self.settings)
-                            if attempt == 1 and isinstance(order, WorkOrder) else 0)
+                # a client past its storage share by now (its synchronous work stored meanwhile) fails alone
+                self._check_storage_share(job)
+                # what the job stores counts in its client's share as it is stored; its reservation is given
+                # back when it ends (_give_back), so the real bytes replace the price
                 with shares.metering() as meter:
                     try:
                         result = run(self.ctx, order, started.input, taken.job_id,
                                      Deadline(self.settings.request_deadline_s), **reporter)
                     finally:
-                        self._charge(job.get("client", ""), meter.bytes - reserved)
+                        self._charge(job.get("client", ""), meter.bytes)
             except ApiError as exc:
                 self._failed(taken, started.owner, job, exc)
                 return
@@ -325,7 +357,9 @@ class Worker:
                 log.exception("job %s crashed", taken.job_id)
                 self._failed(taken, started.owner, job, ApiError(f"{type(exc).__name__}"))
                 return
-            if self.queue.succeed(taken, started.owner, result):
+            ended = self.queue.succeed(taken, started.owner, result)
+            if ended:
+                self._give_back(ended, job)
                 self._ended(job)
                 metrics.JOBS.labels(event="succeeded").inc()
                 metrics.JOB_SECONDS.labels(status="succeeded").observe(_age_s(job))
@@ -343,8 +377,28 @@ class Worker:
             if key:
                 from .deadline import Deadline
                 self.ctx.storage.delete(key, Deadline(30))
+                self._charge(job.get("client", ""), -order.video_bytes)  # the route charged it when stored
         except Exception as exc:  # the expiry sweep (or the bucket's lifecycle rule) removes it later
             log.warning("job %s: its stored input not removed: %s", job.get("id"), exc)
+
+    def _check_storage_share(self, job: dict) -> None:
+        """Raise :class:`app.shares.StorageShareUsed` (not retryable) when the job's client is past its storage
+        share now, its own reservation left out (Redis down: the job runs)."""
+        from .jobs.queue import REDIS_ERRORS
+
+        ledger = getattr(self.ctx, "shares", None)
+        if ledger is None:
+            return
+        try:
+            ledger.check_job_storage(job.get("client", ""), int(job.get("reserved") or 0))
+        except REDIS_ERRORS as exc:
+            log.warning("job %s: storage share not checked: %s", job.get("id"), type(exc).__name__)
+
+    def _give_back(self, ended, job: dict | None = None) -> None:
+        """An ended job's storage reservation leaves its client's share (what it stored was charged
+        as it was stored)."""
+        if ended.released:
+            self._charge(ended.client or (job or {}).get("client", ""), -ended.released)
 
     def _charge(self, client: str, nbytes: int) -> None:
         try:
@@ -389,7 +443,9 @@ class Worker:
             return
         if exc.retryable:
             error["message"] += f" (after {attempt} attempts)"
-        if self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter):
+        ended = self.queue.fail(taken, owner, error, dead_letter=verdict.dead_letter)
+        if ended:
+            self._give_back(ended, job)
             self._ended(job)
         metrics.JOBS.labels(event="failed").inc()
         metrics.JOB_SECONDS.labels(status="failed").observe(_age_s(job))

@@ -50,7 +50,10 @@ def animate():
 
 def _animate_async(fields: AnimateForm):
     """Check the request as the synchronous path would, then queue its order (202 + Location)."""
-    order = _order(fields, motion_list(fields.motions))
+    motions = motion_list(fields.motions)
+    order = _order(fields, motions)
+    if not fields.every_character:  # a scene's canvas is its page's shape: priced once the page is read
+        services().pipeline.check_output(order.format, order.size, None, motions)
     check_image_header(fields.image)
     return submit(order, fields.image, fields.callback_url)
 
@@ -103,6 +106,7 @@ def _animate(fields: AnimateForm, deadline: Deadline):
     try:
         named = motion_list(fields.motions, defaults=clip is None, own=deadline)
         order = _order(fields, named)
+        services().pipeline.check_output(order.format, order.size, None, named + ([clip] if clip else []))  # now
         check_image_header(fields.image)  # type, size: before a render slot is taken for it
         check_models_ready(order.joints is None)
         with render_slot():  # only now: the body is in and every field checked

@@ -129,7 +129,9 @@ def _order(cid: str, fields: RenderRequest, motions: list) -> CharacterOrder:
 
 def _animate_character_async(cid: str, fields: RenderRequest, deadline) -> Response:
     """Check what can be checked now (the character exists, If-Match, motions), then queue the render."""
-    order = _order(cid, fields, motion_list(fields.motions))
+    motions = motion_list(fields.motions)
+    order = _order(cid, fields, motions)
+    services().pipeline.check_output(order.format, order.size, order.max_frames, motions)  # 422 now
     record, _ = services().characters.load(cid, deadline)      # 404 now, not a failed job later
     check_version(order.if_match, "character", cid, record.version)
     return submit(order, None, fields.callback_url)
@@ -158,6 +160,7 @@ def _animate_character_now(cid: str, fields: RenderRequest, deadline) -> Respons
         chosen = motion_list(fields.motions, defaults=clip is None, own=deadline)
         order = _order(cid, fields, chosen)
         chosen += [clip] if clip else []
+        services().pipeline.check_output(order.format, order.size, order.max_frames, chosen)  # before any work
         timings: dict[str, float] = {}
         record, urls, hits = services().characters.render(order, chosen, deadline, timings,
                                                           partial(render_slot, request_priority()))

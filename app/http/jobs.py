@@ -30,6 +30,7 @@ from ..jobs.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ..jobs.idempotency import check_record, fingerprint, redis_key, validate_key
 from ..jobs.queue import REDIS_ERRORS, JobsUnavailable
 from ..jobs.webhooks import validate_callback_url
+from ..loop import off_loop
 from ..orders import WorkOrder
 from ..services import services
 from .api import json_body, request_client
@@ -158,17 +159,22 @@ def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
     """Queue ``order`` (its payload a job of its kind: a handler of app/worker.py) and answer 202; or replay
     the key's first answer. ``input_bytes``: the size of an input the order names (a stored video), for the
     client's share."""
+    from ..jobs.price import cpu_cost, stored_bytes
+
     svc = services()
     queue = _queue()
     key = validate_key(request.headers.get(IDEMPOTENCY_HEADER))
     fp = request_fingerprint() if key else ""
     who = client()
+    # what the job will store: checked against the pod's budget now, reserved until the job ends
+    price = stored_bytes(order, len(input_data or b"") if input_bytes is None else input_bytes, svc.settings)
+    check_pod_storage(price)
     # the address the callback names (DNS, the egress rules): the model checked its text only
     callback_url = validate_callback_url(callback_url, svc.settings, client=who)
     submitted = queue.submit(order.kind, order.to_json(), input_data, callback_url=callback_url, client=who,
                              idem_key=redis_key(svc.settings.redis_prefix, who, key) if key else "",
                              idem_record={"fp": fp}, idem_ttl_s=svc.settings.idempotency_ttl_s,
-                             input_bytes=input_bytes)
+                             input_bytes=input_bytes, reserve=price, cost=cpu_cost(order, svc.settings))
     if submitted.duplicate_of is not None:
         record = check_record(submitted.duplicate_of, fp, key)
         if record.get("state") == "running":
@@ -178,18 +184,27 @@ def submit(order: WorkOrder, input_data: bytes | None, callback_url: str = "",
         log.info("idempotent replay of %s", record.get("job", "a stored response"))
         return _replay(record)
     metrics.JOBS.labels(event="submitted").inc()
-    _reserve_storage(who, order, len(input_data or b""))
+    _reserve_storage(who, price)
     return _accepted(submitted.job)
 
 
-def _reserve_storage(who: str, order: WorkOrder, input_size: int) -> None:
-    """Reserve what the job will store against the client's storage share, now that it is queued (the
-    worker settles it when the job ends: :mod:`app.jobs.price`)."""
-    from ..jobs.price import stored_bytes
-
+def check_pod_storage(nbytes: int) -> None:
+    """503 ``storage_full`` when the pod's stored files and its queued jobs' reservations leave no room
+    for ``nbytes`` more (DOODLEPOD_STORAGE_BUDGET_MB; local storage only)."""
     svc = services()
+    budget = getattr(svc.storage, "budget", None)
+    if budget is None or not budget.enabled:
+        return
+    left = off_loop(budget.left_bytes, budget.reserved_bytes())  # Redis on the loop, the folder off it
+    if left is not None and left < nbytes:
+        raise budget.refuse(svc.settings.sweep_interval_s, nbytes)
+
+
+def _reserve_storage(who: str, price: int) -> None:
+    """Reserve what the job will store against the client's storage share, now that it is queued (its
+    end gives the reservation back, and what it stored counts instead: :mod:`app.jobs.price`)."""
     try:
-        svc.shares.charge_storage(who, stored_bytes(order, input_size, svc.settings))
+        services().shares.charge_storage(who, price)
     except REDIS_ERRORS as exc:
         log.warning("storage of a queued job not reserved: Redis unavailable (%s)", type(exc).__name__)
 

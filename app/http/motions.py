@@ -18,12 +18,13 @@ from ..deadline import Deadline
 from ..intake import body
 from ..intake.models import VideoForm
 from ..intake.read import read, takes
+from ..jobs.price import stored_bytes
 from ..motions.library import categories
 from ..orders import VideoOrder
 from ..services import services
-from ..shares import unmetered
+from ..shares import freed
 from .api import base_url, request_deadline
-from .jobs import admit_work, client, submit
+from .jobs import admit_work, check_pod_storage, client, submit
 
 log = logging.getLogger("doodlepod.http")
 
@@ -57,14 +58,15 @@ def make_motion():
                      min(svc.settings.body_timeout_s, deadline.check("upload")))
     fields = read(VideoForm, respond_async=True)
     video = fields.video
-    # The video waits in the storage (it is a file), the job names it: Redis holds no video bytes.
+    # The video waits in the storage (it is a file), the job names it: Redis holds no video bytes. It counts
+    # in the client's storage share (this request's meter) until its job ends, and in the pod's budget.
     key = f"{QUEUED_VIDEOS}{uuid.uuid4().hex}.video"
-    with unmetered():  # the client's queued-bytes share counts it, not its storage share
-        svc.storage.put(key, video, "application/octet-stream", deadline)
+    # the part of the video to use (the job checks a start past its end): absent, its first seconds
+    order = VideoOrder.of(fields, client=client(), video_key=key, video_bytes=len(video), base_url=base_url())
+    check_pod_storage(len(video) + stored_bytes(order, len(video), svc.settings))  # before it is stored
+    svc.storage.put(key, video, "application/octet-stream", deadline)
     kept = False
     try:
-        # the part of the video to use (the job checks a start past its end): absent, its first seconds
-        order = VideoOrder.of(fields, client=client(), video_key=key, base_url=base_url())
         answer = submit(order, None, fields.callback_url, input_bytes=len(video))
         kept = answer.status_code == 202 and "Idempotent-Replayed" not in answer.headers
         return answer
@@ -72,5 +74,6 @@ def make_motion():
         if not kept:  # refused, or a repeat of a request whose job has its own copy
             try:
                 svc.storage.delete(key, Deadline(10))
+                freed(len(video))
             except Exception:  # noqa: BLE001 - the expiry sweep removes it; the answer stands
                 log.warning("queued video %s not removed", key)

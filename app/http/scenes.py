@@ -18,6 +18,7 @@ from ..intake.models import SceneEdit, SceneForm, SceneRenderRequest
 from ..intake.read import read, takes
 from ..motions.library import pick
 from ..orders import SceneOrder
+from ..render.pipeline import warnings_of
 from ..scenes.resource import SceneEdit as Change
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
@@ -79,12 +80,13 @@ def _create_scene(fields: SceneForm, deadline) -> Response:
     else:
         by_models = fields.characters is None           # the detector and the pose model find them
         check_models_ready(by_models)
+        found: list[str] = []                            # the ink finders that did, where no trained models
         try:
             with render_slot():
                 timings: dict[str, float] = {}
                 picture = _picture(background, deadline)
                 record, skipped = svc.scenes.from_photo(fields.image, fields.characters, motions, background,
-                                                        picture, deadline, timings)
+                                                        picture, deadline, timings, found)
         except ApiError as exc:
             if by_models and svc.torchserve.runs_tiny_models:
                 exc.details["warnings"] = [TINY_MODELS]
@@ -92,6 +94,8 @@ def _create_scene(fields: SceneForm, deadline) -> Response:
         extra: dict[str, Any] = {"skipped": skipped}
         if by_models and svc.torchserve.runs_tiny_models:   # what they found is noise: say so
             extra["warnings"] = [TINY_MODELS]
+        elif warnings_of(found):                            # the ink finder's: to be checked
+            extra["warnings"] = warnings_of(found)
         response = _answer(record, 201, extra)
     response.headers["Location"] = f"/scenes/{record.id}"
     return response

@@ -17,6 +17,12 @@ script (``app/jobs/lua/``), so a crash between two commands cannot leave a job h
     client:<digest>:jobs, client:<digest>:videos
                       a client's unfinished jobs (score: input bytes) and videos: its shares
                       (app/shares.py), checked atomically with each submission
+    storage:reserved  sorted set of the unfinished jobs' storage reservations (member: job id, score:
+                      their price in bytes, app/jobs/price.py), given back when the job ends
+    turns             sorted set of the clients with render jobs never delivered, by the render CPU
+    turns:last        price of their jobs served, and by when each was last served (a number from
+    turns:count       turns:count): the render stream is taken in clients' turns, not in its order
+                      (app/jobs/lua/turn.lua)
     webhooks          stream of ended jobs whose callback is due (group "webhooks")
     dead              capped stream of jobs that used up their attempts (for operators)
 
@@ -60,6 +66,9 @@ class JobsUnavailable(Unavailable):
     status, code = 503, "jobs_unavailable"
 
 
+#: Seconds between two looks for a render job when :meth:`JobQueue.take` is asked to wait for one.
+TURN_POLL_S = 0.05
+
 #: Job kinds that run on the worker's video threads (their own stream), not under a render slot.
 VIDEO_KINDS = frozenset({"motion_from_video"})
 
@@ -94,6 +103,7 @@ class Taken:
     job_id: str
     redelivered: bool
     stream: str = ""      # the stream it came from ('' : the render stream)
+    client: str = ""      # whose job it is (render stream entries)
 
 
 @dataclass
@@ -104,6 +114,21 @@ class Started:
     owner: str = ""
     job: dict[str, Any] | None = None
     input: bytes | None = None
+    released: Ended | None = None   # a dead job's reservation, given back with it
+
+
+@dataclass
+class Ended:
+    """A job's end (true when it was the caller's to end) and the bytes of storage its admission had
+    reserved, which leave the pod's reservations with it (0: none, or given back by an earlier end);
+    the caller gives them back to ``client``'s share (a dead job's: :attr:`Started.released`)."""
+
+    done: bool
+    released: int = 0
+    client: str = ""
+
+    def __bool__(self) -> bool:
+        return self.done
 
 
 @dataclass
@@ -167,6 +192,10 @@ class JobQueue:
         self._promote = self.redis.register_script(lua("promote", prelude=True))
         self._heartbeat = self.redis.register_script(lua("heartbeat"))
         self._progress = self.redis.register_script(lua("progress"))
+        self._turn = self.redis.register_script(lua("turn"))
+        self._reserved = self.redis.register_script(lua("reserved"))
+        self.reservations = self.key("storage", "reserved")
+        self.turns = self.key("turns")
         self._groups_made = False
         self.last_error = ""
 
@@ -252,9 +281,13 @@ class JobQueue:
     # --- web side ----------------------------------------------------------------------------
     def submit(self, kind: str, payload: dict[str, Any], input_data: bytes | None = None, *,
                callback_url: str = "", client: str = "", idem_key: str = "", idem_record: dict | None = None,
-               idem_ttl_s: int = 86400, input_bytes: int | None = None) -> Submitted:
+               idem_ttl_s: int = 86400, input_bytes: int | None = None, reserve: int = 0,
+               cost: float = 0.0) -> Submitted:
         """Queue a job (atomically with its idempotency record, under the queue bound and the client's
-        shares; ``input_bytes``: the size of an input kept elsewhere, e.g. a video in the storage).
+        shares; ``input_bytes``: the size of an input kept elsewhere, e.g. a video in the storage), and
+        reserve ``reserve`` bytes of storage for it until it ends (:meth:`reserved_bytes`; the job's end
+        answers them back: :class:`Ended`). ``cost``: its render CPU price (app/jobs/price.py), what its
+        client's turn is charged when it is taken (app/jobs/lua/turn.lua).
 
         Raises :class:`QueueFull` past ``max_queued``, a :class:`app.shares.ShareUsed` (429) past one of
         the client's shares, and :class:`JobsUnavailable` when Redis fails.
@@ -272,6 +305,8 @@ class JobQueue:
         fields = {"id": job_id, "kind": kind, "status": "queued", "created": now, "updated": now, "attempts": "0",
                   "payload": json.dumps(payload, separators=(",", ":")), "callback_url": callback_url,
                   "client": client}
+        if cost > 0:  # none: a turn costs 1
+            fields["cost"] = f"{float(cost):g}"
         record = json.dumps({**(idem_record or {}), "job": job_id}, separators=(",", ":"))
         flat: list[Any] = []
         for k, v in fields.items():
@@ -281,11 +316,11 @@ class JobQueue:
             verdict, detail = self._submit(
                 keys=[stream, self.job_key(job_id), self.input_key(job_id), idem_key, self.delayed_for(stream),
                       other, self.delayed_for(other), self.key("client", who, "jobs"),
-                      self.key("client", who, "videos")],
+                      self.key("client", who, "videos"), self.reservations],
                 args=[self.max_queued, job_id, record, idem_ttl_s, self.job_ttl_s, input_data or b"",
                       "1" if input_data is not None else "0", f"{time.time():.3f}", self.client_max_jobs,
                       self.client_max_bytes, self.client_max_videos, size, "1" if kind in VIDEO_KINDS else "0",
-                      self.key("job", ""), *flat])
+                      self.key("job", ""), max(0, int(reserve)), *flat])
         except REDIS_ERRORS as exc:
             raise self.unavailable(exc) from None
         verdict = _text(verdict)
@@ -353,14 +388,18 @@ class JobQueue:
         self._groups_made = True
 
     def has_work(self, *, stream: str | None = None, group: str = WORKERS_GROUP,
-                 visibility_s: float | None = None) -> bool:
-        """Whether :meth:`take` would find an entry now: one never delivered to ``group``, or one
-        whose worker stopped (idle past the visibility timeout). Consumes nothing, so a worker can
-        ask before it takes a render slot (an idle worker must not hold one)."""
+                 visibility_s: float | None = None, skip: tuple[str, ...] = ()) -> bool:
+        """Whether :meth:`take` would find an entry now: one never delivered to ``group`` (on the render
+        stream: of a client not in ``skip``), or one whose worker stopped (idle past the visibility
+        timeout). Consumes nothing, so a worker can ask before it takes a render slot (an idle worker must
+        not hold one)."""
         stream = stream or self.stream
         self._ensure_groups()
         if stream in (self.stream, self.video_stream):
             self.promote_due(stream=stream)
+        idle_ms = int(1000 * (visibility_s or self.visibility_s))
+        if stream == self.stream and group == WORKERS_GROUP:
+            return bool(self._turn_of("", skip, peek=True)) or self._abandoned(stream, group, idle_ms)
         info = next((g for g in self.redis.xinfo_groups(stream) if _text(g["name"]) == group), None)
         if info is None:
             return False
@@ -369,13 +408,27 @@ class JobQueue:
             return True
         if not info.get("pending"):
             return False
-        idle_ms = int(1000 * (visibility_s or self.visibility_s))
+        return self._abandoned(stream, group, idle_ms)
+
+    def _abandoned(self, stream: str, group: str, idle_ms: int) -> bool:
         return bool(self.redis.xpending_range(stream, group, min="-", max="+", count=1, idle=idle_ms))
 
+    def _turn_of(self, consumer: str, skip: tuple[str, ...], peek: bool = False) -> Taken | None:
+        """The render stream's next entry by clients' turns (app/jobs/lua/turn.lua), delivered to
+        ``consumer`` unless ``peek``."""
+        got = self._turn(keys=[self.stream, self.turns, self.key("turns", "count"), self.key("turns", "last")],
+                         args=[WORKERS_GROUP, consumer or "-", self.key("job", ""), "1" if peek else "0",
+                               self.job_ttl_s, *skip])
+        if not got:
+            return None
+        return Taken(_text(got[0]), _text(got[1]), False, self.stream, _text(got[2]))
+
     def take(self, consumer: str, block_ms: int, *, stream: str | None = None,
-             group: str = WORKERS_GROUP, visibility_s: float | None = None) -> Taken | None:
+             group: str = WORKERS_GROUP, visibility_s: float | None = None, skip: tuple[str, ...] = ()) -> Taken | None:
         """The next entry for ``consumer``: one whose worker stopped (idle past the visibility
-        timeout) first, else a new one (waiting up to ``block_ms``, 0: not at all); None if there is none."""
+        timeout) first, else a new one (waiting up to ``block_ms``, 0: not at all); None if there is none.
+        On the render stream a new one comes by clients' turns: the oldest job of the client served longest
+        ago, none of the clients in ``skip`` (the worker's clients whose jobs hold their render share)."""
         stream = stream or self.stream
         self._ensure_groups()
         if stream in (self.stream, self.video_stream):
@@ -390,7 +443,16 @@ class JobQueue:
         if claimed:
             entry_id, fields = claimed[0]
             if fields:  # None when the entry was deleted meanwhile
-                return Taken(_text(entry_id), _text(fields[b"job"]), True, stream)
+                job_id = _text(fields[b"job"])
+                who = _text(self.redis.hget(self.job_key(job_id), "client") or b"") if stream == self.stream else ""
+                return Taken(_text(entry_id), job_id, True, stream, who)
+        if stream == self.stream and group == WORKERS_GROUP:
+            end = time.monotonic() + block_ms / 1000
+            while True:
+                taken = self._turn_of(consumer, skip)
+                if taken is not None or time.monotonic() >= end:
+                    return taken
+                time.sleep(TURN_POLL_S)
         answer = self.redis.xreadgroup(group, consumer, {stream: ">"}, count=1,
                                        block=block_ms if block_ms > 0 else None)  # BLOCK 0 would wait forever
         if not answer:
@@ -403,12 +465,14 @@ class JobQueue:
         dead_error = json.dumps({"code": "attempts_exhausted", "status": 500,
                                  "message": f"the job's worker stopped {self.max_attempts} times before "
                                             "finishing it; it will not be retried"})
-        verdict, owner = self._start(
+        verdict, owner, *rest = self._start(
             keys=[self.job_key(taken.job_id), taken.stream or self.stream, self.input_key(taken.job_id), self.hooks,
-                  self.dead],
+                  self.dead, self.reservations],
             args=[WORKERS_GROUP, taken.entry_id, consumer, self.max_attempts, now_iso(), dead_error, taken.job_id,
                   self.job_ttl_s])
         verdict, owner = _text(verdict), _text(owner)
+        if verdict == "dead":
+            return Started(verdict, released=Ended(True, int(float(_text(rest[0]))), _text(rest[1])))
         if verdict != "run":
             return Started(verdict)
         pipe = self.redis.pipeline(transaction=False)
@@ -430,24 +494,30 @@ class JobQueue:
         kept = self._heartbeat(keys=[stream or self.stream], args=[group, consumer, *entry_ids])
         return {_text(k) for k in kept}
 
-    def succeed(self, taken: Taken, owner: str, result: dict[str, Any]) -> bool:
+    def succeed(self, taken: Taken, owner: str, result: dict[str, Any]) -> Ended:
         return self._end(taken, owner, {"status": "succeeded", "result": json.dumps(result, separators=(",", ":"))})
 
-    def fail(self, taken: Taken, owner: str, error: dict[str, Any], *, dead_letter: bool) -> bool:
+    def fail(self, taken: Taken, owner: str, error: dict[str, Any], *, dead_letter: bool) -> Ended:
         return self._end(taken, owner, {"status": "failed", "error": json.dumps(error)}, dead_letter=dead_letter)
 
-    def _end(self, taken: Taken, owner: str, fields: dict[str, str], dead_letter: bool = False) -> bool:
-        """End the job if ``owner`` still owns it (False: another worker took it over)."""
+    def _end(self, taken: Taken, owner: str, fields: dict[str, str], dead_letter: bool = False) -> Ended:
+        """End the job if ``owner`` still owns it (false: another worker took it over)."""
         fields = {**fields, "updated": now_iso(), "owner": ""}
         flat: list[str] = []
         for k, v in fields.items():
             flat += [k, v]
         done = self._finish(
             keys=[self.job_key(taken.job_id), taken.stream or self.stream, self.input_key(taken.job_id), self.hooks,
-                  self.dead],
+                  self.dead, self.reservations],
             args=[WORKERS_GROUP, taken.entry_id, owner, self.job_ttl_s, taken.job_id, "1" if dead_letter else "0",
                   *flat])
-        return bool(done)
+        if not done:
+            return Ended(False)
+        return Ended(True, int(float(_text(done[1]))))
+
+    def reserved_bytes(self) -> int:
+        """The bytes of storage the unfinished jobs reserved (the pod's storage budget counts them)."""
+        return int(self._reserved(keys=[self.reservations], args=[self.key("job", "")]))
 
     def retry(self, taken: Taken, owner: str, error: dict[str, Any], created_epoch: float,
               delay_s: float = 0.0) -> float | None:

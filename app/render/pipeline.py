@@ -33,7 +33,6 @@ from ..errors import (
     ModelsUnavailable,
     NoCharacter,
     NoSkeleton,
-    StorageFull,
     animator_boundary,
 )
 from ..loop import off_loop
@@ -115,12 +114,9 @@ class Pipeline:
                                       f"{self.settings.min_free_disk_mb:.0f} MiB); try again later")
         budget = getattr(self.storage, "budget", None)
         if budget is not None and budget.enabled:
-            left = off_loop(budget.left_bytes)
+            left = off_loop(budget.left_bytes, budget.reserved_bytes())  # Redis on the loop, the folder off it
             if left is not None and left <= 0:
-                wait = int(min(3600, max(60, self.settings.sweep_interval_s)))
-                raise StorageFull(f"the stored files reached the storage budget of "
-                                  f"{budget.budget_bytes / 2**20:.0f} MiB (DOODLEPOD_STORAGE_BUDGET_MB); expired "
-                                  f"files are swept every {self.settings.sweep_interval_s:g} s: retry later", wait)
+                raise budget.refuse(self.settings.sweep_interval_s)
 
     # -- the steps -----------------------------------------------------------------------------
     # Each step is one stage of the data flow; /animate chains them all in memory (:meth:`run`),
@@ -312,6 +308,14 @@ class Pipeline:
         if max_frames is not None or s.render_max_frames:
             options["max_frames"] = max_frames if max_frames is not None else s.render_max_frames
         return RenderOptions(**options)
+
+    def check_output(self, fmt: str, size: int | None, max_frames: int | None, motions: Sequence[Any]) -> None:
+        """Refuse now, before any work, a file of ``motions`` its format cannot hold (a sprite sheet over
+        its bound: :mod:`app.render.sheet_price`)."""
+        from .sheet_price import check_sheet
+
+        options = self.render_options(fmt, size, max_frames)
+        check_sheet(fmt, {m.name: expected_frames(m, options) for m in motions}, (options.width, options.height))
 
     def file_tag(self, options: RenderOptions) -> str:
         """The frame rate and frame cap in a stored render's name (``25fps``, ``defaultfps-max20``): a

@@ -50,6 +50,7 @@ from ..errors import (
 )
 from ..orders import AnimateOrder, SceneOrder
 from ..render.pipeline import expected_frames, file_suffix, progress_report
+from ..render.sheet_price import check_sheet
 from ..storage.backends import Conflict
 from .detections import keep
 
@@ -165,11 +166,13 @@ class Scenes:
 
     def from_photo(self, image: bytes, clients: list[dict[str, Any]] | None, motions: list[str] | None,
                    background: dict[str, Any], background_png: bytes | None, deadline: Deadline,
-                   timings: dict[str, float]) -> tuple[SceneRecord, list[dict[str, Any]]]:
+                   timings: dict[str, float], found: list[str] | None = None
+                   ) -> tuple[SceneRecord, list[dict[str, Any]]]:
         """A scene from a photo: every detection (above the score threshold, after non-maximum
         suppression, at most DOODLEPOD_SCENE_MAX_CHARACTERS) or every client-sent ``{"bbox"?,
         "joints"?}`` becomes a character. Returns the scene and the detections that made none
-        (``{"bbox", "score", "reason"}``: overlap, limit, or the error that stopped it)."""
+        (``{"bbox", "score", "reason"}``: overlap, limit, or the error that stopped it). ``found``
+        collects the codes of the ink finders that found the boxes or joints (no trained models)."""
         s = self.settings
         img = self.pipeline.decode(image, deadline, timings)
         made: list[CharacterRecord] = []
@@ -179,17 +182,18 @@ class Scenes:
             for c in clients:
                 made.append(self.characters.create_on(img, c.get("joints"), c.get("bbox"), deadline, timings))
         else:
-            found = self.pipeline.detect(img, deadline, timings)     # NoCharacter (422) when none
-            found = found[:1] + [d for d in found[1:] if d.score >= s.scene_min_score]
-            kept, dropped = keep(found, s.scene_max_overlap, s.scene_max_characters)
+            boxes = self.pipeline.detect(img, deadline, timings, found)   # NoCharacter (422) when none
+            boxes = boxes[:1] + [d for d in boxes[1:] if d.score >= s.scene_min_score]
+            kept, dropped = keep(boxes, s.scene_max_overlap, s.scene_max_characters)
             detections = [{"bbox": [round(v / img.scale, 1) for v in d.box], "score": round(float(d.score), 4),
-                           "kept": d in kept} for d in sorted(found, key=lambda d: -d.score)]
+                           "kept": d in kept} for d in sorted(boxes, key=lambda d: -d.score)]
             skipped += [{"bbox": [round(v / img.scale, 1) for v in d.box], "score": round(float(d.score), 4),
                          "reason": why} for d, why in dropped]
             first_error: ApiError | None = None
             for d in kept:
                 try:
-                    made.append(self.characters.create_on(img, None, None, deadline, timings, detection=d))
+                    made.append(self.characters.create_on(img, None, None, deadline, timings, detection=d,
+                                                          found=found))
                 except ClientError as exc:   # e.g. no skeleton in that box: the others still make a scene
                     first_error = first_error or exc
                     skipped.append({"bbox": [round(v / img.scale, 1) for v in d.box],
@@ -404,6 +408,7 @@ class Scenes:
                                 f"{width}x{height} pixels = {work / 1e6:.0f} megapixel-frames, over the bound of "
                                 f"{bound / 1e6:.0f}: ask for fewer frames (max_frames), a smaller size, or fewer "
                                 "characters")
+        check_sheet(order.format, {"the scene": frames}, (width, height))   # 422 output_too_large now
         return options
 
     def check_price(self, record: SceneRecord, chars: list[CharacterRecord], options: RenderOptions) -> None:

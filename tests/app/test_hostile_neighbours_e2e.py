@@ -18,7 +18,9 @@ Every request sends its own joints: no model is called. The hostile client, in p
   scene of two photos: tests/app/scenes/test_scenes.py prices it, tests/app/render/test_pool.py
   kills a render process beside a neighbour's under the pod's cgroup).
 Async jobs are not played here (they need Redis, TorchServe and a worker: tests/jobs/test_worker.py
-holds the slot jobs leave to synchronous requests, tests/jobs/test_storage_reserved.py their storage).
+holds the slot jobs leave to synchronous requests, tests/jobs/test_client_turns.py the clients' turns and
+render share (S4), tests/jobs/test_storage_reserved.py and test_storage_settled.py their storage and
+queued videos (S6, S8)).
 """
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -54,6 +56,29 @@ def browser() -> Iterator[Any]:
             yield chromium
         finally:
             chromium.close()
+
+
+@pytest.fixture(scope="module")
+def finder_torchserve() -> Iterator[Any]:
+    """What `make run` serves on a machine without AnimatedDrawings' released weights (its ``auto`` picks
+    ``finder`` there): a real TorchServe with the ink finder's archives (``scripts/build_archives.py
+    --finder``) under the models' names, started by the kit's launcher. Builds in under a second and is
+    READY in about 5 s on this machine. One per test module."""
+    from handlers.torchserve_local import LocalTorchServe
+    from tests.support import stack
+
+    workdir = stack.make_workdir("dp-finder-ts-")
+    store = workdir / "model-store"
+    built = subprocess.run([sys.executable, str(REPO / "scripts" / "build_archives.py"), "--finder", "--out", str(store)],
+                           capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert built.returncode == 0, built.stdout + built.stderr
+    server = LocalTorchServe(store, workdir / "ts", env={"OMP_NUM_THREADS": "1"}, stop_timeout=10.0)
+    try:
+        server.start(timeout=300)
+        yield server
+    finally:
+        server.stop()
+        stack.remove(workdir)
 
 
 @pytest.fixture

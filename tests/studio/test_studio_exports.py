@@ -84,7 +84,8 @@ def test_the_studio_offers_and_renders_the_export_formats(server, character, ope
 
 def test_a_sprite_sheet_that_cannot_fit_is_refused_before_the_render_with_what_fits(server, character, open_page):
     """Issue 43: a zombie sheet at 768 or 1024 px failed after the whole render (17-27 s), telling the
-    person to lower max_frames, a control the studio does not have. It is priced before the work now."""
+    person to lower max_frames, a control the studio does not have. The server prices it before the work
+    now and answers what fits; the page says that in its own words (its size menu, PNG frames)."""
     page = open_page(1280, 800)
     page.goto(f"{server.url}/studio#character={character}")
     page.wait_for_selector("body[data-ready=true]")
@@ -92,7 +93,11 @@ def test_a_sprite_sheet_that_cannot_fit_is_refused_before_the_render_with_what_f
         box.set_checked(box.get_attribute("data-testid") == "motion-zombie")
     page.get_by_test_id("format").select_option("sheet")
     page.get_by_test_id("size").select_option("1024")
-    page.get_by_test_id("render").click()
+    with page.expect_response(lambda r: r.url.endswith("/animations") and r.request.method == "POST") as answer:
+        page.get_by_test_id("render").click()
+    # the server's rule (app/render/sheet_price.py), not the page's: refused before the render, with what fits
+    assert answer.value.status == 422 and answer.value.json()["error"] == "output_too_large"
+    assert answer.value.json()["fits"]["size"] < 768, answer.value.json()
     error = page.locator("#render-error")
     error.wait_for(state="visible", timeout=10_000)
     text = error.inner_text()

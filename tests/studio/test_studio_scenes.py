@@ -20,7 +20,8 @@ from PIL import Image
 
 from tests.fixtures.scene_photo import answer_key, make_scene_photo
 from tests.studio.conftest import SCREENSHOTS
-from tests.support import make_run_pod, stack
+from tests.studio.test_studio_by_hand import drag
+from tests.support import hold, make_run_pod, stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -33,15 +34,19 @@ def photo(tmp_path_factory):
     return path, answer_key(pasted)
 
 
-@pytest.fixture(scope="module")
-def server(torchserve, photo):
-    _, key = photo
+def find_all(torchserve, key) -> None:
+    """The fake models find the photo's four characters (the pose: char1's joints as fractions of each crop)."""
     boxes = [{"bbox": k["box"], "score": round(0.95 - 0.05 * i, 2), "category": "drawn_humanoid"}
              for i, k in enumerate(key)]
     l, t, r, b = key[1]["box"]
     c1 = key[1]
     fractions = [[(c1["joints"][j][0] - l) / (r - l), (c1["joints"][j][1] - t) / (b - t)] for j in stack.COCO_FROM_AD]
     torchserve.set_control(detector={"mode": "boxes", "boxes": boxes}, pose={"mode": "fractions", "fractions": fractions})
+
+
+@pytest.fixture(scope="module")
+def server(torchserve, photo):
+    find_all(torchserve, photo[1])
     with make_run_pod.pod("dp-studio-scenes-", torchserve) as app:
         try:
             yield app
@@ -142,3 +147,82 @@ def test_the_studio_offers_all_the_drawings_it_found_together(server, photo, ope
     page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4",
                            timeout=120_000)
     assert "/studio-scenes" in page.url
+
+
+def _result_shown(page, timeout=300_000) -> None:
+    page.wait_for_function("() => { const i = document.querySelector('[data-testid=scene-result]');"
+                           " return i && i.complete && i.naturalWidth > 0; }", timeout=timeout)
+
+
+def test_a_reload_follows_the_render_in_progress(server, photo, open_page):
+    """Play, then a reload while the render's job waits: the reloaded page follows the same job to its
+    animation. The render worker is paused (hold.paused_group: SIGSTOP to its process group), so the job
+    is still waiting at the reload on any machine, however fast."""
+    path, _ = photo
+    page = open_page(1280, 800)
+    page.goto(f"{server.url}/studio-scenes")
+    page.wait_for_selector("body[data-ready=true]")
+    page.get_by_test_id("scene-upload").set_input_files(str(path))
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 4")
+    sid = _scene_id(page)
+    kept = f"() => (JSON.parse(localStorage.getItem('doodlepod.scene-results.{sid}') || '{{}}').pending || null)"
+    with hold.paused_group(server.worker.proc.pid):
+        page.get_by_test_id("scene-play").click()
+        page.wait_for_function(kept)
+        job = page.evaluate(kept)["job"]
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        page.wait_for_function("() => document.querySelector('[data-testid=scene-status]').textContent"
+                               ".startsWith('Still drawing the scene')", timeout=30_000)
+        assert page.get_by_test_id("scene-play").is_disabled()          # not asked for twice
+        assert page.locator("[data-testid=scene-result]").count() == 0
+        assert requests.get(f"{server.url}/jobs/{job}", timeout=30).json()["status"] == "queued"
+    _result_shown(page)
+    assert page.get_by_test_id("scene-status").text_content() == "Every character is moving."
+    assert page.evaluate(kept) is None
+    assert page.get_by_test_id("scene-error").is_hidden()
+    src = page.get_by_test_id("scene-result").get_attribute("src")
+    assert src == requests.get(f"{server.url}/jobs/{job}", timeout=30).json()["animation"]
+    page.screenshot(path=str(SCREENSHOTS / "scene-resumed-1280x800.png"))
+
+
+def test_a_photo_the_models_found_nothing_in_is_kept_across_a_reload(server, torchserve, photo, open_page):
+    """The models find nothing: the photo is shown to add its drawings by hand. A reload before the first
+    character keeps it (this browser's IndexedDB), and the first one added makes the scene from it; with
+    nothing kept (another browser, storage cleared) the page says to choose the photo again."""
+    path, key = photo
+    torchserve.set_control(detector={"mode": "boxes", "boxes": []})
+    try:
+        page = open_page(390, 844, touch=True)
+        page.goto(f"{server.url}/studio-scenes")
+        page.wait_for_selector("body[data-ready=true]")
+        page.get_by_test_id("scene-upload").set_input_files(str(path))
+        page.get_by_test_id("scene-stage").wait_for(state="visible", timeout=120_000)
+        page.wait_for_function("() => location.hash === '#photo'")
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        page.wait_for_function("() => { const i = document.querySelector('.scene-photo');"
+                               " return i.complete && i.naturalWidth === 1000; }")
+        assert "before the page was reloaded" in page.get_by_test_id("scene-status").text_content()
+        page.screenshot(path=str(SCREENSHOTS / "scene-photo-kept-390x844.png"), full_page=True)
+        # the first character, by hand, makes the scene of that photo
+        page.get_by_test_id("scene-add").click()
+        page.get_by_test_id("scene-stage").scroll_into_view_if_needed()
+        box = page.locator("[data-testid=scene-stage] svg").bounding_box()
+        k = box["width"] / 1000
+        l, t, r, b = key[0]["box"]
+        drag(page, (box["x"] + l * k, box["y"] + t * k), (box["x"] + r * k, box["y"] + b * k), touch=True)
+        page.get_by_test_id("scene-add-save").click()
+        page.wait_for_function("() => document.querySelectorAll('[data-testid=scene-characters] li').length === 1",
+                               timeout=120_000)
+        scene = requests.get(f"{server.url}/scenes/{_scene_id(page)}", timeout=30).json()
+        assert scene["image"] == {"width": 1000, "height": 750}, scene["image"]
+        assert abs(scene["characters"][0]["bbox"][0] - l) < 8, (scene["characters"][0]["bbox"], key[0]["box"])
+        # kept only until then; and a #photo with nothing kept says so
+        page.goto(f"{server.url}/studio-scenes#photo")
+        page.reload()
+        page.wait_for_selector("body[data-ready=true]")
+        error = page.get_by_test_id("scene-error")
+        assert error.is_visible() and "choose it again" in error.inner_text(), error.inner_text()
+    finally:
+        find_all(torchserve, key)

@@ -11,13 +11,18 @@ local function dead_letter(dead, id)
   redis.call('XADD', dead, 'MAXLEN', '~', DEAD_STREAM_MAX, '*', 'job', id)
 end
 
-local function end_job(job, input, hooks, ttl, id)
+-- The job's storage reservation (bytes; 0 when none or given back already) leaves the pod's
+-- reservations: the caller gives it back to the client's share once, here.
+local function end_job(job, input, hooks, ttl, id, reserved)
+  local held = redis.call('ZSCORE', reserved, id)
+  if held then redis.call('ZREM', reserved, id) end
   redis.call('DEL', input)
   redis.call('EXPIRE', job, ttl)
   if (redis.call('HGET', job, 'callback_url') or '') ~= '' then
     redis.call('HSET', job, 'webhook_status', 'pending')
     redis.call('XADD', hooks, '*', 'job', id)
   end
+  return held or '0'
 end
 
 -- Redis' own clock (seconds, float): one clock for every worker's not-before times.

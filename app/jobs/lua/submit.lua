@@ -3,10 +3,13 @@
 -- running or whose callback is still to be delivered, bytes of queued or running jobs' inputs, videos.
 -- A client's unfinished jobs are a sorted set (member: job
 -- id, score: input bytes) and its videos another; jobs that ended are dropped from them here.
--- KEYS: stream, job, input, idem ('' = none), delayed, other stream, other delayed, client jobs, client videos
+-- The storage the job will use (its price, app/jobs/price.py) is reserved in the pod's reservations
+-- (member: job id, score: bytes), held until the job ends (prelude.lua's end_job).
+-- KEYS: stream, job, input, idem ('' = none), delayed, other stream, other delayed, client jobs, client videos,
+--       storage reservations
 -- ARGV: max_queued, job_id, idem_record, idem_ttl, job_ttl, input, has_input, created_epoch,
 --       client_max_jobs, client_max_bytes, client_max_videos, input_bytes, is_video ('1'/'0'),
---       job key prefix, field, value, ...
+--       job key prefix, reserved bytes, field, value, ...
 if KEYS[4] ~= '' then
   local prev = redis.call('GET', KEYS[4])
   if prev then return {'duplicate', prev} end
@@ -34,7 +37,7 @@ if queued_bytes + tonumber(ARGV[12]) > tonumber(ARGV[10]) then return {'bytes_sh
 if ARGV[13] == '1' and redis.call('ZCARD', KEYS[9]) >= tonumber(ARGV[11]) then
   return {'video_share', tostring(redis.call('ZCARD', KEYS[9]))}
 end
-redis.call('HSET', KEYS[2], unpack(ARGV, 15))
+redis.call('HSET', KEYS[2], unpack(ARGV, 16))
 redis.call('EXPIRE', KEYS[2], ARGV[5])
 if ARGV[7] == '1' then redis.call('SET', KEYS[3], ARGV[6], 'EX', ARGV[5]) end
 local entry = redis.call('XADD', KEYS[1], '*', 'job', ARGV[2], 'created', ARGV[8])
@@ -44,5 +47,9 @@ redis.call('EXPIRE', KEYS[8], ARGV[5])
 if ARGV[13] == '1' then
   redis.call('ZADD', KEYS[9], 0, ARGV[2])
   redis.call('EXPIRE', KEYS[9], ARGV[5])
+end
+if tonumber(ARGV[15]) > 0 then
+  redis.call('HSET', KEYS[2], 'reserved', ARGV[15])
+  redis.call('ZADD', KEYS[10], tonumber(ARGV[15]), ARGV[2])
 end
 return {'queued', entry}

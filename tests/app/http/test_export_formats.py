@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -131,3 +132,49 @@ def test_the_sheet_bound_stops_packing_as_soon_as_it_is_passed():
     with pytest.raises(OutputTooLarge, match="fewer frames"):
         pack_sheet(frames(), 50, 0.04, max_pixels=5 * 900)
     assert len(served) <= 7      # the sixth distinct frame passes 5 frames of pixels
+
+
+@pytest.mark.parametrize("respond_async", [False, True])
+def test_a_sheet_that_cannot_fit_is_refused_before_the_render_saying_what_fits(character, respond_async):
+    """Issue 43: a zombie sheet at 1024 px failed after the whole render (17-27 s). The server prices it
+    before any work (app/render/sheet_price.py), synchronous or queued alike, and names what fits: the
+    page shows that, it keeps no rule of its own."""
+    client, cid, _, _ = character
+    headers = {"Prefer": "respond-async"} if respond_async else {}
+    r = client.post(f"/characters/{cid}/animations", json={"motions": ["zombie"], "format": "sheet", "size": 1024},
+                    headers=headers)
+    assert r.status_code == 422, r.get_json()
+    answer = r.get_json()
+    assert answer["error"] == "output_too_large"
+    from animator.formats.sheet import MAX_PIXELS
+    from app.render.sheet_price import sheet_pixels
+
+    frames = int(re.search(r"zombie \((\d+) frames\)", answer["message"]).group(1))   # at this app's frame rate
+    size, most = answer["fits"]["size"], answer["fits"]["max_frames"]
+    assert sheet_pixels(frames, size, size) <= MAX_PIXELS < sheet_pixels(frames, size + 1, size + 1), answer
+    assert sheet_pixels(most, 1024, 1024) <= MAX_PIXELS < sheet_pixels(most + 1, 1024, 1024), answer
+    assert f"size {size} or smaller" in answer["message"] and f"max_frames {most} or fewer" in answer["message"]
+    assert "frames format" in answer["message"]
+    # a size the price allows is not refused before the render (a short clip: rendered here)
+    r = client.post(f"/characters/{cid}/animations", json={"motions": ["jumping_jacks"], "format": "sheet",
+                                                            "size": 64, "max_frames": 3})
+    assert r.status_code == 200, r.get_json()
+
+
+def test_the_sheet_price_names_sizes_and_frames_that_fit():
+    from animator.formats.sheet import MAX_PIXELS
+    from app.errors import OutputTooLarge
+    from app.render.sheet_price import check_sheet, sheet_pixels
+
+    for canvas in ((1024, 1024), (1024, 768), (600, 1000)):
+        with pytest.raises(OutputTooLarge) as info:
+            check_sheet("sheet", {"the scene": 466}, canvas)
+        fits = info.value.details["fits"]
+        longer = max(canvas)
+        scaled = [round(v * fits["size"] / longer) for v in canvas]
+        check_sheet("sheet", {"the scene": 466}, tuple(scaled))                 # that size fits
+        assert sheet_pixels(466, *[(v * (fits["size"] + 2)) / longer for v in canvas]) > MAX_PIXELS
+        check_sheet("sheet", {"the scene": fits["max_frames"]}, canvas)          # those frames fit
+        with pytest.raises(OutputTooLarge):
+            check_sheet("sheet", {"the scene": fits["max_frames"] + 1}, canvas)
+    check_sheet("gif", {"dab": 10_000}, (1024, 1024))                            # other formats: no such bound

@@ -208,3 +208,15 @@ def test_a_character_drawn_far_larger_than_the_page_is_priced_and_refused_before
                   422, "scene_too_large")
     assert "million texels" in body["message"] and "per character" in body["message"]
     assert time.perf_counter() - t0 < 5
+
+
+def test_a_scene_sheet_that_cannot_fit_is_refused_before_the_render_saying_what_fits(client):
+    """A sprite sheet of a scene is priced on its canvas (the page's shape) before any work, queued or not."""
+    resp = _create(client, _client_characters(("char1",)), motions="zombie")
+    assert resp.status_code == 201, resp.get_data(as_text=True)
+    sid = resp.get_json()["id"]
+    for headers in ({}, {"Prefer": "respond-async"}):
+        body = _error(client.post(f"/scenes/{sid}/animations", json={"format": "sheet", "size": 1024}, headers=headers),
+                      422, "output_too_large")
+        assert 256 < body["fits"]["size"] < 1024 and body["fits"]["max_frames"] > 0, body
+        assert f"size {body['fits']['size']} or smaller" in body["message"], body["message"]

@@ -5,13 +5,14 @@
 const TOKEN_KEY = "doodlepod.token";
 
 export class ApiError extends Error {
-  constructor(status, code, message, { requestId = "", retryAfter = "", warnings = [] } = {}) {
+  constructor(status, code, message, { requestId = "", retryAfter = "", warnings = [], fits = null } = {}) {
     super(message);
     this.status = status;
     this.code = code;
     this.requestId = requestId;
     this.retryAfter = retryAfter;
     this.warnings = warnings; // [{code, message}]: e.g. "tiny_models"
+    this.fits = fits; // output_too_large: {size, max_frames} that fit (app/render/sheet_price.py)
   }
 }
 
@@ -105,6 +106,7 @@ async function errorFrom(status, readJson, headers) {
   return new ApiError(status, code, message, {
     requestId: headers.get("X-Request-ID") || "", retryAfter: headers.get("Retry-After") || "",
     warnings: Array.isArray(body?.warnings) ? body.warnings : [],
+    fits: body?.fits && typeof body.fits === "object" ? body.fits : null,
   });
 }
 
@@ -245,6 +247,18 @@ export function describe(err) {
   // each thing once: the server's message may already say when to retry
   if (err.retryAfter && !/\bretry\b|\btry again\b/i.test(text)) text += ` Try again in ${err.retryAfter} s.`;
   return text.replace(/\.\.$/, ".");
+}
+
+/**
+ * The page's words for a sprite sheet the server priced over its bound (422 `output_too_large` with
+ * `fits`, app/render/sheet_price.py: the one owner of the rule): the largest of the page's `sizes` that
+ * fits, or PNG frames. `what`: "Zombie Walk at 1024 px". Null for any other error.
+ */
+export function sheetTooBig(err, what, sizes) {
+  if (!(err instanceof ApiError) || err.code !== "output_too_large" || !err.fits?.size) return null;
+  const fits = sizes.filter((side) => side <= err.fits.size).pop();
+  return `A sprite sheet of ${what} would not fit in one picture (it holds every frame). ` +
+    (fits ? `Choose ${fits} px or smaller, ` : "Choose a smaller size, ") + "or “PNG frames (zip)”, which has no such limit.";
 }
 
 function capitalise(s) {

@@ -223,13 +223,60 @@ export class Editor extends EventTarget {
       const [x, y] = this.joints[name];
       setAttrs(el, { cx: x, cy: y, r: HANDLE_CSS * s, "stroke-width": 2 * s });
       el.classList.toggle("selected", name === this.selected);
-      const [dx, dy, anchor] = labelPlace(name);
-      setAttrs(this.labelEls[name], { x: x + dx * HANDLE_CSS * s, y: y + dy * HANDLE_CSS * s + 4 * s,
-        "text-anchor": anchor, "font-size": 12 * s, "stroke-width": 3 * s });
     }
+    this.placeLabels(s);
     const boxLocked = this.maskStrokes > 0;
     this.svg.classList.toggle("box-locked", boxLocked);
     this.svg.classList.toggle("painting", this.tool !== "move");
+  }
+
+  /**
+   * Each joint's label beside it where it covers no other label and no joint (a phone's small stage
+   * crowds them): the joint's own place first (labelPlace), then the other sides, then further out;
+   * where none is free, the place that overlaps least. Screen pixels, `s` image px per screen px.
+   */
+  placeLabels(s) {
+    const r = HANDLE_CSS;
+    const pos = (name) => [(this.joints[name][0] - this.view.x) / s, (this.joints[name][1] - this.view.y) / s];
+    const taken = Object.keys(this.joints).map((name) => {
+      const [x, y] = pos(name);
+      return [x - r, y - r, x + r, y + r];
+    });
+    const overlap = (a) => taken.reduce((sum, b) =>
+      sum + Math.max(0, Math.min(a[2], b[2]) - Math.max(a[0], b[0])) * Math.max(0, Math.min(a[3], b[3]) - Math.max(a[1], b[1])), 0);
+    for (const name of Object.keys(this.joints)) {
+      const label = this.labelEls[name];
+      const width = this.labelWidth(label);
+      const [x, y] = pos(name);
+      const own = taken.filter((b) => Math.abs((b[0] + b[2]) / 2 - x) < 0.01 && Math.abs((b[1] + b[3]) / 2 - y) < 0.01);
+      let best = null;
+      for (const [dx, dy, anchor] of labelPlaces(name)) {
+        const left = x + dx * r - (anchor === "end" ? width : anchor === "middle" ? width / 2 : 0);
+        const base = y + dy * r + 4;
+        const rect = [left - 1, base - 10, left + width + 1, base + 3];
+        // the label's own joint does not count against it
+        const cost = overlap(rect) - own.reduce((sum, b) =>
+          sum + Math.max(0, Math.min(rect[2], b[2]) - Math.max(rect[0], b[0])) * Math.max(0, Math.min(rect[3], b[3]) - Math.max(rect[1], b[1])), 0);
+        if (!best || cost < best.cost - 0.5) best = { cost, rect, dx, dy, anchor };
+        if (cost <= 0.5) break;
+      }
+      taken.push(best.rect);
+      setAttrs(label, { x: this.joints[name][0] + best.dx * r * s, y: this.joints[name][1] + (best.dy * r + 4) * s,
+        "text-anchor": best.anchor, "font-size": 12 * s, "stroke-width": 3 * s });
+    }
+  }
+
+  /** A label's width in screen pixels at 12 px (measured once; estimated while the stage is hidden). */
+  labelWidth(label) {
+    this.labelWidths = this.labelWidths || {};
+    const text = label.textContent;
+    if (!this.labelWidths[text]) {
+      label.setAttribute("font-size", 12 / this.cssScale);
+      const measured = label.getComputedTextLength() * this.cssScale;
+      if (measured > 0) this.labelWidths[text] = measured;
+      else return text.length * 7;
+    }
+    return this.labelWidths[text];
   }
 
   // --- pointer input ----------------------------------------------------------------------------
@@ -623,6 +670,18 @@ function labelPlace(name) {
   if (name === "torso" || name === "hip") return [0, -1.9, "middle"];
   if (name === "root") return [0, 2.4, "middle"];
   return [1.4 * out, 0, anchor];
+}
+
+/** The places tried for a joint's label, best first (see Editor.placeLabels): its own, then outward,
+ * inward, above and below, then the same twice as far. */
+function labelPlaces(name) {
+  const side = sideOf(name);
+  const out = side === "right" ? -1 : 1;
+  const [outward, inward] = side === "right" ? ["end", "start"] : ["start", "end"];
+  const near = [labelPlace(name), [1.4 * out, 0, outward], [-1.4 * out, 0, inward], [0, -1.9, "middle"],
+    [0, 2.4, "middle"], [1.1 * out, -1.7, outward], [1.1 * out, 2.0, outward], [-1.1 * out, -1.7, inward],
+    [-1.1 * out, 2.0, inward]];
+  return [...near, ...near.slice(1).map(([dx, dy, a]) => [dx * 2, dy * 1.8, a])];
 }
 
 function setAttrs(el, attrs) {

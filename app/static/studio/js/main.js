@@ -1,7 +1,8 @@
 // The studio page's flow: photo -> character (box, mask, skeleton) -> edits saved -> motions -> render.
 // Every step is a call of the public character API (docs/api.md); nothing here is private to it.
 
-import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, retrySeconds, setToken, sleep, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, retrySeconds, setToken, sheetTooBig, sleep,
+  upload } from "./api.js";
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
 import { draftFrom, skeletonIn } from "./manual.js";
@@ -497,11 +498,6 @@ async function render() {
     return;
   }
   showError(null);
-  const tooBig = sheetTooBig(motions, ui.format.value, Number(ui.size.value) || DEFAULT_SIZE);
-  if (tooBig) { // priced before the work: a sheet that cannot fit failed after 17-27 s
-    showError(tooBig, null, ui.renderError);
-    return;
-  }
   const note = Object.keys(editor.edits()).length ? " (saved version: Save first to include the unsaved edits)" : "";
   const what = motions.map((n) => picker.title(n)).join(", ") + note;
   const t0 = performance.now();
@@ -516,9 +512,15 @@ async function render() {
       const format = ui.format.value;
       const size = Number(ui.size.value) || null;
       const version = state.doc.version;
-      const urls = await gallery.render(state.doc, motions, format, size,
-        (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n),
-          onJob: (job) => keep({ pending: { job, version, motions, format, size } }) });
+      let urls;
+      try {
+        urls = await gallery.render(state.doc, motions, format, size,
+          (s) => { ui.renderState.textContent = renderStatus(what, s); }, { sync, title: (n) => picker.title(n),
+            onJob: (job) => keep({ pending: { job, version, motions, format, size } }) });
+      } catch (err) { // a sheet that cannot fit: refused before the work, in the page's words
+        const titles = motions.map((n) => picker.title(n)).join(", ");
+        throw sheetTooBig(err, `${titles} at ${size ? `${size} px` : "the server's default size"}`, SIZES) || err;
+      }
       keep({ pending: null, results: { version, motions, format, size, urls } });
       return true;
     }, ui.renderError);
@@ -537,31 +539,8 @@ async function render() {
   }
 }
 
-// A sprite sheet holds every distinct frame, trimmed to the character, in one picture of at most
-// SHEET_PIXELS (animator/formats/sheet.py's MAX_PIXELS). Priced with the animator's own frame rate (25
-// fps, the most a server renders at) and a character filling half of each frame: a sheet this says
-// cannot fit would fail on the server after the whole render.
-const SHEET_PIXELS = 8192 * 8192;
-const SHEET_FPS = 25;
-const SHEET_FILL = 0.5;
-const DEFAULT_SIZE = 400; // DOODLEPOD_RENDER_SIZE's default
+// The render sizes the page offers (its size menu), for the words of a sheet that cannot fit.
 const SIZES = [256, 512, 768, 1024];
-
-/** Words for a sprite sheet of `motions` at `size` px that cannot fit, naming what fits; "" when it fits. */
-function sheetTooBig(motions, format, size) {
-  if (format !== "sheet") return "";
-  const pixels = (name, side) => {
-    const seconds = Number(state.motions.find((m) => m.name === name)?.seconds) || 0;
-    return Math.ceil(seconds * SHEET_FPS) * side * side * SHEET_FILL;
-  };
-  const over = motions.filter((n) => pixels(n, size) > SHEET_PIXELS);
-  if (!over.length) return "";
-  const fits = SIZES.filter((side) => over.every((n) => pixels(n, side) <= SHEET_PIXELS)).pop();
-  const names = over.map((n) => picker.title(n)).join(", ");
-  return `A sprite sheet of ${names} at ${size} px would not fit in one picture (it holds every frame). ` +
-    (fits ? `Choose ${fits} px or smaller, ` : "Choose a smaller size, ") +
-    "or “PNG frames (zip)”, which has no such limit.";
-}
 
 // --- what a reload keeps: the chosen motions, the last animations, a render still running --------------
 // Per character, in this browser (localStorage "doodlepod.studio.<id>"): {chosen: [names], results:

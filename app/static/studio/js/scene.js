@@ -7,15 +7,17 @@
 // of the scene's stored page (so it works after a reload too). The background is the paper (every
 // drawing taken out where it was drawn), a colour, a picture or nothing; "Play the scene" renders a
 // preview shown above the photo, "Download" any format the API renders at a chosen size. The last
-// results of each scene version are kept in this browser (localStorage), so a reload shows them again.
+// results of each scene version are kept in this browser (localStorage), so a reload shows them again,
+// and so is a render in progress (its job), which a reloaded page follows to its end.
 
-import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, request, sameOrigin, upload } from "./api.js";
+import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, request, sameOrigin, sheetTooBig,
+  upload } from "./api.js";
 import { Editor } from "./editor.js";
-import { renderJob, waitingOut, waitWords } from "./jobs.js";
+import { renderJob, resumeJob, waitingOut, waitWords } from "./jobs.js";
 import { SKELETON, skeletonIn } from "./manual.js";
 
 const SVG = "http://www.w3.org/2000/svg";
-const RESULTS_KEY = "doodlepod.scene-results."; // + scene id: {version, preview, download}
+const RESULTS_KEY = "doodlepod.scene-results."; // + scene id: {version, preview, download, pending}
 const KEY_STEP = { normal: 4, shift: 24 }; // arrow keys, image pixels
 const KEY_SAVE_MS = 600; // arrow-key moves are saved this long after the last key
 const DRAG_SLOP_PX = 3; // a press that moves less is a tap (selects, moves nothing)
@@ -33,6 +35,13 @@ const VIDEOS = new Set(["mp4", "webm"]);
 const TINY = "This server runs tiny random-initialised models, built for testing and never trained: what they " +
   "find is meaningless. Add each drawing they missed with “Add one the detector missed” (its box, then its " +
   "joints), and drop any box that is not a drawing.";
+// No trained models on this server: the ink finder found the boxes and joints (on the model server, or in
+// the app while that is not ready). It reads the ink, so drawings that touch or overlap come as one box.
+const FOUND_BY = new Set(["found_by_ink_finder", "found_by_ink_finder_in_app"]);
+const FINDER = "This server has no trained models: the ink finder found these drawings by reading the ink. Check " +
+  "each box: drop one that holds several drawings (drawings that touch come as one) or none, and add each " +
+  "drawing it missed with “Add one the detector missed” (its box, then its joints: fitted where the finder can, " +
+  "for you to check).";
 const MODELS_WORDS = {
   preparing: "The models that find drawings are still being installed on this server.",
   starting: "The model server is starting and loading its models.",
@@ -74,10 +83,10 @@ function storeResults(id, value) {
  * Build the scene view inside `section` (an empty, hidden <section>). `onFix(characterId)` opens a
  * character in the studio's editor. Returns {offer(file), open(sceneDoc), create(), refresh(), fail(err)}.
  */
-export function mountScene(section, { onFix = null, onOpen = null } = {}) {
+export function mountScene(section, { onFix = null, onOpen = null, onPhoto = null } = {}) {
   const state = {
     file: null, scene: null, page: null, motions: [], drawing: null, busy: false, selected: null, drag: null,
-    keyTimer: null, photo: null, editor: null, tiny: false,
+    keyTimer: null, photo: null, editor: null, tiny: false, finder: false,
   };
   const h2 = el("h2", { id: "h-scene" }, el("span", { className: "step", text: "★" }), " Every character together");
   const hint = el("p", { className: "hint", text: "Several figures on the page? Animate them all where they were drawn." });
@@ -158,7 +167,7 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
 
   function fail(err) {
     error.hidden = !err;
-    error.textContent = err ? describe(err) : "";
+    error.textContent = !err ? "" : typeof err === "string" ? err : describe(err); // a string: the page's own words
   }
 
   function note(text) {
@@ -404,39 +413,83 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
     resultCaption.textContent = "";
   }
 
-  async function rendered(body, what) {
+  /** Progress of a render, said under the photo. */
+  const progressOf = (what) => (s) => {
+    if (s.stage === "waiting") say(`${waitWords(s.reason, s.retryIn)}…`);
+    else if (s.framesTotal) {
+      bar.value = s.framesDone / s.framesTotal;
+      say(`${what}: frame ${s.framesDone} of ${s.framesTotal}…`);
+    } else say(s.stage === "queued" ? `${what}: waiting for a free renderer…` : `${what}…`);
+  };
+
+  /** Render `body`; its job is kept (`kind`: "preview" or "download"), so a reload follows it on. */
+  async function rendered(body, what, kind) {
     bar.hidden = false;
     bar.removeAttribute("value");
     try {
-      return await renderJob(`scenes/${state.scene.id}/animations`, body, (s) => {
-        if (s.stage === "waiting") say(`${waitWords(s.reason, s.retryIn)}…`);
-        else if (s.framesTotal) {
-          bar.value = s.framesDone / s.framesTotal;
-          say(`${what}: frame ${s.framesDone} of ${s.framesTotal}…`);
-        } else say(s.stage === "queued" ? "Waiting for a free renderer…" : `${what}…`);
-      });
+      return await renderJob(`scenes/${state.scene.id}/animations`, body, progressOf(what),
+        { onJob: (job) => keepResult("pending", { job, kind, format: body.format, size: body.size || null }) });
     } finally {
+      keepResult("pending", null);
       bar.hidden = true;
     }
   }
 
-  play.addEventListener("click", () => guarded(async () => {
-    show(await call("GET", `scenes/${state.scene.id}`)); // a character fixed meanwhile: its new box
-    const answer = await rendered({ format: "gif" }, "Drawing the scene");
-    const preview = { url: answer.animation, width: answer.width, height: answer.height };
-    keepResult("preview", preview);
+  function showPreview(answer) {
+    keepResult("preview", { url: answer.animation, width: answer.width, height: answer.height });
     showResults();
     say("Every character is moving.");
     reveal(resultBox);
+  }
+
+  function downloadOf(answer, fmt) {
+    const d = { url: answer.animation, format: fmt, name: fileName(fmt, answer.width, answer.height) };
+    keepResult("download", d);
+    showDownload(d);
+    return d;
+  }
+
+  /** After a reload: the render this page had asked for and not seen end, followed on (its job). */
+  async function resume() {
+    const kept = storedResults(state.scene.id);
+    const p = kept && kept.version === state.scene.version ? kept.pending : null;
+    if (!p) return;
+    const what = p.kind === "download" ? "Making the file" : "Drawing the scene";
+    say(`Still ${what.toLowerCase()} (asked for before the page was reloaded)…`);
+    await guarded(async () => {
+      bar.hidden = false;
+      bar.removeAttribute("value");
+      let answer;
+      try {
+        answer = await resumeJob(p.job, progressOf(`Still ${what.toLowerCase()}`));
+      } finally {
+        keepResult("pending", null);
+        bar.hidden = true;
+      }
+      if (p.kind === "download") {
+        const d = downloadOf(answer, p.format);
+        say(`${d.name} is ready: press its Download to save it.`);
+        reveal(resultBox);
+      } else showPreview(answer);
+    });
+  }
+
+  play.addEventListener("click", () => guarded(async () => {
+    show(await call("GET", `scenes/${state.scene.id}`)); // a character fixed meanwhile: its new box
+    showPreview(await rendered({ format: "gif" }, "Drawing the scene", "preview"));
   }));
 
   download.addEventListener("click", () => guarded(async () => {
     const body = { format: format.value };
     if (size.value) body.size = Number(size.value);
-    const answer = await rendered(body, "Making the file");
-    const d = { url: answer.animation, format: format.value, name: fileName(format.value, answer.width, answer.height) };
-    keepResult("download", d);
-    showDownload(d);
+    let answer;
+    try {
+      answer = await rendered(body, "Making the file", "download");
+    } catch (err) { // a sheet that cannot fit: refused before the work, in the page's words
+      throw sheetTooBig(err, `this scene at ${size.value ? `${size.value} px` : "the server's default size"}`,
+        SIZES.map(([v]) => Number(v)).filter(Boolean)) || err;
+    }
+    const d = downloadOf(answer, format.value);
     await save(d); // the browser saves it (the link stays, to save it again)
     say(`${d.name} is ready.`);
     reveal(resultBox);
@@ -465,7 +518,11 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
     if ((doc.warnings || []).some((w) => w.code === "tiny_models")) {
       state.tiny = true;
       note(TINY);
+    } else if ((doc.warnings || []).some((w) => FOUND_BY.has(w.code))) {
+      state.finder = true;
+      note(FINDER);
     }
+    resume(); // a render asked for before a reload: followed on (not awaited: the page is ready meanwhile)
   }
 
   /** The scene again from the server (a character fixed elsewhere, the page back from the cache). */
@@ -488,7 +545,9 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
     editing.hidden = false;
     section.hidden = false;
     draw();
+    play.disabled = download.disabled = true; // nothing to play before the first character
     say("Add each drawing: press “Add one the detector missed”, drag a box around it, then place its joints.");
+    if (onPhoto) onPhoto(file); // kept until the first character makes the scene (a reload shows it again)
   }
 
   const makeScene = () => guarded(async () => {
@@ -670,7 +729,7 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
   /** Say, above the scene, when the models cannot find drawings (not ready, or the tiny random ones). */
   async function watchModels() {
     const models = await modelsState();
-    if (state.tiny) return;
+    if (state.tiny || state.finder) return;
     if (models.state === "ready") {
       note(null);
       return;
@@ -691,6 +750,13 @@ export function mountScene(section, { onFix = null, onOpen = null } = {}) {
       create.hidden = false;
     },
     open,
+    /** The photo of a scene not made yet (kept across a reload), to add its drawings by hand. */
+    async reopen(file) {
+      state.file = file;
+      await openPhoto(file);
+      say("The photo you chose before the page was reloaded: add each drawing with “Add one the detector " +
+        "missed” (its box, then its joints).");
+    },
     /** Make the scene of the offered photo now (the scenes page does at once). */
     create: makeScene,
     refresh,

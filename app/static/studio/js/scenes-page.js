@@ -1,9 +1,11 @@
 // The scenes page (GET /studio-scenes, app/templates/scenes.html): a photo of a drawn scene in, every character moving on it out.
 // The scene view itself is js/scene.js; "Fix" opens a character in the studio's editor
 // (studio#character=<id>, same tab: the token stays), and the browser's Back returns here
-// (#scene=<id> reopens the scene); #from=<character id> starts from that character's photo.
+// (#scene=<id> reopens the scene); #from=<character id> starts from that character's photo; #photo: a photo
+// in which the models found nothing, kept in this browser until its first character makes the scene.
 
 import { call, getToken, sameOrigin, setToken } from "./api.js";
+import { forgetPhoto, keepPhoto, keptPhoto } from "./kept-photo.js";
 import { mountScene } from "./scene.js";
 
 const $ = (id) => document.getElementById(id);
@@ -11,8 +13,26 @@ const section = $("step-scene");
 
 const view = mountScene(section, {
   onFix: (id) => { location.href = `studio#character=${encodeURIComponent(id)}`; },
-  onOpen: (doc) => history.replaceState(null, "", `#scene=${encodeURIComponent(doc.id)}`),
+  onOpen: (doc) => {
+    history.replaceState(null, "", `#scene=${encodeURIComponent(doc.id)}`);
+    forgetPhoto();
+  },
+  onPhoto: async (file) => {
+    if (await keepPhoto(file)) history.replaceState(null, "", "#photo");
+  },
 });
+
+/** #photo after a reload: the photo kept before its first character, or words saying to choose it again. */
+async function reopenPhoto() {
+  const file = await keptPhoto();
+  if (file) {
+    await view.reopen(file);
+    return;
+  }
+  history.replaceState(null, "", location.pathname);
+  section.hidden = false;
+  view.fail("The photo chosen before the page was reloaded was not kept in this browser: choose it again.");
+}
 
 function chosen(input) {
   const file = input.files[0];
@@ -47,6 +67,7 @@ async function start() {
   const id = hash.get("scene");
   const from = hash.get("from");
   if (from && !id) await fromCharacter(from);
+  else if (hash.has("photo") && !id) await reopenPhoto();
   if (id) {
     try {
       await view.open(await call("GET", `scenes/${encodeURIComponent(id)}`));
