@@ -115,6 +115,10 @@ SETTINGS: tuple[Setting, ...] = (
             "client's slow or idle connections cannot fill DOODLEPOD_WORKER_CONNECTIONS and keep everyone else "
             "(and the kubelet's probes) waiting in the backlog. Peers in DOODLEPOD_TRUSTED_PROXIES are not "
             "capped (they carry many clients). 0: no cap.", _non_negative_int),
+    Setting("DOODLEPOD_CLIENT_REFUSALS_PER_S", "0", "Refusals (4xx answers) one client gets a second, as many "
+            "at once, before each next one is held back on the event loop (at most 1 s, no CPU) before it is "
+            "sent: a client that sends again at once after each refusal cannot keep a gunicorn worker busy "
+            "refusing it while other clients wait. pod.yaml and deploy/ set 20. 0: not paced.", _non_negative_float),
     Setting("DOODLEPOD_GRACEFUL_TIMEOUT_S", "0", "Seconds a worker gets to finish in-flight requests on "
             "shutdown; 0 means the request deadline plus 5 s.", float),
     Setting("DOODLEPOD_LOG_LEVEL", "info", "Log level of the app and gunicorn (debug, info, warning, error).",

@@ -136,6 +136,11 @@ SHARES: tuple[Share, ...] = (
           "they carry many clients)",
           "the gunicorn worker (`app/gunicorn_worker.py`, `app/clients/connections.py`), before a request is read",
           default="{} per worker"),
+    Share("held back (never refused)", "DOODLEPOD_CLIENT_REFUSALS_PER_S",
+          "Refusals (4xx answers) a second; past them each next refusal is held back, up to 1 s, before it is "
+          "sent, so a client that sends again at once cannot keep a worker's event loop busy refusing it",
+          "the request hooks (`app/http/hooks.py`) over each client's bucket (`app/clients/refusals.py`), per worker",
+          default="20 a second in pod.yaml and deploy/; the app's own default 0: off"),
 )
 
 

@@ -25,6 +25,7 @@ queued videos (S6, S8)).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import threading
 import time
@@ -51,7 +52,8 @@ def app():
                 "DOODLEPOD_RENDER_SIZE": "120", "DOODLEPOD_RENDER_MAX_FRAMES": "8",
                 "DOODLEPOD_TRUSTED_PROXIES": "127.0.0.1/32", "DOODLEPOD_ADMISSION_WAIT_S": "10",
                 # the pod's rate limit (the test stack's default is wide, for tests sending many requests)
-                "DOODLEPOD_RATE_LIMIT_PER_MIN": "60", "DOODLEPOD_RATE_LIMIT_BURST": "20"}
+                "DOODLEPOD_RATE_LIMIT_PER_MIN": "60", "DOODLEPOD_RATE_LIMIT_BURST": "20",
+                "DOODLEPOD_CLIENT_REFUSALS_PER_S": "20"}
 
     with stack.app_server("dp-neighbours-", env) as server:
         yield server
@@ -97,14 +99,13 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
 
 
-def test_a_hostile_neighbour_leaves_another_clients_answers_whole_and_in_time(app, page):
-    _animate(app, page, GOOD)  # warm the render processes
-    quiet_status, quiet = _good_run(app, page)
-    assert quiet_status == [200] * ROUNDS, quiet_status
-
-    stop = threading.Event()
+def _hostile(url: str, page, stop, out) -> None:
+    """The hostile client (in its own process, at nice 19): S1's wide JSON, S5's every_character and
+    three back-to-back renders, each in a loop until ``stop``; what it was answered goes to ``out``."""
+    os.nice(19)
     seen: dict[str, list[tuple[int, str]]] = {"wide_json": [], "back_to_back": [], "every_character": []}
     wide = b"[" + b"[[]]," * (19 * 2**20 // 5 - 1) + b"[[]]]"
+    app = type("App", (), {"url": url})
 
     def loop(name, call):
         while not stop.is_set():
@@ -115,15 +116,33 @@ def test_a_hostile_neighbour_leaves_another_clients_answers_whole_and_in_time(ap
                 seen[name].append((0, type(exc).__name__))
 
     calls = [
-        ("wide_json", lambda: requests.patch(f"{app.url}/characters/abc", data=wide, timeout=120,
+        ("wide_json", lambda: requests.patch(f"{url}/characters/abc", data=wide, timeout=120,
                                              headers={"Content-Type": "application/json", "X-Forwarded-For": BAD})),
         ("every_character", lambda: _animate(app, page, BAD, every_character="true",
                                              motions="dab,jumping,zombie,wave_hello,jumping_jacks")),
     ] + [("back_to_back", lambda: _animate(app, page, BAD))] * 3
     threads = [threading.Thread(target=loop, args=c, daemon=True) for c in calls]
-    slow = SlowHeaders(app.port, "127.0.0.2", 400)
     for t in threads:
         t.start()
+    for t in threads:
+        t.join()
+    out.put(seen)
+
+
+def test_a_hostile_neighbour_leaves_another_clients_answers_whole_and_in_time(app, page):
+    _animate(app, page, GOOD)  # warm the render processes
+    quiet_status, quiet = _good_run(app, page)
+    assert quiet_status == [200] * ROUNDS, quiet_status
+
+    # The hostile client runs in a process of its own at nice 19: on a real pod it sends from another
+    # machine, so its own CPU (building 19 MiB bodies, five threads of HTTP) must not be taken from the
+    # app's (in the test's own threads, CI's 2-CPU run saw p95 1.42 s against 0.42 s alone); what its
+    # requests cost the app's worker still counts.
+    ctx = multiprocessing.get_context("fork")
+    stop, out = ctx.Event(), ctx.Queue()
+    hostile = ctx.Process(target=_hostile, args=(app.url, page, stop, out), daemon=True)
+    slow = SlowHeaders(app.port, "127.0.0.2", 400)
+    hostile.start()
     slow.__enter__()
     time.sleep(1.0)
     worker, load_before = _worker_pid(app), os.getloadavg()[0]
@@ -138,8 +157,8 @@ def test_a_hostile_neighbour_leaves_another_clients_answers_whole_and_in_time(ap
         load = max(load_before, os.getloadavg()[0])
         stop.set()
         slow.__exit__()
-        for t in threads:
-            t.join(120)
+        seen = out.get(timeout=180)
+        hostile.join(30)
 
     assert busy_status == [200] * ROUNDS, (busy_status, seen)
     assert probe.status_code == 200 and probe_s < 3.0, probe_s   # pod.yaml's liveness timeout
