@@ -56,6 +56,11 @@ class VideoError(AnimatorError):
         return (type(self), (self.path, self.message))
 
 
+class VideoTimeout(VideoError):
+    """ffmpeg did not describe a video within its bound: a busy machine (or a stalled ffmpeg), not a
+    broken file, so the same video may be read later."""
+
+
 class OutputTooLarge(AnimatorError):
     """The file asked for would pass a bound of its format (e.g. a sprite sheet's pixels): bad input
     (the request's, not the renderer's fault); fewer frames or a smaller size fit."""

@@ -109,6 +109,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_WORKERS", "1", "gunicorn worker processes (gevent). Each worker has its own render "
             "process pool; on a small node keep 1 worker and raise DOODLEPOD_RENDER_PROCESSES instead.", int),
     Setting("DOODLEPOD_WORKER_CONNECTIONS", "200", "Simultaneous connections per gevent worker.", int),
+    Setting("DOODLEPOD_CLIENT_CONNECTIONS", "40", "Connections one client (its address; an IPv6 address by its "
+            "network of DOODLEPOD_CLIENT_IPV6_PREFIX bits) may hold open to one gunicorn worker; one more is "
+            "answered 429 too_many_connections (Retry-After) and closed before its request is read, so one "
+            "client's slow or idle connections cannot fill DOODLEPOD_WORKER_CONNECTIONS and keep everyone else "
+            "(and the kubelet's probes) waiting in the backlog. Peers in DOODLEPOD_TRUSTED_PROXIES are not "
+            "capped (they carry many clients). 0: no cap.", _non_negative_int),
+    Setting("DOODLEPOD_CLIENT_REFUSALS_PER_S", "0", "Refusals (4xx answers) one client gets a second, as many "
+            "at once, before each next one is held back on the event loop (at most 1 s, no CPU) before it is "
+            "sent: a client that sends again at once after each refusal cannot keep a gunicorn worker busy "
+            "refusing it while other clients wait. pod.yaml and deploy/ set 20. 0: not paced.", _non_negative_float),
     Setting("DOODLEPOD_GRACEFUL_TIMEOUT_S", "0", "Seconds a worker gets to finish in-flight requests on "
             "shutdown; 0 means the request deadline plus 5 s.", float),
     Setting("DOODLEPOD_LOG_LEVEL", "info", "Log level of the app and gunicorn (debug, info, warning, error).",
@@ -131,10 +141,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DOODLEPOD_AUTH_TOKEN", "", "If set, every API call needs the header 'Authorization: Bearer "
             "<token>'. Open without it: /ping, /healthz, /live, /metrics, the files of local storage (/files/...: "
             "animation and character images, under keys that name no character; never documents, clients' own "
-            "motions or queued videos), the pages (/studio, /studio/credits, /docs, and GET /, which redirects to "
-            "the studio; their API calls carry the person's token), the document (/openapi.json, /openapi.yaml) "
-            "and the library's previews (/motions/{name}/preview.gif). Character documents are API calls. A "
-            "token68 (RFC 9110: letters, digits and -._~+/, '=' only at its end), as Authorization carries it.",
+            "motions or queued videos), the pages (/studio, /studio-scenes, /studio/credits, /docs, and GET /, "
+            "which redirects to the studio; their API calls carry the person's token), the document "
+            "(/openapi.json, /openapi.yaml) and the library's previews (/motions/{name}/preview.gif). Character "
+            "and scene documents are API calls. A token68 (RFC 9110: letters, digits and -._~+/, '=' only at its "
+            "end), as Authorization carries it.",
             _token68),
     # --- limits ---
     Setting("DOODLEPOD_REQUEST_DEADLINE_S", "120", "Longest time one request may take end to end; past "

@@ -222,6 +222,15 @@ class SceneTooLarge(ClientError):
     status, code = 422, "scene_too_large"
 
 
+class TooManyConnections(ClientError):
+    """The client (its address) holds `DOODLEPOD_CLIENT_CONNECTIONS` (40) connections open to the worker
+    already: answered before the request is read, and the connection closed (`Retry-After`). Reuse a
+    connection (keep-alive) or close one.
+
+    Written by the gunicorn worker itself (:mod:`app.gunicorn_worker`), never raised."""
+    status, code, retryable = 429, "too_many_connections", True
+
+
 # --- 5xx: our neighbours and ourselves -----------------------------------------------------------
 
 class RenderFailed(ApiError):
@@ -277,8 +286,15 @@ class ModelsUnavailable(Unavailable):
     stack in the background): answered at once, before TorchServe is called, with `Retry-After` (the estimate,
     at most 300 s); `/ping`'s `models` says how far. Only with `DOODLEPOD_FINDER_FALLBACK=false`: by default
     the app's own ink finder answers the photo meanwhile (`warnings`: `found_by_ink_finder_in_app`). A drawing
-    sent with its joints needs no model and is animated meanwhile."""
+    sent with its joints needs no model and is animated meanwhile; a photo is refused before it takes a render
+    slot or is decoded."""
     status, code = 503, "models_unavailable"
+
+
+class VideoReadTimeout(Unavailable):
+    """A job's video: ffmpeg did not describe it in time (its header within 20 s, or its stream within 10 s
+    of decoding): a busy machine, not a broken file. The worker retries the job."""
+    status, code = 503, "video_read_timeout"
 
 
 class Overloaded(Unavailable):
@@ -326,6 +342,7 @@ ANIMATOR_ERRORS: tuple[tuple[type[Exception], type[ApiError]], ...] = (
     (animator_errors.ConfigError, InvalidMotion),
     (animator_errors.OutputTooLarge, OutputTooLarge),
     (animator_errors.NoPersonError, NoPerson),
+    (animator_errors.VideoTimeout, VideoReadTimeout),
     (animator_errors.VideoError, InvalidVideo),
     (animator_errors.RenderError, RenderFailed),
     (animator_errors.AnimatorError, InvalidCharacter),

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the real imports need PROMETHEUS_MULTIPROC_DIR set first (s
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
     from .clients.ratelimit import RateLimiter
+    from .clients.refusals import RefusalPacer
     from .config import Settings
     from .jobs.idempotency import SyncIdempotency
     from .jobs.queue import JobQueue
@@ -51,6 +52,7 @@ class Services:
     own_motions: OwnMotions | None = None        # clients' motions made from their videos (POST /motions)
     scenes: Scenes | None = None                 # several characters of one photo together (POST /scenes)
     preparation: ModelPreparation | None = None  # how far `make run` has got preparing the models
+    refusals: RefusalPacer | None = None         # each client's free refusals a second (None: not paced)
 
 
 def build_services(settings: Settings, run_dir: Path, spill_name: str, workers: int = 0) -> Services:
@@ -65,6 +67,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str, workers: 
     from .characters.preparation import ModelPreparation
     from .characters.resource import Characters
     from .characters.torchserve import TorchServeClient
+    from .clients.refusals import RefusalPacer
     from .config import available_cpus
     from .motions.library import load_motions
     from .motions.previews import MotionPreviews
@@ -98,6 +101,7 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str, workers: 
     from .scenes.resource import Scenes
 
     characters = Characters(settings, pipeline, storage)
+    refusals = RefusalPacer(settings.client_refusals_per_s) if settings.client_refusals_per_s > 0 else None
     return Services(settings=settings, motions=load_motions(settings.motions_dir or None), storage=storage,
                     torchserve=torchserve, pool=pool, slots=InflightSlots(run_dir / "slots", settings.max_inflight,
                                                                          shares=bool(settings.client_render_slots)),
@@ -105,7 +109,8 @@ def build_services(settings: Settings, run_dir: Path, spill_name: str, workers: 
                     shares=Shares(settings, jobs.redis if jobs is not None else None),
                     jobs=jobs, limiter=limiter, idempotency=idempotency, runtime_dir=run_dir,
                     previews=MotionPreviews(storage, pipeline, render_reference), own_motions=own,
-                    scenes=Scenes(settings, pipeline, storage, characters), preparation=preparation)
+                    scenes=Scenes(settings, pipeline, storage, characters), preparation=preparation,
+                    refusals=refusals)
 
 
 def redis_services(settings: Settings) -> tuple[JobQueue | None, RateLimiter | None, SyncIdempotency | None]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .clients import digest
-from .errors import ApiError, ClientError, TooManyMotions, retry_after_header
+from .errors import ApiError, ClientError, TooManyConnections, TooManyMotions, retry_after_header
 
 #: Seconds of one bucket of the storage ledger.
 BUCKET_S = 3600
@@ -131,6 +131,16 @@ SHARES: tuple[Share, ...] = (
     Share("waits its turn (never refused)", "DOODLEPOD_CLIENT_WEBHOOK_LANES", "Callbacks being delivered",
           "the callback lanes (`app/clients/lanes.py`) of the render worker (`app/worker.py`)",
           default="{} per worker"),
+    Share(TooManyConnections, "DOODLEPOD_CLIENT_CONNECTIONS",
+          "Connections held open to one gunicorn worker (peers in `DOODLEPOD_TRUSTED_PROXIES` are not capped: "
+          "they carry many clients)",
+          "the gunicorn worker (`app/gunicorn_worker.py`, `app/clients/connections.py`), before a request is read",
+          default="{} per worker"),
+    Share("held back (never refused)", "DOODLEPOD_CLIENT_REFUSALS_PER_S",
+          "Refusals (4xx answers) a second; past them each next refusal is held back, up to 1 s, before it is "
+          "sent, so a client that sends again at once cannot keep a worker's event loop busy refusing it",
+          "the request hooks (`app/http/hooks.py`) over each client's bucket (`app/clients/refusals.py`), per worker",
+          default="20 a second in pod.yaml and deploy/; the app's own default 0: off"),
 )
 
 

@@ -20,7 +20,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..errors import VideoError
+from ..errors import VideoError, VideoTimeout
 
 #: Demuxers ffmpeg may use: MP4 / MOV / 3GP (one demuxer) and Matroska / WebM.
 _FORMATS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm"
@@ -106,9 +106,10 @@ def _header(path: str | Path, max_pixels: int | None = None) -> str:
     bound = ["-max_pixels", str(int(max_pixels))] if max_pixels is not None else []
     try:
         done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", *_INPUT_PARAMS, *bound,
-                               "-i", str(path)], capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+                               "-i", str(path)], capture_output=True, timeout=HEADER_TIMEOUT_S,
+                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise VideoError(path, "ffmpeg took too long to read the file's header") from None
+        raise VideoTimeout(path, f"ffmpeg did not read the file's header within {HEADER_TIMEOUT_S:g} s") from None
     return done.stderr.decode("utf-8", "replace")
 
 
@@ -163,7 +164,7 @@ def window(info: VideoInfo, limits: VideoLimits, start_s: float | None = None, e
     video ends, or is longer than ``max_seconds``."""
     chosen = start_s is not None or end_s is not None
     video = max(0.0, info.duration_s)
-    start = 0.0 if start_s is None else float(start_s)
+    start = 0.0 if start_s is None else float(start_s) + 0.0   # -0.0 is 0: never "-0-20 s"
     if not (start >= 0 and np.isfinite(start)):
         raise VideoError(path, f"start {start_s} s: must be 0 or more")
     if video > 0 and start >= video:
@@ -238,11 +239,20 @@ def read_window(path: str | Path, limits: VideoLimits = VideoLimits(), start_s: 
                     break
                 yield np.frombuffer(raw, dtype=np.uint8).reshape(oh, ow, 3)
         except (OSError, RuntimeError) as exc:
+            if _META_TIMEOUT in str(exc):   # imageio-ffmpeg waited 10 s for ffmpeg to describe the stream
+                raise VideoTimeout(path, "ffmpeg did not describe the video within 10 s of starting to "
+                                         "decode it (its header was read a moment before)") from None
             raise VideoError(path, f"ffmpeg could not decode the video: {_first_line(exc)}") from None
         finally:
             gen.close()
 
     return info, used, fps, frames()
+
+
+#: What imageio-ffmpeg raises when ffmpeg has not described the stream within its (fixed) 10 s.
+_META_TIMEOUT = "Could not load meta information"
+#: Longest ffmpeg may take to read a video's header (``-i`` alone, no frame decoded).
+HEADER_TIMEOUT_S = 20.0
 
 
 def _first_line(exc: BaseException) -> str:

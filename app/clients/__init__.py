@@ -6,7 +6,8 @@
   it forwarded) and which peers may name the answers' host;
 * :mod:`.ratelimit`: each client's token bucket, one token per request that stores work;
 * :mod:`.lookups`: the callback names looked up at submit, one at a time per client (the DNS counter);
-* :mod:`.lanes`: the callback lanes a render worker gives each receiver and each client.
+* :mod:`.lanes`: the callback lanes a render worker gives each receiver and each client;
+* :mod:`.connections`: the connections one client may hold open to a gunicorn worker (its cap).
 
 Each client's shares are :mod:`app.shares` (their table, ``SHARES``). A shared room:
 it imports no other room (pure functions and counters; the routes apply them to a request).

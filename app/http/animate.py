@@ -28,6 +28,7 @@ from ..render.pipeline import Result
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline
 from .jobs import admit_work, client, idempotent, submit, wants_async
+from .models_ready import check_models_ready
 
 log = logging.getLogger("doodlepod.http")
 
@@ -95,6 +96,7 @@ def _animate(fields: AnimateForm, deadline: Deadline):
     if fields.every_character:   # every character of the photo together (a scene, app/scenes/)
         order = _order(fields, motion_list(fields.motions))
         check_image_header(fields.image)
+        check_models_ready(order.joints is None)
         with render_slot():
             timings: dict[str, float] = {}
             answer = services().scenes.animate_photo(order, fields.image, services().motions, deadline, timings)
@@ -106,6 +108,7 @@ def _animate(fields: AnimateForm, deadline: Deadline):
         order = _order(fields, named)
         services().pipeline.check_output(order.format, order.size, None, named + ([clip] if clip else []))  # now
         check_image_header(fields.image)  # type, size: before a render slot is taken for it
+        check_models_ready(order.joints is None)
         with render_slot():  # only now: the body is in and every field checked
             result = _run(order, fields.image, named + ([clip] if clip else []), deadline)
     finally:
@@ -130,6 +133,7 @@ def legacy_animate():
 def _legacy_animate(fields: LegacyRequest, deadline: Deadline):
     motions = motion_list([])
     order = _order(fields, motions, format=services().settings.default_format)
+    check_models_ready(order.joints is None)
     with render_slot():
         result = _run(order, fields.file, motions, deadline)
     return jsonify(result.animations)

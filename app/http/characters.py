@@ -22,6 +22,7 @@ from ..services import services
 from .animate import check_image_header, motion_list, uploaded_clip
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
 from .jobs import admit_work, idempotent, meter_storage, submit, wants_async
+from .models_ready import check_models_ready
 
 log = logging.getLogger("doodlepod.http")
 
@@ -65,6 +66,7 @@ TINY_MODELS = {"code": "tiny_models",
 
 def _create_character(fields: CharacterForm, deadline) -> Response:
     check_image_header(fields.image)  # type, size: before a render slot is taken for it
+    check_models_ready(fields.joints is None)
     models = services().torchserve
     found: list[str] = []  # the finders that placed the box or joints, when not trained models
     try:

@@ -46,7 +46,23 @@ def _finish(response: Response) -> Response:
     if endpoint not in _QUIET_ENDPOINTS:
         log.info("%s %s -> %d in %.1f ms client=%s", request.method, request.path, response.status_code,
                  elapsed * 1e3, _client())
+    if 400 <= response.status_code < 500:
+        _pace_refusal()
     return response
+
+
+def _pace_refusal() -> None:
+    """Hold a refusal back when its client was refused too often of late (:mod:`app.clients.refusals`)."""
+    from ..services import services
+
+    pacer = services().refusals
+    if pacer is None:
+        return
+    from .api import request_client
+
+    hold = pacer.hold_s(request_client())
+    if hold > 0:
+        time.sleep(hold)  # gevent's sleep under gunicorn: this greenlet waits, the loop serves others
 
 
 def _client() -> str:

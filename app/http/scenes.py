@@ -23,7 +23,8 @@ from ..scenes.resource import SceneEdit as Change
 from ..services import services
 from .api import base_url, read_body, render_slot, request_deadline, request_priority
 from .characters import TINY_MODELS
-from .jobs import admit_work, idempotent, submit, wants_async
+from .jobs import admit_work, idempotent, meter_storage, submit, wants_async
+from .models_ready import check_models_ready
 
 log = logging.getLogger("doodlepod.http")
 
@@ -78,6 +79,7 @@ def _create_scene(fields: SceneForm, deadline) -> Response:
         response = _answer(record, 201)
     else:
         by_models = fields.characters is None           # the detector and the pose model find them
+        check_models_ready(by_models)
         found: list[str] = []                            # the ink finders that did, where no trained models
         try:
             with render_slot():
@@ -130,6 +132,7 @@ def edit_scene(sid: str):
 
 @bp.delete("/scenes/<sid>")
 def delete_scene(sid: str):
+    meter_storage(check=False)  # what the delete frees goes back to the client's storage share
     services().scenes.delete(sid, request_deadline())
     return Response(status=204)
 

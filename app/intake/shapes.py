@@ -18,6 +18,7 @@ import base64
 import binascii
 import io
 import math
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationInfo, WithJsonSchema
@@ -151,13 +152,30 @@ Format = named("Format", Annotated[str, PlainValidator(parse_format, json_schema
 
 # --- numbers -------------------------------------------------------------------------------------
 
-def _whole(raw: Any) -> int | None:
-    """An integer from a JSON number or a form's digits (never a bool, a fraction or a sign)."""
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.strip().isdigit():
-        return int(raw.strip())
+#: A form's numbers: ASCII digits only. ``str.isdigit`` and ``int``/``float`` also take other scripts'
+#: digits (``１０２４``), superscripts (``²``, which ``int`` then refuses in its own words), ``1_000``.
+_WHOLE = re.compile(r"-?[0-9]{1,15}")
+_DECIMAL = re.compile(r"-?(?:[0-9]{1,15}(?:\.[0-9]{0,15})?|\.[0-9]{1,15})")
+
+
+def _number(raw: Any, fraction: bool = False) -> int | float | None:
+    """A JSON number or a form's ASCII decimal (a sign allowed, so that a negative one is refused by its
+    bound's message); None for anything else (a bool, other digits, exponents, underscores). ``-0``
+    is 0."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int) or (fraction and isinstance(raw, float)):
+        return raw + 0 if isinstance(raw, int) else raw + 0.0
+    if isinstance(raw, str) and (_DECIMAL if fraction else _WHOLE).fullmatch(text := raw.strip()):
+        return float(text) + 0.0 if fraction else int(text)
     return None
+
+
+def _whole(raw: Any) -> int | None:
+    """An integer from a JSON number or a form's ASCII digits (never a bool, a fraction or a sign)."""
+    if isinstance(raw, str) and raw.strip().startswith("-"):
+        return None
+    return _number(raw)
 
 
 def parse_size(raw: Any, settings: Any) -> int:
@@ -200,10 +218,7 @@ def parse_frame_index(raw: Any, info: ValidationInfo) -> int | None:
     name = info.field_name
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return None
-    try:
-        value = int(str(raw).strip()) if isinstance(raw, (int, str)) and not isinstance(raw, bool) else None
-    except ValueError:
-        value = None
+    value = _number(raw)
     if value is None:
         raise BadRequest(f"'{name}' must be a whole number of BVH frames, got {str(raw)[:40]!r}")
     if value < 0:
@@ -480,10 +495,7 @@ def parse_seconds(raw: Any, info: ValidationInfo) -> float | None:
     name = info.field_name
     if _absent(raw):
         return None
-    try:
-        value = float(str(raw).strip()) if isinstance(raw, (int, float, str)) and not isinstance(raw, bool) else None
-    except ValueError:
-        value = None
+    value = _number(raw, fraction=True)
     if value is None:
         raise BadRequest(f"'{name}' must be a number of seconds, got {str(raw)[:40]!r}")
     if not (math.isfinite(value) and value >= 0):

@@ -310,6 +310,11 @@ class Scenes:
         new = SceneRecord(**{**asdict(old), "version": old.version + 1, "rev": rev,
                              "characters": [dict(c) for c in old.characters], "files": dict(old.files),
                              "dropped": [dict(d) for d in old.dropped]})
+        for name, items in (("characters", change.characters), ("add", change.add)):
+            ids = [item["id"] for item in items or []]
+            twice = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
+            if twice is not None:   # a second add would put it in twice, a second drop remove it twice
+                raise BadRequest(f"'{name}': character {str(twice)[:40]} is named twice")
         by_id = {c["id"]: c for c in new.characters}
         gone = {d["id"]: d for d in new.dropped}
         for item in change.characters or []:

@@ -301,6 +301,8 @@ def test_from_animator_maps_every_animator_error() -> None:
         assert mapped.message == f"while testing{named}: what went wrong"
         if issubclass(cls, ae.RenderError):
             assert mapped.status == 500, cls.__name__          # the renderer failed on input it accepted
+        elif issubclass(cls, ae.VideoTimeout):
+            assert mapped.status == 503 and mapped.retryable   # a busy machine, not the client's file
         else:
             assert isinstance(mapped, errors.ClientError) and mapped.status == 422, cls.__name__
     assert errors.from_animator(ae.NoPersonError("nobody")).code == "no_person"

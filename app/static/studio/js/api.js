@@ -213,6 +213,9 @@ const WORDS = {
   scene_too_large: "That file would take too long to make.",
   too_many_characters: "A scene holds only so many characters.",
   rate_limited: "Too many requests from this browser in a short time.",
+  render_share_used: "Your other render on this server is still running, and each person gets one at a time: " +
+    "try again when it is done.",
+  too_many_connections: "This browser has too many connections open to the server.",
   queue_full: "The server has too many renders waiting.",
   output_too_large: "That file would be too large to make: choose a smaller size (or, for a sprite sheet, PNG frames).",
   expired: "That file is no longer on the server (files are kept for 24 hours). Make it again.",
@@ -229,6 +232,9 @@ const BY_STATUS_WORDS = {
   503: "The server is busy right now.",
 };
 
+// Codes whose server message is for operators (it names a server setting): the page's words alone.
+const OWN_WORDS_ONLY = new Set(["render_share_used", "too_many_connections"]);
+
 /** A sentence (or two) for `err`, never raw JSON. */
 export function describe(err) {
   if (!(err instanceof ApiError)) return `Something went wrong in the page: ${err?.message || err}`;
@@ -237,7 +243,7 @@ export function describe(err) {
   const code = WORDS[err.code] ? err.code : byStatus[err.status] || err.code;
   let text = WORDS[code] || BY_STATUS_WORDS[err.status] ||
     (err.status >= 500 ? "The server hit a problem." : "The server did not do that.");
-  if (err.message && !WORDS[code]?.includes(err.message)) text += ` ${capitalise(err.message)}.`;
+  if (err.message && !WORDS[code]?.includes(err.message) && !OWN_WORDS_ONLY.has(code)) text += ` ${capitalise(err.message)}.`;
   // each thing once: the server's message may already say when to retry
   if (err.retryAfter && !/\bretry\b|\btry again\b/i.test(text)) text += ` Try again in ${err.retryAfter} s.`;
   return text.replace(/\.\.$/, ".");

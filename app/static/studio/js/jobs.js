@@ -11,14 +11,47 @@ import { ApiError, request, retrySeconds, sleep } from "./api.js";
 const POLL_S = 0.2;
 // Most seconds of waiting out 503s and 429s before the page gives up and shows the error.
 const MAX_WAIT_S = 300;
-// Answers worth waiting out: every render slot taken, the job queue full, the client's rate.
-const RETRYABLE = new Set(["overloaded", "queue_full", "rate_limited"]);
+// Answers worth waiting out: every render slot taken, the job queue full, the client's rate, and this
+// person's own other render still holding their one render slot (429 render_share_used: the pod gives
+// each client one at a time; a preview or a render in another tab ends within seconds).
+const RETRYABLE = new Set(["overloaded", "queue_full", "rate_limited", "render_share_used"]);
+
+/**
+ * What a person reads while the page waits out `code` before `doing` again in `seconds`: their own
+ * other render (render_share_used), their pace (rate_limited), or a busy server.
+ */
+export function waitWords(code, seconds, doing = "trying again") {
+  if (code === "render_share_used") {
+    return `Your other render on this server is still running (each person gets one at a time): ${doing} in ${seconds} s`;
+  }
+  if (code === "rate_limited") return `Many requests from this browser just now: ${doing} in ${seconds} s`;
+  return `The server is busy: ${doing} in ${seconds} s`;
+}
+
+/**
+ * `call()`, and again after each Retry-After while the server answers one of the waits above, for at
+ * most `maxWaitS` in all; `onWait(code, secondsLeft)` each second of a wait. Other errors, and a wait
+ * past the bound, are the caller's.
+ */
+export async function waitingOut(call, onWait, { maxWaitS = MAX_WAIT_S, signal } = {}) {
+  const started = performance.now();
+  for (;;) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!(err instanceof ApiError) || !RETRYABLE.has(err.code)) throw err;
+      const wait = retrySeconds(err);
+      if ((performance.now() - started) / 1000 + wait > maxWaitS) throw err;
+      await countdown(wait, (s) => onWait(err.code, s.retryIn), signal, err.code);
+    }
+  }
+}
 
 /**
  * POST `body` to `path` (a render) and resolve with the answer's JSON (the synchronous answer, or
  * the succeeded job, which holds the same "animations"). `onState` gets what to show:
  * {stage: "queued" | "running" | "waiting" | "rendering" | "storing", fraction?, framesDone?,
- * framesTotal?, secondsLeft?, retryIn?}. Rejects with an ApiError (a failed job's error too).
+ * framesTotal?, secondsLeft?, retryIn?, reason? (a wait's code: see waitWords)}. Rejects with an ApiError (a failed job's error too).
  */
 export async function renderJob(path, body, onState, { signal, sync: synchronous = false, onJob = null } = {}) {
   const started = performance.now();
@@ -42,7 +75,7 @@ export async function renderJob(path, body, onState, { signal, sync: synchronous
       if (!(err instanceof ApiError) || !RETRYABLE.has(err.code)) throw err;
       const wait = retrySeconds(err);
       if ((performance.now() - started) / 1000 + wait > MAX_WAIT_S) throw err;
-      await countdown(wait, onState, signal);
+      await countdown(wait, onState, signal, err.code);
     }
   }
 }
@@ -52,11 +85,11 @@ export function resumeJob(id, onState, { signal } = {}) {
   return follow(id, onState, signal);
 }
 
-/** Show the wait second by second, then resolve. */
-async function countdown(seconds, onState, signal) {
+/** Show the wait second by second (`reason`: the answer's code), then resolve. */
+async function countdown(seconds, onState, signal, reason = "") {
   const end = performance.now() + seconds * 1000;
   for (let left = seconds; left > 0; left = (end - performance.now()) / 1000) {
-    onState({ stage: "waiting", retryIn: Math.ceil(left) });
+    onState({ stage: "waiting", retryIn: Math.ceil(left), reason });
     await sleep(Math.min(1, left), signal);
   }
 }

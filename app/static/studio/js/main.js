@@ -6,7 +6,7 @@ import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState
 import { etagOf, maskGrid } from "./character.js";
 import { Editor } from "./editor.js";
 import { draftFrom, skeletonIn } from "./manual.js";
-import { resumeJob } from "./jobs.js";
+import { resumeJob, waitingOut, waitWords } from "./jobs.js";
 import { Gallery, MotionPicker, urlsOf } from "./motions.js";
 
 const $ = (id) => document.getElementById(id);
@@ -151,8 +151,10 @@ async function createFrom(file) {
   await busy(async () => {
     try {
       progress("Uploading…", 0);
-      const doc = await upload("characters", file, (f) =>
-        f === null ? progress("Finding the drawing, its mask and joints…", null) : progress(`Uploading ${Math.round(f * 100)} %`, f));
+      // this person's other render holding their render slot: the photo goes again when it is done
+      const doc = await waitingOut(() => upload("characters", file, (f) =>
+        f === null ? progress("Finding the drawing, its mask and joints…", null) : progress(`Uploading ${Math.round(f * 100)} %`, f)),
+      (code, left) => progress(waitWords(code, left, "sending the photo again"), null), { maxWaitS: 120 });
       if (tinyModels(doc.warnings)) {
         // what the tiny models found is noise: no editor full of it; the photo is placed by hand
         tiny = true;
@@ -422,7 +424,7 @@ async function waitingOutBusy(request) {
       const busyNow = err instanceof ApiError && ((err.status === 503 && err.code === "overloaded") || err.status === 429);
       if (!busyNow || performance.now() > until) throw err;
       const wait = retrySeconds(err, 1);
-      ui.saveState.textContent = `The server is busy: saving again in ${Math.ceil(wait)} s`;
+      ui.saveState.textContent = waitWords(err.code, Math.ceil(wait), "saving again");
       await sleep(wait);
       ui.saveState.textContent = "Saving…";
     }
@@ -478,7 +480,7 @@ function renderStatus(what, state) {
   // an attribute, not only the property: what the bar shows is in the DOM for tests and tools
   if (state.fraction === undefined || state.fraction === null) bar.removeAttribute("value");
   else bar.setAttribute("value", String(Math.round(state.fraction * 1000) / 1000));
-  if (state.stage === "waiting") return `The server is busy: trying again in ${state.retryIn} s`;
+  if (state.stage === "waiting") return waitWords(state.reason, state.retryIn);
   if (state.stage === "queued") return `Waiting for a render slot for ${what}…`;
   if (state.framesTotal) {
     const left = state.secondsLeft === null || state.secondsLeft === undefined ? ""

@@ -13,7 +13,7 @@
 import { ApiError, call, describe, fetchBitmap, getToken, keptUntil, modelsState, request, sameOrigin, sheetTooBig,
   upload } from "./api.js";
 import { Editor } from "./editor.js";
-import { renderJob, resumeJob } from "./jobs.js";
+import { renderJob, resumeJob, waitingOut, waitWords } from "./jobs.js";
 import { SKELETON, skeletonIn } from "./manual.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -415,7 +415,7 @@ export function mountScene(section, { onFix = null, onOpen = null, onPhoto = nul
 
   /** Progress of a render, said under the photo. */
   const progressOf = (what) => (s) => {
-    if (s.stage === "waiting") say(`The server is busy; trying again in ${s.retryIn} s…`);
+    if (s.stage === "waiting") say(`${waitWords(s.reason, s.retryIn)}…`);
     else if (s.framesTotal) {
       bar.value = s.framesDone / s.framesTotal;
       say(`${what}: frame ${s.framesDone} of ${s.framesTotal}…`);
@@ -554,8 +554,9 @@ export function mountScene(section, { onFix = null, onOpen = null, onPhoto = nul
     if (!state.file) return;
     say("Uploading…");
     try {
-      const doc = await upload("scenes", state.file, (f) =>
-        say(f === null ? "Finding every character, its mask and joints…" : `Uploading ${Math.round(f * 100)} %`));
+      const doc = await waitingOut(() => upload("scenes", state.file, (f) =>
+        say(f === null ? "Finding every character, its mask and joints…" : `Uploading ${Math.round(f * 100)} %`)),
+      (code, left) => say(`${waitWords(code, left, "sending the photo again")}…`), { maxWaitS: 120 });
       await open(doc);
     } catch (err) {
       const byHand = err instanceof ApiError && (err.warnings || []).some((w) => w.code === "tiny_models");
