@@ -130,6 +130,24 @@ t0=$SECONDS
 log "starting pod $NAME from pod.yaml (the CPU overlay: $STATE/pod.yaml)"
 podman play kube --network "$NETWORK" "$STATE/pod.yaml" >"$STATE/play-pod.log" 2>&1 \
   || { cat "$STATE/play-pod.log" >&2; die "podman play kube pod.yaml failed"; }
+# podman 4.3's play kube applies the containers' memory limits but not their CPU requests (each gets
+# cpu.shares 1024): give each the weight the kubelet gives a request, 1024 per CPU, so the app, the
+# worker and TorchServe share a busy machine as they would share a node.
+"$PY" - "$STATE/pod.yaml" <<'EOF' | while read -r container shares; do
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    for c in (d or {}).get("spec", {}).get("containers", []) if (d or {}).get("kind") == "Pod" else []:
+        cpu = str(c.get("resources", {}).get("requests", {}).get("cpu", ""))
+        if cpu:
+            milli = float(cpu[:-1]) if cpu.endswith("m") else float(cpu) * 1000
+            print(c["name"], max(2, int(milli * 1024 / 1000)))
+EOF
+  if podman update --cpu-shares "$shares" "$NAME-$container" >/dev/null 2>&1; then
+    log "container $NAME-$container: cpu.shares $shares (its CPU request)"
+  else
+    log "could not set $NAME-$container's cpu.shares to $shares (podman update): it shares the CPUs equally"
+  fi
+done
 
 base="http://127.0.0.1:$PORT"
 ping_ready() {  # 0 when /ping answers 200 with both models READY (and Redis reachable: async jobs on)
